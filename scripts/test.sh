@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The project's one test line (README "Development", and .ci/run): on a fresh Debian
+# machine it installs what is missing, system packages included, then runs every
+# suite: unit, integration (real HTTP emulator, real redis-server), the built server
+# as a process, and the explorer in a real headless Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> installing system packages: ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+echo "==> npm ci (brings Node 24 as a devDependency)"
+npm ci --no-audit --no-fund
+
+echo "==> generated code is up to date with schema.graphql and operations/"
+snapshot=$(mktemp -d)
+trap 'rm -rf "$snapshot"' EXIT
+for dir in src/__generated__ operations/__generated__; do
+  [ -d "$dir" ] && mkdir -p "$snapshot/$dir" && cp -R "$dir/." "$snapshot/$dir/"
+done
+npm run --silent codegen >/dev/null
+for dir in src/__generated__ operations/__generated__; do
+  if [ -d "$dir" ] && ! diff -r "$snapshot/$dir" "$dir" >/dev/null; then
+    echo "generated code in $dir is stale: run 'npm run codegen' and commit the result" >&2
+    diff -r "$snapshot/$dir" "$dir" | head -40 >&2
+    exit 1
+  fi
+done
+
+echo "==> typecheck and build"
+npm run --silent typecheck
+npm run --silent build
+
+echo "==> tests"
+npm test -- --ci

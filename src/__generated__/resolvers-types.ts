@@ -1,0 +1,328 @@
+import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
+import type { LocationRecord, ShiftRecord, UserReference } from '../upstream/records';
+import type { ConnectionPage, Edge } from '../graphql/connections';
+import type { GraphQLContext } from '../graphql/context';
+export type Maybe<T> = T | null;
+export type InputMaybe<T> = Maybe<T>;
+export type RequireFields<T, K extends keyof T> = Omit<T, K> & { [P in K]-?: NonNullable<T[P]> };
+/** All built-in and custom scalars, mapped to their actual values */
+export type Scalars = {
+  ID: { input: string; output: string; }
+  String: { input: string; output: string; }
+  Boolean: { input: boolean; output: boolean; }
+  Int: { input: number; output: number; }
+  Float: { input: number; output: number; }
+  /**
+   * An instant with its UTC offset, as RFC 3339 / ISO 8601 (for example
+   * `2026-11-23T09:00:00+01:00`). The upstream's offset is kept, so a shift reads in
+   * the location's local time.
+   */
+  DateTime: { input: string; output: string; }
+  _FieldSet: { input: unknown; output: unknown; }
+};
+
+/** A place where people work: a shop, a ward, a warehouse. */
+export type Location = {
+  __typename?: 'Location';
+  id: Scalars['ID']['output'];
+  name: Scalars['String']['output'];
+};
+
+export type LocationConnection = {
+  __typename?: 'LocationConnection';
+  edges: Array<LocationEdge>;
+  nodes: Array<Location>;
+  pageInfo: PageInfo;
+};
+
+export type LocationEdge = {
+  __typename?: 'LocationEdge';
+  /** Opaque; pass it as `after` or `before` to resume right after or before this edge. */
+  cursor: Scalars['String']['output'];
+  node: Location;
+};
+
+/** Relay cursor-connection page information. */
+export type PageInfo = {
+  __typename?: 'PageInfo';
+  endCursor?: Maybe<Scalars['String']['output']>;
+  hasNextPage: Scalars['Boolean']['output'];
+  hasPreviousPage: Scalars['Boolean']['output'];
+  startCursor?: Maybe<Scalars['String']['output']>;
+};
+
+export type Query = {
+  __typename?: 'Query';
+  /** One location by id, or null when the company has no such location. */
+  location?: Maybe<Location>;
+  /** The company's locations, in upstream order. Nullable: a failure nulls only this field. */
+  locations?: Maybe<LocationConnection>;
+  /** One shift by id, or null when the company has no such shift. */
+  shift?: Maybe<Shift>;
+  /** The company's shifts, in upstream order. Needs the `shifts.read` scope. */
+  shifts?: Maybe<ShiftConnection>;
+};
+
+
+export type QueryLocationArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryLocationsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryShiftArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryShiftsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+/** A scheduled stretch of work at one location. */
+export type Shift = {
+  __typename?: 'Shift';
+  end?: Maybe<Scalars['DateTime']['output']>;
+  id: Scalars['ID']['output'];
+  /** The location of the shift; null when the upstream no longer lists it. */
+  location?: Maybe<Location>;
+  start?: Maybe<Scalars['DateTime']['output']>;
+  /** The person working the shift, resolved by the subgraph that owns users; null for an open shift. */
+  user?: Maybe<User>;
+};
+
+export type ShiftConnection = {
+  __typename?: 'ShiftConnection';
+  edges: Array<ShiftEdge>;
+  nodes: Array<Shift>;
+  pageInfo: PageInfo;
+};
+
+export type ShiftEdge = {
+  __typename?: 'ShiftEdge';
+  /** Opaque; pass it as `after` or `before` to resume right after or before this edge. */
+  cursor: Scalars['String']['output'];
+  node: Shift;
+};
+
+/** A person in the company. This subgraph knows only the id; another subgraph resolves the rest. */
+export type User = {
+  __typename?: 'User';
+  id: Scalars['ID']['output'];
+};
+
+export type WithIndex<TObject> = TObject & Record<string, any>;
+export type ResolversObject<TObject> = WithIndex<TObject>;
+
+export type ResolverTypeWrapper<T> = Promise<T> | T;
+
+export type ReferenceResolver<TResult, TReference, TContext> = (
+      reference: TReference,
+      context: TContext,
+      info: GraphQLResolveInfo
+    ) => Promise<TResult> | TResult;
+
+      type ScalarCheck<T, S> = S extends true ? T : NullableCheck<T, S>;
+      type NullableCheck<T, S> = Maybe<T> extends T ? Maybe<ListCheck<NonNullable<T>, S>> : ListCheck<T, S>;
+      type ListCheck<T, S> = T extends (infer U)[] ? NullableCheck<U, S>[] : GraphQLRecursivePick<T, S>;
+      export type GraphQLRecursivePick<T, S> = { [K in keyof T & keyof S]: ScalarCheck<T[K], S[K]> };
+    
+
+export type ResolverWithResolve<TResult, TParent, TContext, TArgs> = {
+  resolve: ResolverFn<TResult, TParent, TContext, TArgs>;
+};
+export type Resolver<TResult, TParent = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>, TArgs = Record<PropertyKey, never>> = ResolverFn<TResult, TParent, TContext, TArgs> | ResolverWithResolve<TResult, TParent, TContext, TArgs>;
+
+export type ResolverFn<TResult, TParent, TContext, TArgs> = (
+  parent: TParent,
+  args: TArgs,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => Promise<TResult> | TResult;
+
+export type SubscriptionSubscribeFn<TResult, TParent, TContext, TArgs> = (
+  parent: TParent,
+  args: TArgs,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => AsyncIterable<TResult> | Promise<AsyncIterable<TResult>>;
+
+export type SubscriptionResolveFn<TResult, TParent, TContext, TArgs> = (
+  parent: TParent,
+  args: TArgs,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => TResult | Promise<TResult>;
+
+export interface SubscriptionSubscriberObject<TResult, TKey extends string, TParent, TContext, TArgs> {
+  subscribe: SubscriptionSubscribeFn<{ [key in TKey]: TResult }, TParent, TContext, TArgs>;
+  resolve?: SubscriptionResolveFn<TResult, { [key in TKey]: TResult }, TContext, TArgs>;
+}
+
+export interface SubscriptionResolverObject<TResult, TParent, TContext, TArgs> {
+  subscribe: SubscriptionSubscribeFn<any, TParent, TContext, TArgs>;
+  resolve: SubscriptionResolveFn<TResult, any, TContext, TArgs>;
+}
+
+export type SubscriptionObject<TResult, TKey extends string, TParent, TContext, TArgs> =
+  | SubscriptionSubscriberObject<TResult, TKey, TParent, TContext, TArgs>
+  | SubscriptionResolverObject<TResult, TParent, TContext, TArgs>;
+
+export type SubscriptionResolver<TResult, TKey extends string, TParent = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>, TArgs = Record<PropertyKey, never>> =
+  | ((...args: any[]) => SubscriptionObject<TResult, TKey, TParent, TContext, TArgs>)
+  | SubscriptionObject<TResult, TKey, TParent, TContext, TArgs>;
+
+export type TypeResolveFn<TTypes, TParent = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>> = (
+  parent: TParent,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => Maybe<TTypes> | Promise<Maybe<TTypes>>;
+
+export type IsTypeOfResolverFn<T = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>> = (obj: T, context: TContext, info: GraphQLResolveInfo) => boolean | Promise<boolean>;
+
+export type NextResolverFn<T> = () => Promise<T>;
+
+export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>, TArgs = Record<PropertyKey, never>> = (
+  next: NextResolverFn<TResult>,
+  parent: TParent,
+  args: TArgs,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => TResult | Promise<TResult>;
+
+/** Mapping of federation types */
+export type FederationTypes = ResolversObject<{
+  Location: Location;
+  Shift: Shift;
+}>;
+
+/** Mapping of federation reference types */
+export type FederationReferenceTypes = ResolversObject<{
+  Location:
+    ( { __typename: 'Location' }
+    & GraphQLRecursivePick<FederationTypes['Location'], {"id":true}> );
+  Shift:
+    ( { __typename: 'Shift' }
+    & GraphQLRecursivePick<FederationTypes['Shift'], {"id":true}> );
+}>;
+
+
+
+/** Mapping between all available schema types and the resolvers types */
+export type ResolversTypes = ResolversObject<{
+  DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
+  Location: ResolverTypeWrapper<LocationRecord>;
+  ID: ResolverTypeWrapper<Scalars['ID']['output']>;
+  String: ResolverTypeWrapper<Scalars['String']['output']>;
+  LocationConnection: ResolverTypeWrapper<ConnectionPage<LocationRecord>>;
+  LocationEdge: ResolverTypeWrapper<Edge<LocationRecord>>;
+  PageInfo: ResolverTypeWrapper<PageInfo>;
+  Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
+  Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  Shift: ResolverTypeWrapper<ShiftRecord>;
+  ShiftConnection: ResolverTypeWrapper<ConnectionPage<ShiftRecord>>;
+  ShiftEdge: ResolverTypeWrapper<Edge<ShiftRecord>>;
+  User: ResolverTypeWrapper<UserReference>;
+}>;
+
+/** Mapping between all available schema types and the resolvers parents */
+export type ResolversParentTypes = ResolversObject<{
+  DateTime: Scalars['DateTime']['output'];
+  Location: LocationRecord;
+  ID: Scalars['ID']['output'];
+  String: Scalars['String']['output'];
+  LocationConnection: ConnectionPage<LocationRecord>;
+  LocationEdge: Edge<LocationRecord>;
+  PageInfo: PageInfo;
+  Boolean: Scalars['Boolean']['output'];
+  Query: Record<PropertyKey, never>;
+  Int: Scalars['Int']['output'];
+  Shift: ShiftRecord;
+  ShiftConnection: ConnectionPage<ShiftRecord>;
+  ShiftEdge: Edge<ShiftRecord>;
+  User: UserReference;
+}>;
+
+export interface DateTimeScalarConfig extends GraphQLScalarTypeConfig<ResolversTypes['DateTime'], any> {
+  name: 'DateTime';
+}
+
+export type LocationResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Location'] = ResolversParentTypes['Location'], FederationReferenceType extends FederationReferenceTypes['Location'] = FederationReferenceTypes['Location']> = ResolversObject<{
+  __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['Location']> | FederationReferenceType, FederationReferenceType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+}>;
+
+export type LocationConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LocationConnection'] = ResolversParentTypes['LocationConnection']> = ResolversObject<{
+  edges?: Resolver<Array<ResolversTypes['LocationEdge']>, ParentType, ContextType>;
+  nodes?: Resolver<Array<ResolversTypes['Location']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+}>;
+
+export type LocationEdgeResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LocationEdge'] = ResolversParentTypes['LocationEdge']> = ResolversObject<{
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['Location'], ParentType, ContextType>;
+}>;
+
+export type PageInfoResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = ResolversObject<{
+  endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  hasPreviousPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  startCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+}>;
+
+export type QueryResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = ResolversObject<{
+  location?: Resolver<Maybe<ResolversTypes['Location']>, ParentType, ContextType, RequireFields<QueryLocationArgs, 'id'>>;
+  locations?: Resolver<Maybe<ResolversTypes['LocationConnection']>, ParentType, ContextType, Partial<QueryLocationsArgs>>;
+  shift?: Resolver<Maybe<ResolversTypes['Shift']>, ParentType, ContextType, RequireFields<QueryShiftArgs, 'id'>>;
+  shifts?: Resolver<Maybe<ResolversTypes['ShiftConnection']>, ParentType, ContextType, Partial<QueryShiftsArgs>>;
+}>;
+
+export type ShiftResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Shift'] = ResolversParentTypes['Shift'], FederationReferenceType extends FederationReferenceTypes['Shift'] = FederationReferenceTypes['Shift']> = ResolversObject<{
+  __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['Shift']> | FederationReferenceType, FederationReferenceType, ContextType>;
+  end?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  location?: Resolver<Maybe<ResolversTypes['Location']>, ParentType, ContextType>;
+  start?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  user?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType>;
+}>;
+
+export type ShiftConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ShiftConnection'] = ResolversParentTypes['ShiftConnection']> = ResolversObject<{
+  edges?: Resolver<Array<ResolversTypes['ShiftEdge']>, ParentType, ContextType>;
+  nodes?: Resolver<Array<ResolversTypes['Shift']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+}>;
+
+export type ShiftEdgeResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ShiftEdge'] = ResolversParentTypes['ShiftEdge']> = ResolversObject<{
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['Shift'], ParentType, ContextType>;
+}>;
+
+export type UserResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['User'] = ResolversParentTypes['User']> = ResolversObject<{
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+}>;
+
+export type Resolvers<ContextType = GraphQLContext> = ResolversObject<{
+  DateTime?: GraphQLScalarType;
+  Location?: LocationResolvers<ContextType>;
+  LocationConnection?: LocationConnectionResolvers<ContextType>;
+  LocationEdge?: LocationEdgeResolvers<ContextType>;
+  PageInfo?: PageInfoResolvers<ContextType>;
+  Query?: QueryResolvers<ContextType>;
+  Shift?: ShiftResolvers<ContextType>;
+  ShiftConnection?: ShiftConnectionResolvers<ContextType>;
+  ShiftEdge?: ShiftEdgeResolvers<ContextType>;
+  User?: UserResolvers<ContextType>;
+}>;
+

@@ -1,0 +1,91 @@
+import type { JWTVerifyGetKey } from 'jose';
+import type { Dispatcher } from 'undici';
+import type { Config } from './config';
+import type { ContextServices } from './graphql/context';
+import { CursorCodec } from './graphql/cursor';
+import { EntityIndexes } from './graphql/entityIndex';
+import { createIdentityResolver } from './graphql/identity';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+import { WfsClient } from './upstream/client';
+import { createUpstreamAgent } from './upstream/http';
+import { createRedisTokenStore } from './upstream/redisTokenStore';
+import { TokenCache } from './upstream/tokenCache';
+import { requestToken } from './upstream/tokenEndpoint';
+
+/** What tests and the demo may hand in instead of the production parts. */
+export interface AppOverrides {
+  readonly dispatcher?: Dispatcher;
+  readonly now?: () => number;
+  /** Demo mode: the tenant of a request that names none. */
+  readonly defaultTenant?: string;
+  /** Verified-identity mode: keys to verify with instead of fetching WFS_JWKS_URL. */
+  readonly jwks?: JWTVerifyGetKey;
+}
+
+/** The wired REST side and the per-request context services, plus what must be closed. */
+export interface App {
+  readonly services: ContextServices;
+  readonly tokens: TokenCache;
+  /** True when the shared token store answers (always true without Redis). */
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export function createApp(config: Config, logger: Logger, metrics: Metrics, overrides: AppOverrides = {}): App {
+  const authUrl = config.authUrl;
+  if (!authUrl) throw new Error('createApp needs config.authUrl (demo mode fills it from the embedded emulator)');
+  const ownsDispatcher = !overrides.dispatcher;
+  const dispatcher = overrides.dispatcher ?? createUpstreamAgent();
+  const redis = config.redisUrl
+    ? createRedisTokenStore(config.redisUrl, {
+        onError: (operation, error) => logger.warn({ operation, err: error.message }, 'shared token store unavailable; using this replica\'s own tokens'),
+      })
+    : undefined;
+
+  const tokens = new TokenCache({
+    tenants: config.tenants,
+    store: redis?.store,
+    ...(overrides.now && { now: overrides.now }),
+    fetchToken: (tenant) => requestToken(tenant, { authUrl, dispatcher, apiBaseAllow: config.apiBaseAllow, ...(overrides.now && { now: overrides.now }) }),
+    onTokenRequest: (tenantId, outcome) => {
+      metrics.tokenRequests.inc({ outcome });
+      if (outcome === 'ok') logger.debug({ tenantId }, 'token obtained');
+      else if (outcome === 'UPSTREAM_MISCONFIGURED' || outcome === 'UPSTREAM_UNAUTHORIZED') {
+        logger.error({ tenantId, code: outcome }, 'configuration error: the token for this tenant was refused or is unusable; check WFS_TENANTS_FILE and WFS_API_BASE_ALLOW');
+      } else logger.warn({ tenantId, code: outcome }, 'token request failed');
+    },
+  });
+
+  const client = new WfsClient({
+    tokens,
+    dispatcher,
+    onListCall: (list, status, durationMs) => {
+      metrics.upstreamRequests.inc({ list, status: String(status) });
+      metrics.upstreamDuration.observe({ list }, durationMs / 1000);
+    },
+  });
+
+  const services: ContextServices = {
+    client,
+    cursors: new CursorCodec(config.cursorSecret),
+    indexes: new EntityIndexes(overrides.now),
+    identify: createIdentityResolver({
+      jwt: config.jwt,
+      tenantHeader: config.tenantHeader,
+      defaultTenant: overrides.defaultTenant,
+      isConfigured: (tenantId) => tokens.hasTenant(tenantId),
+      ...(overrides.jwks && { jwks: overrides.jwks }),
+    }),
+  };
+
+  return {
+    services,
+    tokens,
+    ready: async () => (redis ? redis.store.ping() : true),
+    async close() {
+      await redis?.close();
+      if (ownsDispatcher) await dispatcher.close();
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import type { Config } from './config';
+import { startEmulator, type Emulator } from './emulator';
+import { EXAMPLE_QUERY } from './server';
+
+export interface Demo {
+  readonly emulator: Emulator;
+  readonly config: Config;
+  readonly defaultTenant: string;
+}
+
+/**
+ * Demo mode (no WFS_AUTH_URL): the embedded emulator plays the upstream, with its
+ * seeded companies as the configured tenants. Everything else runs as in production.
+ */
+export async function startDemo(config: Config): Promise<Demo> {
+  const emulator = await startEmulator();
+  const tenants = emulator.tenants.map((tenant) => ({
+    tenantId: tenant.tenantId,
+    clientId: tenant.clientId,
+    clientSecret: tenant.clientSecret,
+    scope: tenant.grantedScopes.join(' '),
+  }));
+  return {
+    emulator,
+    config: Object.freeze({ ...config, authUrl: emulator.authUrl, tenants }),
+    defaultTenant: tenants[0]!.tenantId,
+  };
+}
+
+/** The start-up text of demo mode: where to go and what to paste. */
+export function demoBanner(demo: Demo, graphqlUrl: string): string {
+  const header = demo.config.tenantHeader;
+  const lines = [
+    '',
+    `Workforce-scheduling subgraph (demo mode, on the embedded upstream emulator at ${demo.emulator.authUrl})`,
+    '',
+    `  GraphQL:   ${graphqlUrl}`,
+    `  Explorer:  ${graphqlUrl.replace(/\/graphql$/, '/')}  (open in a browser)`,
+    '',
+    `Demo tenants (send one in the "${header}" header; without it you get the first one):`,
+    ...demo.emulator.tenants.map((t) => `  ${t.tenantId}  ${t.name}  [${t.grantedScopes.join(' ')}]`),
+    '',
+    'Try:',
+    `  curl -s ${graphqlUrl} -H 'content-type: application/json' -H '${header}: ${demo.defaultTenant}' \\`,
+    `    -d '{"query":"{ locations(first: 5) { nodes { id name } } shifts(first: 3) { nodes { id start end location { name } } } }"}'`,
+    '',
+    'Or paste into the explorer:',
+    ...EXAMPLE_QUERY.trimEnd().split('\n').map((line) => `  ${line}`),
+    '',
+  ];
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,200 @@
+import type { ListPage } from '../upstream/client';
+import type { PageRef } from '../upstream/pageReference';
+import { isMalformed, type MalformedRecord } from '../upstream/records';
+import type { CursorPosition } from './cursor';
+import { badUserInput } from './errors';
+import { UpstreamError } from '../upstream/errors';
+
+export interface Edge<T> {
+  readonly cursor: string;
+  readonly node: T;
+}
+
+export interface PageInfo {
+  readonly hasNextPage: boolean;
+  readonly hasPreviousPage: boolean;
+  readonly startCursor: string | null;
+  readonly endCursor: string | null;
+}
+
+/** What a connection field resolves to; `nodes` is derived from `edges`. */
+export interface ConnectionPage<T> {
+  readonly edges: ReadonlyArray<Edge<T>>;
+  readonly pageInfo: PageInfo;
+}
+
+export interface ConnectionArgs {
+  readonly first?: number | null;
+  readonly after?: string | null;
+  readonly last?: number | null;
+  readonly before?: string | null;
+}
+
+export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_PAGE_SIZE = 100;
+
+/** Relay arguments, checked before any upstream call (CONTRACT.md section 3, page size). */
+export type PagingRequest =
+  | { readonly direction: 'forward'; readonly count: number; readonly cursor: string | null }
+  | { readonly direction: 'backward'; readonly count: number; readonly cursor: string | null };
+
+export function checkConnectionArgs(args: ConnectionArgs): PagingRequest {
+  const has = (value: unknown) => value !== undefined && value !== null;
+  if (has(args.first) && has(args.last)) throw badUserInput('pass "first" or "last", not both');
+  if (has(args.after) && has(args.before)) throw badUserInput('pass "after" or "before", not both');
+  if (has(args.first) && has(args.before)) throw badUserInput('"before" pages backward: use it with "last", or use "after" with "first"');
+  if (has(args.last) && has(args.after)) throw badUserInput('"after" pages forward: use it with "first", or use "before" with "last"');
+  for (const name of ['first', 'last'] as const) {
+    const value = args[name];
+    if (has(value) && (!Number.isInteger(value) || (value as number) < 1 || (value as number) > MAX_PAGE_SIZE)) {
+      throw badUserInput(`"${name}" must be an integer from 1 to ${MAX_PAGE_SIZE}, got ${String(value)}`);
+    }
+  }
+  if (has(args.last) || has(args.before)) {
+    return { direction: 'backward', count: args.last ?? DEFAULT_PAGE_SIZE, cursor: args.before ?? null };
+  }
+  return { direction: 'forward', count: args.first ?? DEFAULT_PAGE_SIZE, cursor: args.after ?? null };
+}
+
+/** What a connection needs from the rest of the server, for one tenant and one list. */
+export interface ConnectionSource<T extends { id: string }> {
+  fetchPage(ref: PageRef | null): Promise<ListPage<T>>;
+  decodeCursor(cursor: string, argument: 'after' | 'before'): CursorPosition;
+  encodeCursor(position: CursorPosition): string;
+  /** An item of the wrong shape: reported as an error for that item, the page goes on. */
+  reportMalformed(item: MalformedRecord): void;
+}
+
+interface Located<T> {
+  readonly node: T;
+  readonly position: CursorPosition;
+}
+
+/**
+ * Maps Relay paging onto the upstream's page chain. Every upstream page is fetched
+ * at one fixed size, so (page reference, index) names an edge for good, and every
+ * edge cursor can be resumed. Forward paging follows `next` as far as `first` needs;
+ * backward paging follows `previous`; `last` without `before` walks to the end,
+ * since the upstream offers no reference to its last page.
+ */
+export async function resolveConnection<T extends { id: string }>(
+  source: ConnectionSource<T>,
+  request: PagingRequest,
+): Promise<ConnectionPage<T>> {
+  source = { ...source, fetchPage: guardPageChain(source.fetchPage.bind(source)) };
+  const start = request.cursor ? source.decodeCursor(request.cursor, request.direction === 'forward' ? 'after' : 'before') : null;
+  const result =
+    request.direction === 'forward'
+      ? await pageForward(source, request.count, start)
+      : start
+        ? await pageBackward(source, request.count, start)
+        : await tail(source, request.count);
+  const edges = result.items.map((item) => ({ cursor: source.encodeCursor(item.position), node: item.node }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: result.hasNextPage,
+      hasPreviousPage: result.hasPreviousPage,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+  };
+}
+
+/** The most upstream pages one field may read: a runaway or hostile chain stops here. */
+export const MAX_PAGES_PER_WALK = 1000;
+
+/**
+ * Wraps a page fetcher so a chain that comes back to a page it already gave, or
+ * that never ends, is an UPSTREAM_BAD_RESPONSE instead of an endless walk.
+ */
+export function guardPageChain<P>(fetchPage: (ref: PageRef | null) => Promise<P>): (ref: PageRef | null) => Promise<P> {
+  const seen = new Set<string>();
+  return (ref) => {
+    const key = ref ?? '';
+    if (seen.has(key)) return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', 'the upstream page chain loops back to a page it already returned'));
+    if (seen.size >= MAX_PAGES_PER_WALK) {
+      return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream list is longer than ${MAX_PAGES_PER_WALK} pages; page with first/after instead`));
+    }
+    seen.add(key);
+    return fetchPage(ref);
+  };
+}
+
+interface Slice<T> {
+  items: Located<T>[];
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+}
+
+/** The index of the cursor's record in its page: where it was, or where it moved to within the page. */
+function indexIn<T extends { id: string }>(page: ListPage<T>, position: CursorPosition): number {
+  const at = page.items[position.index];
+  if (at && !isMalformed(at) && at.id === position.id) return position.index;
+  const moved = page.items.findIndex((item) => !isMalformed(item) && item.id === position.id);
+  return moved >= 0 ? moved : Math.min(position.index, page.items.length);
+}
+
+function take<T extends { id: string }>(source: ConnectionSource<T>, page: ListPage<T>, index: number): Located<T> | null {
+  const item = page.items[index]!;
+  if (isMalformed(item)) {
+    source.reportMalformed(item);
+    return null;
+  }
+  return { node: item, position: { ref: page.ref, index, id: item.id } };
+}
+
+async function pageForward<T extends { id: string }>(source: ConnectionSource<T>, count: number, after: CursorPosition | null): Promise<Slice<T>> {
+  let page = await source.fetchPage(after ? after.ref : null);
+  let index = after ? indexIn(page, after) + 1 : 0;
+  const items: Located<T>[] = [];
+  for (;;) {
+    while (index < page.items.length) {
+      if (items.length === count) return { items, hasNextPage: true, hasPreviousPage: after !== null };
+      const located = take(source, page, index);
+      if (located) items.push(located);
+      index += 1;
+    }
+    if (!page.hasMore || !page.next) return { items, hasNextPage: false, hasPreviousPage: after !== null };
+    if (items.length === count) return { items, hasNextPage: true, hasPreviousPage: after !== null };
+    page = await source.fetchPage(page.next);
+    index = 0;
+  }
+}
+
+async function pageBackward<T extends { id: string }>(source: ConnectionSource<T>, count: number, before: CursorPosition): Promise<Slice<T>> {
+  let page = await source.fetchPage(before.ref);
+  let index = indexIn(page, before) - 1;
+  const reversed: Located<T>[] = [];
+  for (;;) {
+    while (index >= 0) {
+      if (reversed.length === count) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true };
+      const located = take(source, page, index);
+      if (located) reversed.push(located);
+      index -= 1;
+    }
+    if (!page.previous) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: false };
+    if (reversed.length === count) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true };
+    page = await source.fetchPage(page.previous);
+    index = page.items.length - 1;
+  }
+}
+
+/** The last `count` records: walks the chain to its end, keeping a window. */
+async function tail<T extends { id: string }>(source: ConnectionSource<T>, count: number): Promise<Slice<T>> {
+  let window: Located<T>[] = [];
+  let dropped = false;
+  let page = await source.fetchPage(null);
+  for (;;) {
+    for (let index = 0; index < page.items.length; index += 1) {
+      const located = take(source, page, index);
+      if (located) window.push(located);
+    }
+    if (window.length > count) {
+      window = window.slice(window.length - count);
+      dropped = true;
+    }
+    if (!page.hasMore || !page.next) return { items: window, hasNextPage: false, hasPreviousPage: dropped };
+    page = await source.fetchPage(page.next);
+  }
+}

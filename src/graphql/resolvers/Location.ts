@@ -1,0 +1,10 @@
+import type { LocationConnectionResolvers, LocationResolvers } from '../../__generated__/resolvers-types';
+
+export const Location: LocationResolvers = {
+  // The router batches references; the DataLoader turns them into one index lookup.
+  __resolveReference: async ({ id }, context) => (await context.tenant()).locations.load(id),
+};
+
+export const LocationConnection: LocationConnectionResolvers = {
+  nodes: (connection) => connection.edges.map((edge) => edge.node),
+};

@@ -1,0 +1,48 @@
+import { ConfigError, loadConfig, type Config } from './config';
+import { demoBanner, startDemo, type Demo } from './demo';
+import { createLogger } from './logger';
+import { startServer } from './server';
+
+/** Start-up: load the configuration, start the server, exit 1 with one clear line on error. */
+async function main(): Promise<void> {
+  let config: Config = loadConfig();
+  let demo: Demo | undefined;
+  if (!config.authUrl) {
+    demo = await startDemo(config);
+    config = demo.config;
+  }
+  const logger = createLogger(config.logLevel);
+  if (config.cursorSecretGenerated && !demo) {
+    logger.warn('WFS_CURSOR_SECRET is not set: cursors are signed with a random key and stop working on restart or on another replica');
+  }
+  if (!config.jwt && !demo) {
+    logger.info({ header: config.tenantHeader }, 'trusted-header mode: the tenant comes from a request header; expose this subgraph only to the router, on a private network');
+  }
+  const server = await startServer(config, {
+    logger,
+    ...(demo && { defaultTenant: demo.defaultTenant, explorerHeaders: { [config.tenantHeader]: demo.defaultTenant } }),
+  }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError('PORT', `port ${config.port} is already in use; set PORT to a free port`);
+    throw error;
+  });
+  if (demo) process.stdout.write(demoBanner(demo, server.url));
+  logger.info({ url: server.url, tenants: config.tenants.length, redis: Boolean(config.redisUrl) }, 'subgraph ready');
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    void Promise.allSettled([server.close(), demo?.emulator.close()]).then(() => process.exit(0));
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof ConfigError ? error.message : `start-up failed: ${error instanceof Error ? error.message : String(error)}`;
+  process.stderr.write(`wfs-subgraph: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,35 @@
+/**
+ * Every failure on the REST side is an UpstreamError with a code from one union.
+ * The GraphQL layer maps the code to `extensions.code`; tests assert on codes, not
+ * on messages. Messages say what happened and what to do, and never carry a secret
+ * or a token.
+ */
+export type UpstreamErrorCode =
+  /** The upstream could not be reached, timed out, or answered 5xx. */
+  | 'UPSTREAM_UNAVAILABLE'
+  /** The upstream kept answering 429 after the bounded retries. */
+  | 'UPSTREAM_RATE_LIMITED'
+  /** The token endpoint refused our credentials, or a fresh token got 401 again. */
+  | 'UPSTREAM_UNAUTHORIZED'
+  /** The upstream answered with something that is not the documented shape. */
+  | 'UPSTREAM_BAD_RESPONSE'
+  /** The token is bound to another tenant, or its api_base is refused. */
+  | 'UPSTREAM_MISCONFIGURED'
+  /** The tenant lacks the scope the call needs (403, or not granted in the token). */
+  | 'FORBIDDEN';
+
+export class UpstreamError extends Error {
+  override readonly name = 'UpstreamError';
+
+  constructor(
+    readonly code: UpstreamErrorCode,
+    message: string,
+    readonly details: { status?: number; retryAfterSeconds?: number } = {},
+  ) {
+    super(message);
+  }
+}
+
+export function isUpstreamError(error: unknown): error is UpstreamError {
+  return error instanceof UpstreamError;
+}

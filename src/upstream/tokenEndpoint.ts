@@ -1,0 +1,124 @@
+import { decodeJwt } from 'jose';
+import { request, type Dispatcher } from 'undici';
+import type { TenantCredentials } from '../config';
+import { checkApiBase } from './apiBase';
+import { UpstreamError } from './errors';
+import { readJson, retryAfterSeconds } from './http';
+
+/** A token as we keep it: what the token response and its claims told us. */
+export interface TokenGrant {
+  readonly accessToken: string;
+  readonly tenantId: string;
+  /** The validated `api_base` origin. */
+  readonly apiBase: string;
+  readonly scopes: readonly string[];
+  /** Epoch milliseconds: when we asked for the token (lifetime counts from there). */
+  readonly obtainedAt: number;
+  /** Epoch milliseconds: obtainedAt + expires_in. */
+  readonly expiresAt: number;
+}
+
+export interface TokenRequestOptions {
+  readonly authUrl: string;
+  readonly dispatcher: Dispatcher;
+  readonly apiBaseAllow: readonly string[];
+  readonly signal?: AbortSignal;
+  readonly now?: () => number;
+}
+
+/** `{auth_url}/identity/o/api/token`, keeping any path prefix of the auth URL. */
+export function tokenUrl(authUrl: string): string {
+  return `${authUrl.replace(/\/+$/, '')}/identity/o/api/token`;
+}
+
+/**
+ * One client-credentials request (upstream-api.md 4.1). The secret goes only in the
+ * form body. The result is checked before anyone uses it: the token must be bound
+ * to the configured tenant and its `api_base` must pass `checkApiBase`.
+ */
+export async function requestToken(tenant: TenantCredentials, options: TokenRequestOptions): Promise<TokenGrant> {
+  const now = options.now ?? Date.now;
+  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret });
+  if (tenant.scope) form.set('scope', tenant.scope);
+  const obtainedAt = now();
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await request(tokenUrl(options.authUrl), {
+      method: 'POST',
+      dispatcher: options.dispatcher,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: form.toString(),
+      signal: options.signal,
+    });
+  } catch (error) {
+    throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the token endpoint could not be reached for tenant ${tenant.tenantId} (${describeNetworkError(error)})`);
+  }
+  const body = await readJson(response.body);
+  const status = response.statusCode;
+  if (status !== 200) throw tokenEndpointError(tenant, status, body, retryAfterSeconds(response.headers['retry-after']));
+  return parseTokenResponse(tenant, body, obtainedAt, options.apiBaseAllow);
+}
+
+function tokenEndpointError(tenant: TenantCredentials, status: number, body: unknown, retryAfter: number | undefined): UpstreamError {
+  // RFC 6749 5.2 error codes are short ASCII words; anything else is not echoed.
+  const oauthError = (body as { error?: unknown } | undefined)?.error;
+  const reason = typeof oauthError === 'string' && /^[\w.-]{1,64}$/.test(oauthError) ? ` (${oauthError})` : '';
+  if (status === 429) {
+    return new UpstreamError('UPSTREAM_RATE_LIMITED', `the token endpoint is rate limiting tenant ${tenant.tenantId}`, { status, ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }) });
+  }
+  if (status >= 500) return new UpstreamError('UPSTREAM_UNAVAILABLE', `the token endpoint answered ${status} for tenant ${tenant.tenantId}`, { status });
+  if (status === 400 || status === 401 || status === 403) {
+    return new UpstreamError(
+      'UPSTREAM_UNAUTHORIZED',
+      `the token endpoint refused the credentials of tenant ${tenant.tenantId}${reason}: check its clientId, clientSecret and scope in WFS_TENANTS_FILE`,
+      { status },
+    );
+  }
+  return new UpstreamError('UPSTREAM_BAD_RESPONSE', `the token endpoint answered ${status} for tenant ${tenant.tenantId}`, { status });
+}
+
+function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt: number, allowList: readonly string[]): TokenGrant {
+  const bad = (why: string): never => {
+    throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the token response for tenant ${tenant.tenantId} is unusable: ${why}`);
+  };
+  if (typeof body !== 'object' || body === null) return bad('not a JSON object');
+  const { access_token: accessToken, token_type: tokenType, expires_in: expiresIn, scope } = body as Record<string, unknown>;
+  if (typeof accessToken !== 'string' || accessToken.length === 0) return bad('no access_token');
+  if (typeof tokenType === 'string' && tokenType.toLowerCase() !== 'bearer') bad(`token_type ${JSON.stringify(tokenType).slice(0, 40)} is not Bearer`);
+  const lifetime = typeof expiresIn === 'string' && /^\d+$/.test(expiresIn) ? Number(expiresIn) : expiresIn;
+  if (typeof lifetime !== 'number' || !Number.isFinite(lifetime) || lifetime <= 0) return bad('expires_in is not a positive number');
+
+  let claims: Record<string, unknown>;
+  try {
+    claims = decodeJwt(accessToken);
+  } catch {
+    return bad('access_token is not a JWT');
+  }
+  // RFC 6749 5.1: when `scope` is omitted it is the scope that was requested.
+  const granted = typeof scope === 'string' ? scope : tenant.scope;
+  if (claims.tenant_id !== tenant.tenantId) {
+    throw new UpstreamError(
+      'UPSTREAM_MISCONFIGURED',
+      `the token issued for tenant ${tenant.tenantId} is bound to another tenant: the credentials in WFS_TENANTS_FILE belong to a different company`,
+    );
+  }
+  const apiBase = checkApiBase(claims.api_base, allowList);
+  return {
+    accessToken,
+    tenantId: tenant.tenantId,
+    apiBase,
+    scopes: granted.split(/\s+/).filter(Boolean),
+    obtainedAt,
+    expiresAt: obtainedAt + lifetime * 1000,
+  };
+}
+
+/** A network error as a short phrase; never includes request headers or bodies. */
+export function describeNetworkError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    if (error.name === 'AbortError' || error.name === 'TimeoutError') return 'timed out or cancelled';
+    return typeof code === 'string' ? code : error.name;
+  }
+  return 'unknown error';
+}

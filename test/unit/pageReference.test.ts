@@ -1,0 +1,57 @@
+import { parsePageReference, pageUrl } from '../../src/upstream/pageReference';
+import { UpstreamError } from '../../src/upstream/errors';
+
+const apiBase = 'https://shard-1.example.com';
+const path = '/api/public/v1/locations/';
+
+function refusal(raw: unknown): string {
+  try {
+    parsePageReference(raw, apiBase, path);
+  } catch (error) {
+    expect(error).toBeInstanceOf(UpstreamError);
+    return (error as UpstreamError).code;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('page references (CONTRACT.md section 4: all three formats)', () => {
+  it('keeps only the query of an absolute URL on the same origin and path', () => {
+    expect(parsePageReference(`${apiBase}${path}?cursor=abc&page_size=100`, apiBase, path)).toBe('cursor=abc&page_size=100');
+  });
+
+  it('resolves a path-relative URL against the list path', () => {
+    expect(parsePageReference(`${path}?page=3`, apiBase, path)).toBe('page=3');
+    expect(parsePageReference('?page=4', apiBase, path)).toBe('page=4');
+    expect(parsePageReference('./?page=5', apiBase, path)).toBe('page=5');
+  });
+
+  it('sends a bare token back as the cursor parameter', () => {
+    expect(parsePageReference('eyJvIjoxMH0=', apiBase, path)).toBe('cursor=eyJvIjoxMH0%3D');
+    expect(pageUrl(apiBase, path, 'cursor=eyJvIjoxMH0%3D', 100).searchParams.get('cursor')).toBe('eyJvIjoxMH0=');
+  });
+
+  it('treats null as the end of the chain', () => {
+    expect(parsePageReference(null, apiBase, path)).toBeNull();
+  });
+
+  it.each([
+    ['another origin', 'https://evil.example.net/api/public/v1/locations/?cursor=x'],
+    ['another port', 'https://shard-1.example.com:8443/api/public/v1/locations/?cursor=x'],
+    ['plain http on the same host', 'http://shard-1.example.com/api/public/v1/locations/?cursor=x'],
+    ['a protocol-relative URL', '//evil.example.net/api/public/v1/locations/?cursor=x'],
+    ['another list path', `${apiBase}/api/public/v1/shifts/?cursor=x`],
+    ['a path trick', `${apiBase}/api/public/v1/locations/../../../admin/?x=1`],
+    ['userinfo', 'https://user:pw@shard-1.example.com/api/public/v1/locations/?cursor=x'],
+    ['a javascript URL', 'javascript:alert(1)'],
+    ['a number', 42],
+    ['an empty string', ''],
+    ['a very long string', 'x'.repeat(5000)],
+  ])('refuses %s as UPSTREAM_BAD_RESPONSE', (_name, raw) => {
+    expect(refusal(raw)).toBe('UPSTREAM_BAD_RESPONSE');
+  });
+
+  it('always sends page_size, keeping one the reference carries', () => {
+    expect(pageUrl(apiBase, path, null, 100).toString()).toBe(`${apiBase}${path}?page_size=100`);
+    expect(pageUrl(apiBase, path, 'cursor=a&page_size=50', 100).searchParams.get('page_size')).toBe('50');
+  });
+});

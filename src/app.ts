@@ -27,10 +27,13 @@ export interface AppOverrides {
 export interface App {
   readonly services: ContextServices;
   readonly tokens: TokenCache;
-  /** True when the shared token store answers (always true without Redis). */
-  ready(): Promise<boolean>;
+  /** Whether the shared token store answers (null without Redis); informational, see `/ready`. */
+  sharedStoreUp(): Promise<boolean | null>;
   close(): Promise<void>;
 }
+
+/** A token request that takes longer fails; the refresh lock (30 s) outlives it. */
+const TOKEN_REQUEST_TIMEOUT_MS = 15_000;
 
 export function createApp(config: Config, logger: Logger, metrics: Metrics, overrides: AppOverrides = {}): App {
   const authUrl = config.authUrl;
@@ -47,7 +50,14 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     tenants: config.tenants,
     store: redis?.store,
     ...(overrides.now && { now: overrides.now }),
-    fetchToken: (tenant) => requestToken(tenant, { authUrl, dispatcher, apiBaseAllow: config.apiBaseAllow, ...(overrides.now && { now: overrides.now }) }),
+    fetchToken: (tenant) =>
+      requestToken(tenant, {
+        authUrl,
+        dispatcher,
+        apiBaseAllow: config.apiBaseAllow,
+        signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
+        ...(overrides.now && { now: overrides.now }),
+      }),
     onTokenRequest: (tenantId, outcome) => {
       metrics.tokenRequests.inc({ outcome });
       if (outcome === 'ok') logger.debug({ tenantId }, 'token obtained');
@@ -82,7 +92,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   return {
     services,
     tokens,
-    ready: async () => (redis ? redis.store.ping() : true),
+    sharedStoreUp: async () => (redis ? redis.store.ping() : null),
     async close() {
       await redis?.close();
       if (ownsDispatcher) await dispatcher.close();

@@ -1,5 +1,5 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
@@ -85,7 +85,10 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/health') return sendJson(res, 200, { status: 'ok' });
     if (req.method === 'GET' && path === '/ready') {
-      void app.ready().then((ok) => sendJson(res, ok && !draining ? 200 : 503, { status: ok && !draining ? 'ready' : 'not ready' }));
+      // A Redis outage does not make us unready: tokens then stay per replica.
+      void app.sharedStoreUp().then((redis) =>
+        sendJson(res, draining ? 503 : 200, { status: draining ? 'shutting down' : 'ready', ...(redis !== null && { sharedTokenStore: redis ? 'up' : 'down' }) }),
+      );
       return;
     }
     if (req.method === 'GET' && path === '/metrics') {

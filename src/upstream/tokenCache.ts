@@ -25,8 +25,13 @@ export interface TokenCacheOptions {
   readonly store?: SharedTokenStore | undefined;
   readonly now?: () => number;
   readonly onTokenRequest?: TokenRequestListener;
-  /** How long, in ms, a replica waits for another replica's refresh before trying itself. Default 10 000. */
+  /** How long, in ms, a replica waits for another replica's refresh before giving up. Default 10 000. */
   readonly lockWaitMs?: number;
+  /**
+   * How long, in ms, the cross-replica refresh lock lives if its holder dies. It must
+   * outlast the slowest token request (see `TOKEN_REQUEST_TIMEOUT_MS`). Default 30 000.
+   */
+  readonly lockTtlMs?: number;
   /** Poll interval, in ms, while waiting on another replica. Default 50. */
   readonly lockPollMs?: number;
 }
@@ -120,7 +125,7 @@ export class TokenCache {
     const state = this.state(tenantId);
     state.rejected.add(rejected.accessToken);
     if (state.current?.accessToken === rejected.accessToken) state.current = undefined;
-    await this.options.store?.discard(tenantId, rejected.accessToken);
+    await this.options.store?.discard(tenantId, rejected.accessToken).catch(() => undefined);
     let grant = await this.getToken(tenantId);
     // A refresh that was already under way may have picked up the rejected token.
     if (grant.accessToken === rejected.accessToken) {
@@ -148,7 +153,7 @@ export class TokenCache {
       .then((grant) => {
         state.current = grant;
         state.failure = undefined;
-        state.rejected.clear();
+        if (!state.rejected.has(grant.accessToken)) state.rejected.clear();
         return grant;
       })
       .catch((error: unknown) => {
@@ -172,18 +177,19 @@ export class TokenCache {
     const deadline = this.now() + (this.options.lockWaitMs ?? 10_000);
     for (;;) {
       const shared = await store.read(tenantId);
-      if (shared && this.acceptable(state, shared)) return shared;
-      const release = await store.tryLock(tenantId, this.options.lockWaitMs ?? 10_000);
+      if (shared && this.acceptable(state, shared) && this.worthTaking(state, shared)) return shared;
+      const release = await store.tryLock(tenantId, this.options.lockTtlMs ?? 30_000);
       if (release) {
         try {
           // Double-check: another replica may have written a token just before we locked.
           const again = await store.read(tenantId);
-          if (again && this.acceptable(state, again)) return again;
+          if (again && this.acceptable(state, again) && this.worthTaking(state, again)) return again;
           const grant = await this.fetch(state);
-          await store.write(grant);
+          // A store that fails to keep the token must not cost us the token itself.
+          await store.write(grant).catch(() => undefined);
           return grant;
         } finally {
-          await release();
+          await release().catch(() => undefined);
         }
       }
       if (this.now() >= deadline) {
@@ -191,6 +197,15 @@ export class TokenCache {
       }
       await new Promise((resolve) => setTimeout(resolve, this.options.lockPollMs ?? 50));
     }
+  }
+
+  /**
+   * A shared token is worth taking instead of fetching when we have none, or when it
+   * is not itself due for refresh: otherwise a refresh ahead of need would only pick
+   * up the same ageing token again.
+   */
+  private worthTaking(state: TenantState, grant: TokenGrant): boolean {
+    return state.current === undefined || this.now() < refreshFrom(grant);
   }
 
   private acceptable(state: TenantState, grant: TokenGrant): boolean {

@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# Build stage: full install (TypeScript, codegen output is committed), compile to dist/.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json schema.graphql ./
+COPY src ./src
+RUN npm run build
+
+# Runtime stage: production dependencies only, non-root, no build tools.
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=4001
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY schema.graphql ./schema.graphql
+USER node
+EXPOSE 4001
+HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||4001)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+CMD ["node", "dist/index.js"]

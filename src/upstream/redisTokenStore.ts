@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { SharedTokenStore } from './tokenCache';
+import type { TokenGrant } from './tokenEndpoint';
+
+/*
+ * The shared token cache and refresh lock for several replicas (CONTRACT.md section 4,
+ * "token lifetime": at most one token request per tenant in flight across replicas).
+ *
+ *   {prefix}token:{tenantId}  JSON of the TokenGrant, expiring with the token (PX)
+ *   {prefix}lock:{tenantId}   a random id of the replica refreshing, SET NX PX
+ *
+ * SECURITY: the token key holds a live bearer token for the tenant's data. Redis must
+ * be private to the subgraph's replicas (no public network, AUTH/ACL restricted to
+ * these key prefixes, TLS with rediss:// across untrusted networks). The README says so.
+ *
+ * Redis is an optimisation, not a dependency of serving: when it is down, `read`
+ * answers null, `tryLock` answers a no-op release, and `write`/`discard` do nothing,
+ * so each replica falls back to its own single flight (TokenCache's pending promise).
+ * The contract then holds per replica instead of across replicas, and every failure
+ * is reported through `onError`.
+ */
+
+/** Which store operation failed; `connection` is the client losing Redis. */
+export type RedisTokenStoreOperation = 'read' | 'write' | 'discard' | 'lock' | 'release' | 'connection';
+
+export interface RedisTokenStoreOptions {
+  /** Prepended to every key, so several deployments can share one Redis. Default `wfs:`. */
+  readonly keyPrefix?: string;
+  /** Epoch milliseconds; the key TTL is `expiresAt - now()`. Default `Date.now`. */
+  readonly now?: () => number;
+  /**
+   * Called when Redis fails and the store degrades to this replica's own tokens. The
+   * error carries only a message and a code: never the command, its arguments or a token.
+   */
+  readonly onError?: (operation: RedisTokenStoreOperation, error: Error) => void;
+}
+
+/*
+ * Compare and delete, in one round trip and atomically on the server: a replica whose
+ * lock expired while it was still fetching must not delete the lock another replica
+ * has taken since, and a replica that saw a 401 late must not delete the newer token
+ * another replica has already written.
+ */
+const RELEASE_LOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+const DISCARD_TOKEN = `local value = redis.call('GET', KEYS[1])
+if not value then return 0 end
+local ok, grant = pcall(cjson.decode, value)
+if ok and type(grant) == 'table' and grant.accessToken == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/** A `SharedTokenStore` on Redis: share tokens and take the refresh lock across replicas. */
+export class RedisTokenStore implements SharedTokenStore {
+  private readonly keyPrefix: string;
+  private readonly now: () => number;
+  private readonly onError: RedisTokenStoreOptions['onError'];
+
+  constructor(
+    private readonly redis: Redis,
+    options: RedisTokenStoreOptions = {},
+  ) {
+    this.keyPrefix = options.keyPrefix ?? 'wfs:';
+    this.now = options.now ?? Date.now;
+    this.onError = options.onError;
+  }
+
+  async read(tenantId: string): Promise<TokenGrant | null> {
+    let value: string | null;
+    try {
+      value = await this.redis.get(this.tokenKey(tenantId));
+    } catch (error) {
+      this.report('read', error);
+      return null;
+    }
+    if (value === null) return null;
+    // Whatever is in Redis came over the network from a store others can write to:
+    // a value of the wrong shape (an older version, a hand edit) is no token at all.
+    const grant = parseGrant(value, tenantId);
+    if (!grant) this.report('read', new Error(`the shared token of tenant ${tenantId} is not a valid token record; ignoring it`));
+    return grant;
+  }
+
+  async write(grant: TokenGrant): Promise<void> {
+    // Math.floor: the key must be gone by expiresAt, never a millisecond after.
+    const ttlMs = Math.floor(grant.expiresAt - this.now());
+    if (!(ttlMs > 0)) return;
+    const record: TokenGrant = {
+      accessToken: grant.accessToken,
+      tenantId: grant.tenantId,
+      apiBase: grant.apiBase,
+      scopes: [...grant.scopes],
+      obtainedAt: grant.obtainedAt,
+      expiresAt: grant.expiresAt,
+    };
+    try {
+      await this.redis.set(this.tokenKey(grant.tenantId), JSON.stringify(record), 'PX', ttlMs);
+    } catch (error) {
+      this.report('write', error);
+    }
+  }
+
+  async discard(tenantId: string, accessToken: string): Promise<void> {
+    try {
+      await this.redis.eval(DISCARD_TOKEN, 1, this.tokenKey(tenantId), accessToken);
+    } catch (error) {
+      this.report('discard', error);
+    }
+  }
+
+  async tryLock(tenantId: string, ttlMs: number): Promise<(() => Promise<void>) | null> {
+    const key = this.lockKey(tenantId);
+    // The id tells our lock from the one another replica took after ours expired.
+    const id = randomUUID();
+    let taken: string | null;
+    try {
+      taken = await this.redis.set(key, id, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX');
+    } catch (error) {
+      // Without Redis there is nobody to coordinate with: go ahead as if locked, and
+      // TokenCache's per-process single flight keeps it to one request per replica.
+      this.report('lock', error);
+      return async () => undefined;
+    }
+    if (taken !== 'OK') return null;
+    return async () => {
+      try {
+        await this.redis.eval(RELEASE_LOCK, 1, key, id);
+      } catch (error) {
+        // The lock then expires by itself after ttlMs.
+        this.report('release', error);
+      }
+    };
+  }
+
+  /** For the readiness probe: true when Redis answers PING. Never throws. */
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.redis.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
+  }
+
+  private tokenKey(tenantId: string): string {
+    return `${this.keyPrefix}token:${tenantId}`;
+  }
+
+  private lockKey(tenantId: string): string {
+    return `${this.keyPrefix}lock:${tenantId}`;
+  }
+
+  private report(operation: RedisTokenStoreOperation, error: unknown): void {
+    reportError(this.onError, operation, error);
+  }
+}
+
+function reportError(onError: RedisTokenStoreOptions['onError'], operation: RedisTokenStoreOperation, error: unknown): void {
+  if (!onError) return;
+  try {
+    onError(operation, sanitize(error));
+  } catch {
+    // A failing error listener must not turn a degraded store into a failing one.
+  }
+}
+
+/**
+ * A fresh Error with the message and code only. ioredis attaches the failed command,
+ * arguments included, to reply errors (`error.command.args`): for a SET that is the
+ * token record, which a logger serialising the error would print.
+ */
+function sanitize(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error('unknown Redis error');
+  const clean = new Error(error.message);
+  clean.name = error.name;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') Object.assign(clean, { code });
+  return clean;
+}
+
+function parseGrant(value: string, tenantId: string): TokenGrant | null {
+  let data: unknown;
+  try {
+    data = JSON.parse(value);
+  } catch {
+    return null;
+  }
+  if (typeof data !== 'object' || data === null) return null;
+  const { accessToken, tenantId: boundTo, apiBase, scopes, obtainedAt, expiresAt } = data as Record<string, unknown>;
+  if (typeof accessToken !== 'string' || accessToken.length === 0) return null;
+  if (boundTo !== tenantId) return null;
+  if (typeof apiBase !== 'string' || apiBase.length === 0) return null;
+  if (!Array.isArray(scopes) || !scopes.every((scope): scope is string => typeof scope === 'string')) return null;
+  if (typeof obtainedAt !== 'number' || !Number.isFinite(obtainedAt)) return null;
+  if (typeof expiresAt !== 'number' || !Number.isFinite(expiresAt) || expiresAt <= obtainedAt) return null;
+  return { accessToken, tenantId, apiBase, scopes, obtainedAt, expiresAt };
+}
+
+const DISCONNECT_TIMEOUT_MS = 200;
+
+export interface RedisTokenStoreHandle {
+  readonly store: RedisTokenStore;
+  readonly redis: Redis;
+  /** Closes the connection and stops reconnecting; never throws. */
+  close(): Promise<void>;
+}
+
+/**
+ * A Redis connection tuned for a token cache in the request path: a dead Redis must
+ * fail a command at once rather than hold a GraphQL request (the store then degrades
+ * to this replica's own tokens), while the client keeps reconnecting in the background.
+ */
+export function createRedisTokenStore(url: string, options: RedisTokenStoreOptions = {}): RedisTokenStoreHandle {
+  const redisOptions: RedisOptions = {
+    lazyConnect: false,
+    // Disconnected: reject commands immediately instead of queueing them until Redis
+    // is back. This includes the few milliseconds before the first connection is
+    // ready: a token needed then is fetched by this replica alone.
+    enableOfflineQueue: false,
+    // A command already sent when the connection drops is retried at most twice.
+    maxRetriesPerRequest: 2,
+    // A connected but stuck Redis (failover, a full machine) costs a request 1 s at most.
+    commandTimeout: 1_000,
+    // An unreachable host (packets dropped, not refused) is given up on after 2 s.
+    connectTimeout: 2_000,
+    // Keep reconnecting for as long as the process lives, at most every 2 s.
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
+    // A token cache has no pending replies worth waiting for when it disconnects.
+    disconnectTimeout: DISCONNECT_TIMEOUT_MS,
+  };
+  const redis = new Redis(url, redisOptions);
+  const store = new RedisTokenStore(redis, options);
+
+  // Without a listener ioredis prints every connection error to the console. Report
+  // the first of each outage only: reconnect attempts would repeat it every 2 s.
+  let down = false;
+  redis.on('error', (error: unknown) => {
+    if (down) return;
+    down = true;
+    reportError(options.onError, 'connection', error);
+  });
+  redis.on('ready', () => {
+    down = false;
+  });
+
+  return {
+    store,
+    redis,
+    async close() {
+      if (redis.status === 'end') return;
+      if (redis.status === 'ready') {
+        try {
+          await redis.quit();
+          return;
+        } catch {
+          // fall through to a hard disconnect
+        }
+      }
+      redis.disconnect();
+      // ioredis destroys a stream that does not close within disconnectTimeout, on a
+      // timer that keeps the process alive: wait it out so nothing is left behind.
+      await new Promise((resolve) => setTimeout(resolve, DISCONNECT_TIMEOUT_MS));
+    },
+  };
+}

@@ -1,0 +1,247 @@
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import type { TenantCredentials } from '../../src/config';
+import { createRedisTokenStore, type RedisTokenStoreHandle, type RedisTokenStoreOperation, type RedisTokenStoreOptions } from '../../src/upstream/redisTokenStore';
+import { TokenCache } from '../../src/upstream/tokenCache';
+import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
+import { freePort, startRedisServer, type RedisTestServer } from '../helpers/redisServer';
+
+/*
+ * Against a real redis-server: the store's keys, TTLs and Lua scripts, and two
+ * TokenCache "replicas" on their own connections sharing one token per tenant.
+ */
+
+const tenant: TenantCredentials = { tenantId: 't1', clientId: 'c1', clientSecret: 's1', scope: 'shifts.read' };
+
+let server: RedisTestServer;
+/** A plain client to look at and plant keys behind the store's back. */
+let admin: Redis;
+const handles: RedisTokenStoreHandle[] = [];
+const servers: RedisTestServer[] = [];
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  servers.push(server);
+  admin = new Redis(server.url, { lazyConnect: true });
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await Promise.all(handles.map((handle) => handle.close()));
+  await admin?.quit();
+  await Promise.all(servers.map((s) => s.stop()));
+});
+
+let prefixes = 0;
+/** Each test its own key prefix, so tests never see each other's keys. */
+const uniquePrefix = () => `test${++prefixes}:`;
+
+/** A store on its own connection (a "replica"), ready before the test uses it. */
+async function connect(options: RedisTokenStoreOptions = {}, url = server.url): Promise<RedisTokenStoreHandle> {
+  const handle = createRedisTokenStore(url, options);
+  handles.push(handle);
+  if (handle.redis.status !== 'ready') await once(handle.redis, 'ready');
+  return handle;
+}
+
+function grant(accessToken: string, lifeMs = 60_000, tenantId = 't1'): TokenGrant {
+  const now = Date.now();
+  return { accessToken, tenantId, apiBase: 'https://s.example.com', scopes: ['shifts.read'], obtainedAt: now, expiresAt: now + lifeMs };
+}
+
+function errorLog() {
+  const errors: Array<{ operation: RedisTokenStoreOperation; error: Error }> = [];
+  return { errors, onError: (operation: RedisTokenStoreOperation, error: Error) => errors.push({ operation, error }) };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('RedisTokenStore', () => {
+  it('round-trips a grant under wfs:token:<tenant>, expiring with the token', async () => {
+    const { store } = await connect();
+    const written = grant('round-trip-token', 60_000, 'round-trip-tenant');
+    await store.write(written);
+    expect(await store.read('round-trip-tenant')).toEqual(written);
+    const ttl = await admin.pttl('wfs:token:round-trip-tenant');
+    expect(ttl).toBeGreaterThan(55_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+    await admin.del('wfs:token:round-trip-tenant');
+  });
+
+  it('does not write a token that has already expired', async () => {
+    const keyPrefix = uniquePrefix();
+    const { store } = await connect({ keyPrefix });
+    await store.write(grant('expired-token', -1));
+    expect(await admin.exists(`${keyPrefix}token:t1`)).toBe(0);
+    expect(await store.read('t1')).toBeNull();
+  });
+
+  it('reads a value of the wrong shape or bound to another tenant as no token, and reports it', async () => {
+    const keyPrefix = uniquePrefix();
+    const log = errorLog();
+    const { store } = await connect({ keyPrefix, onError: log.onError });
+    const key = `${keyPrefix}token:t1`;
+    const good = grant('shape-token');
+    for (const corrupt of [
+      'not json',
+      '"a string"',
+      JSON.stringify({ ...good, tenantId: 't2' }),
+      JSON.stringify({ ...good, scopes: 'shifts.read' }),
+      JSON.stringify({ ...good, accessToken: '' }),
+      JSON.stringify({ ...good, expiresAt: '2030-01-01' }),
+    ]) {
+      await admin.set(key, corrupt);
+      expect(await store.read('t1')).toBeNull();
+    }
+    expect(log.errors.map((e) => e.operation)).toEqual(Array(6).fill('read'));
+    await admin.set(key, JSON.stringify(good));
+    expect(await store.read('t1')).toEqual(good);
+  });
+
+  it('discards the token only while it is still the one that was rejected', async () => {
+    const keyPrefix = uniquePrefix();
+    const { store } = await connect({ keyPrefix });
+    const newer = grant('newer-token');
+    await store.write(newer);
+    await store.discard('t1', 'older-token');
+    expect(await store.read('t1')).toEqual(newer);
+    await store.discard('t1', 'newer-token');
+    expect(await store.read('t1')).toBeNull();
+    expect(await admin.exists(`${keyPrefix}token:t1`)).toBe(0);
+  });
+
+  it('gives the refresh lock to one replica at a time', async () => {
+    const keyPrefix = uniquePrefix();
+    const a = await connect({ keyPrefix });
+    const b = await connect({ keyPrefix });
+    const releaseA = await a.store.tryLock('t1', 10_000);
+    expect(releaseA).toEqual(expect.any(Function));
+    expect(await b.store.tryLock('t1', 10_000)).toBeNull();
+    expect(await a.store.tryLock('t1', 10_000)).toBeNull();
+    // Another tenant's lock is independent.
+    expect(await b.store.tryLock('t2', 10_000)).toEqual(expect.any(Function));
+    await releaseA!();
+    const releaseB = await b.store.tryLock('t1', 10_000);
+    expect(releaseB).toEqual(expect.any(Function));
+    await releaseB!();
+    expect(await admin.exists(`${keyPrefix}lock:t1`)).toBe(0);
+  });
+
+  it('lets the lock of a replica that died expire by itself', async () => {
+    const keyPrefix = uniquePrefix();
+    const dead = await connect({ keyPrefix });
+    const alive = await connect({ keyPrefix });
+    expect(await dead.store.tryLock('t1', 100)).not.toBeNull();
+    expect(await alive.store.tryLock('t1', 100)).toBeNull();
+    await sleep(150);
+    expect(await alive.store.tryLock('t1', 10_000)).not.toBeNull();
+  });
+
+  it('never releases a lock another replica took after its own expired', async () => {
+    const keyPrefix = uniquePrefix();
+    const slow = await connect({ keyPrefix });
+    const other = await connect({ keyPrefix });
+    const releaseSlow = await slow.store.tryLock('t1', 100);
+    await sleep(150);
+    const releaseOther = await other.store.tryLock('t1', 10_000);
+    expect(releaseOther).not.toBeNull();
+    await releaseSlow!();
+    expect(await slow.store.tryLock('t1', 10_000)).toBeNull();
+    expect(await admin.pttl(`${keyPrefix}lock:t1`)).toBeGreaterThan(9_000);
+    await releaseOther!();
+    expect(await admin.exists(`${keyPrefix}lock:t1`)).toBe(0);
+  });
+
+  it('answers ping for the readiness probe', async () => {
+    const { store } = await connect();
+    expect(await store.ping()).toBe(true);
+  });
+});
+
+describe('TokenCache replicas sharing one Redis', () => {
+  /** A token endpoint that counts and takes 50 ms, each token unique. */
+  function countingEndpoint() {
+    let calls = 0;
+    const fetchToken = jest.fn(async (): Promise<TokenGrant> => {
+      calls += 1;
+      const accessToken = `token-${calls}-${Math.random().toString(36).slice(2)}`;
+      await sleep(50);
+      return grant(accessToken, 900_000);
+    });
+    return fetchToken;
+  }
+
+  it('sends one token request for 200 concurrent callers on two replicas, and one more after a shared 401', async () => {
+    const keyPrefix = uniquePrefix();
+    const fetchToken = countingEndpoint();
+    const replicas = await Promise.all(
+      [0, 1].map(async () => new TokenCache({ tenants: [tenant], fetchToken, store: (await connect({ keyPrefix })).store, lockPollMs: 10 })),
+    );
+
+    const first = await Promise.all(Array.from({ length: 200 }, (_, i) => replicas[i % 2]!.getToken('t1')));
+    expect(fetchToken).toHaveBeenCalledTimes(1);
+    const firstTokens = new Set(first.map((g) => g.accessToken));
+    expect(firstTokens.size).toBe(1);
+    const [firstToken] = firstTokens;
+    expect(JSON.parse((await admin.get(`${keyPrefix}token:t1`))!).accessToken).toBe(firstToken);
+
+    // Both replicas see the upstream refuse the same token, many requests each.
+    const renewed = await Promise.all(Array.from({ length: 20 }, (_, i) => replicas[i % 2]!.renewAfterUnauthorized('t1', first[i]!)));
+    expect(fetchToken).toHaveBeenCalledTimes(2);
+    const renewedTokens = new Set(renewed.map((g) => g.accessToken));
+    expect(renewedTokens.size).toBe(1);
+    expect(renewedTokens.has(firstToken!)).toBe(false);
+    expect(JSON.parse((await admin.get(`${keyPrefix}token:t1`))!).accessToken).toBe([...renewedTokens][0]);
+    expect(await admin.exists(`${keyPrefix}lock:t1`)).toBe(0);
+  });
+
+  it('keeps serving tokens from a replica whose Redis is unreachable, quickly, and reports it', async () => {
+    const closedPort = await freePort();
+    const log = errorLog();
+    const handle = createRedisTokenStore(`redis://127.0.0.1:${closedPort}`, { onError: log.onError });
+    handles.push(handle);
+    const fetchToken = countingEndpoint();
+    const cache = new TokenCache({ tenants: [tenant], fetchToken, store: handle.store, lockWaitMs: 200, lockPollMs: 20 });
+
+    const started = Date.now();
+    const tokens = await Promise.all(Array.from({ length: 20 }, () => cache.getToken('t1')));
+    const renewed = await cache.renewAfterUnauthorized('t1', tokens[0]!);
+    expect(Date.now() - started).toBeLessThan(1_000);
+
+    // Degraded to this replica's own single flight: one request per refresh.
+    expect(new Set(tokens.map((g) => g.accessToken)).size).toBe(1);
+    expect(renewed.accessToken).not.toBe(tokens[0]!.accessToken);
+    expect(fetchToken).toHaveBeenCalledTimes(2);
+    expect(await handle.store.ping()).toBe(false);
+
+    const operations = new Set(log.errors.map((e) => e.operation));
+    for (const operation of ['read', 'lock', 'write', 'discard'] as const) expect(operations).toContain(operation);
+    for (const { error } of log.errors) {
+      expect(`${error.message} ${JSON.stringify(error)}`).not.toContain(tokens[0]!.accessToken);
+      expect(`${error.message} ${JSON.stringify(error)}`).not.toContain(renewed.accessToken);
+    }
+  });
+
+  it('keeps serving tokens when Redis goes away after start', async () => {
+    const doomed = await startRedisServer();
+    servers.push(doomed);
+    const log = errorLog();
+    const handle = await connect({ keyPrefix: uniquePrefix(), onError: log.onError }, doomed.url);
+    const fetchToken = countingEndpoint();
+    const cache = new TokenCache({ tenants: [tenant], fetchToken, store: handle.store, lockWaitMs: 200, lockPollMs: 20 });
+    const first = await cache.getToken('t1');
+    expect(await handle.store.read('t1')).toEqual(first);
+
+    const closed = once(handle.redis, 'close');
+    await doomed.stop();
+    await closed;
+
+    const started = Date.now();
+    const renewed = await cache.renewAfterUnauthorized('t1', first);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(renewed.accessToken).not.toBe(first.accessToken);
+    expect(fetchToken).toHaveBeenCalledTimes(2);
+    expect(log.errors.map((e) => e.operation)).toEqual(expect.arrayContaining(['discard', 'read', 'write']));
+    expect(await handle.store.ping()).toBe(false);
+  });
+});

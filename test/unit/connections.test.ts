@@ -1,0 +1,112 @@
+import { GraphQLError } from 'graphql';
+import type { ListPage } from '../../src/upstream/client';
+import { checkConnectionArgs, resolveConnection, type ConnectionSource } from '../../src/graphql/connections';
+import { CursorCodec } from '../../src/graphql/cursor';
+import type { MalformedRecord } from '../../src/upstream/records';
+
+type Item = { id: string };
+
+/** An upstream list of `total` items in pages of `size`, referenced as `p=<n>`. */
+function source(total: number, size: number, malformedAt: number[] = []) {
+  const codec = new CursorCodec(Buffer.from('s'.repeat(32)));
+  const fetched: Array<string | null> = [];
+  const reported: MalformedRecord[] = [];
+  const src: ConnectionSource<Item> = {
+    async fetchPage(ref) {
+      fetched.push(ref);
+      const n = ref ? Number(ref.slice(2)) : 0;
+      const items: Array<Item | MalformedRecord> = [];
+      for (let i = n * size; i < Math.min(total, (n + 1) * size); i += 1) {
+        items.push(malformedAt.includes(i) ? { malformed: true, reason: 'bad' } : { id: `i${i}` });
+      }
+      const hasMore = (n + 1) * size < total;
+      return { ref, items, hasMore, next: hasMore ? `p=${n + 1}` : null, previous: n > 0 ? `p=${n - 1}` : null } satisfies ListPage<Item>;
+    },
+    decodeCursor: (cursor, argument) => codec.decode(cursor, 't', 'locations', argument),
+    encodeCursor: (position) => codec.encode('t', 'locations', position),
+    reportMalformed: (item) => reported.push(item),
+  };
+  return { src, fetched, reported };
+}
+
+const ids = (page: { edges: ReadonlyArray<{ node: Item }> }) => page.edges.map((e) => e.node.id);
+
+describe('Relay connections over upstream pages', () => {
+  it('walks the whole list with first/after, every id once and in order', async () => {
+    const { src } = source(35, 8);
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page = await resolveConnection(src, checkConnectionArgs({ first: 10, after }));
+      seen.push(...ids(page));
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor;
+    }
+    expect(seen).toEqual(Array.from({ length: 35 }, (_, i) => `i${i}`));
+  });
+
+  it('resumes right after any edge cursor, including mid-page ones', async () => {
+    const { src } = source(35, 8);
+    const all = await resolveConnection(src, checkConnectionArgs({ first: 35 }));
+    for (const at of [0, 4, 7, 8, 20, 33]) {
+      const next = await resolveConnection(src, checkConnectionArgs({ first: 3, after: all.edges[at]!.cursor }));
+      expect(ids(next)).toEqual(ids(all).slice(at + 1, at + 4));
+      expect(next.pageInfo.hasPreviousPage).toBe(true);
+    }
+  });
+
+  it('pages backward with last/before across pages', async () => {
+    const { src } = source(35, 8);
+    const all = await resolveConnection(src, checkConnectionArgs({ first: 35 }));
+    const back = await resolveConnection(src, checkConnectionArgs({ last: 10, before: all.edges[20]!.cursor }));
+    expect(ids(back)).toEqual(ids(all).slice(10, 20));
+    expect(back.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: true });
+    const start = await resolveConnection(src, checkConnectionArgs({ last: 10, before: all.edges[5]!.cursor }));
+    expect(ids(start)).toEqual(ids(all).slice(0, 5));
+    expect(start.pageInfo.hasPreviousPage).toBe(false);
+  });
+
+  it('serves last without before from the end of the list', async () => {
+    const { src } = source(35, 8);
+    const tail = await resolveConnection(src, checkConnectionArgs({ last: 4 }));
+    expect(ids(tail)).toEqual(['i31', 'i32', 'i33', 'i34']);
+    expect(tail.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: false });
+  });
+
+  it('fetches only as many upstream pages as first needs', async () => {
+    const { src, fetched } = source(500, 100);
+    await resolveConnection(src, checkConnectionArgs({ first: 100 }));
+    expect(fetched).toEqual([null]);
+  });
+
+  it('skips a malformed item, reports it, and keeps positions stable', async () => {
+    const { src, reported } = source(10, 5, [2]);
+    const page = await resolveConnection(src, checkConnectionArgs({ first: 4 }));
+    expect(ids(page)).toEqual(['i0', 'i1', 'i3', 'i4']);
+    expect(reported).toHaveLength(1);
+    const next = await resolveConnection(src, checkConnectionArgs({ first: 2, after: page.pageInfo.endCursor }));
+    expect(ids(next)).toEqual(['i5', 'i6']);
+  });
+
+  it('stops a page chain that loops', async () => {
+    const { src } = source(50, 5);
+    const looping: ConnectionSource<Item> = { ...src, fetchPage: async (ref) => ({ ...(await src.fetchPage(ref)), hasMore: true, next: 'p=1' }) };
+    await expect(resolveConnection(looping, checkConnectionArgs({ last: 3 }))).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+  });
+
+  it.each([
+    [{ first: 0 }], [{ first: -1 }], [{ first: 101 }], [{ last: 0 }], [{ first: 5, last: 5 }],
+    [{ after: 'a', before: 'b' }], [{ first: 1, before: 'b' }], [{ last: 1, after: 'a' }],
+  ])('refuses %p as BAD_USER_INPUT', (args) => {
+    expect(() => checkConnectionArgs(args)).toThrow(GraphQLError);
+    try {
+      checkConnectionArgs(args);
+    } catch (error) {
+      expect((error as GraphQLError).extensions.code).toBe('BAD_USER_INPUT');
+    }
+  });
+
+  it('defaults to the first 100', () => {
+    expect(checkConnectionArgs({})).toEqual({ direction: 'forward', count: 100, cursor: null });
+  });
+});

@@ -30,6 +30,15 @@ const config: CodegenConfig = {
         },
       },
     },
+    'operations/__generated__/': {
+      preset: 'client',
+      documents: ['operations/**/*.graphql'],
+      config: {
+        useTypeImports: true,
+        enumsAsTypes: true,
+        scalars: { DateTime: 'string' },
+      },
+    },
   },
 };
 

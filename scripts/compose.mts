@@ -64,7 +64,8 @@ function main(): number {
     })),
   );
 
-  for (const hint of result.hints) {
+  const hints = result.hints ?? [];
+  for (const hint of hints) {
     process.stderr.write(`hint ${hint.definition.code}: ${hint.message}\n`);
   }
   if (result.errors) {
@@ -85,11 +86,11 @@ function main(): number {
       process.stderr.write(`${relativeOut} is out of date: run npm run compose and commit it.\n`);
       return 1;
     }
-    process.stdout.write(`${relativeOut} is up to date (${names}; ${result.hints.length} hint(s)).\n`);
+    process.stdout.write(`${relativeOut} is up to date (${names}; ${hints.length} hint(s)).\n`);
     return 0;
   }
   writeFileSync(outPath, result.supergraphSdl);
-  process.stdout.write(`Composed ${names} into ${relativeOut} (${result.hints.length} hint(s)).\n`);
+  process.stdout.write(`Composed ${names} into ${relativeOut} (${hints.length} hint(s)).\n`);
   return 0;
 }
 

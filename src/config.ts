@@ -167,7 +167,7 @@ function readTenantsFile(path: string): TenantCredentials[] {
     const item = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
     const field = (name: string, required: boolean): string => {
       const value = item[name];
-      if (value === undefined && !required) return '';
+      if (!required && (value === undefined || value === '')) return '';
       if (typeof value !== 'string' || value.trim() === '') return fail(`entry ${index}: "${name}" must be a non-empty string`);
       return value.trim();
     };

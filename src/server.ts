@@ -63,6 +63,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const apollo = new ApolloServer<GraphQLContext>({
     schema: createSubgraphSchema(),
+    logger,
     ...armor,
     includeStacktraceInErrorResponses: false,
     formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a resolver')),

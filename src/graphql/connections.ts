@@ -89,14 +89,31 @@ export async function resolveConnection<T extends { id: string }>(
       : start
         ? await pageBackward(source, request.count, start)
         : await tail(source, request.count);
-  const edges = result.items.map((item) => ({ cursor: source.encodeCursor(item.position), node: item.node }));
+  // Cursors are signed only when a query selects them (getters, memoised): a query for
+  // `nodes` alone pays no HMAC at all.
+  const edges = result.items.map((item) => lazyEdge(item, source));
   return {
     edges,
     pageInfo: {
       hasNextPage: result.hasNextPage,
       hasPreviousPage: result.hasPreviousPage,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
+      get startCursor() {
+        return edges[0]?.cursor ?? null;
+      },
+      get endCursor() {
+        return edges.at(-1)?.cursor ?? null;
+      },
+    },
+  };
+}
+
+function lazyEdge<T extends { id: string }>(item: Located<T>, source: ConnectionSource<T>): Edge<T> {
+  let cursor: string | undefined;
+  return {
+    node: item.node,
+    get cursor() {
+      cursor ??= source.encodeCursor(item.position);
+      return cursor;
     },
   };
 }
@@ -141,12 +158,14 @@ function take<T extends { id: string }>(source: ConnectionSource<T>, page: ListP
     source.reportMalformed(item);
     return null;
   }
-  return { node: item, position: { ref: page.ref, index, id: item.id } };
+  const last = index === page.items.length - 1 && page.hasMore && page.next;
+  return { node: item, position: { ref: page.ref, index, id: item.id, ...(last && { next: page.next }) } };
 }
 
 async function pageForward<T extends { id: string }>(source: ConnectionSource<T>, count: number, after: CursorPosition | null): Promise<Slice<T>> {
-  let page = await source.fetchPage(after ? after.ref : null);
-  let index = after ? indexIn(page, after) + 1 : 0;
+  // After a page's last record, go straight to the page that follows it.
+  let page = await source.fetchPage(after ? (after.next ?? after.ref) : null);
+  let index = after ? (after.next ? 0 : indexIn(page, after) + 1) : 0;
   const items: Located<T>[] = [];
   for (;;) {
     while (index < page.items.length) {

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { PageRef } from '../upstream/pageReference';
 import type { ListName } from '../upstream/records';
 import { badUserInput } from './errors';
@@ -8,6 +8,8 @@ export interface CursorPosition {
   readonly ref: PageRef | null;
   readonly index: number;
   readonly id: string;
+  /** For the last record of an upstream page: that page's `next`, so resuming costs one call, not two. */
+  readonly next?: PageRef | null;
 }
 
 interface CursorPayload {
@@ -16,6 +18,7 @@ interface CursorPayload {
   /** page reference */ r: PageRef | null;
   /** index in the page */ i: number;
   /** record id */ d: string;
+  /** next page, on a page's last record */ n?: PageRef;
 }
 
 const SIGNATURE_BYTES = 16;
@@ -27,10 +30,16 @@ const SIGNATURE_BYTES = 16;
  * decided before any upstream call.
  */
 export class CursorCodec {
-  constructor(private readonly secret: Buffer) {}
+  // A KeyObject made once: HMAC with a raw Buffer key re-imports the key on every call (5x slower).
+  private readonly key: KeyObject;
+
+  constructor(secret: Buffer) {
+    this.key = createSecretKey(secret);
+  }
 
   encode(tenantId: string, list: ListName, position: CursorPosition): string {
     const payload: CursorPayload = { t: tenantId, l: list, r: position.ref, i: position.index, d: position.id };
+    if (position.next) payload.n = position.next;
     const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
     return `${body}.${this.sign(body).toString('base64url')}`;
   }
@@ -51,10 +60,11 @@ export class CursorCodec {
     if (payload.t !== tenantId || payload.l !== list) throw invalid();
     if (!Number.isInteger(payload.i) || payload.i < 0 || typeof payload.d !== 'string') throw invalid();
     if (payload.r !== null && typeof payload.r !== 'string') throw invalid();
-    return { ref: payload.r, index: payload.i, id: payload.d };
+    if (payload.n !== undefined && typeof payload.n !== 'string') throw invalid();
+    return { ref: payload.r, index: payload.i, id: payload.d, ...(payload.n !== undefined && { next: payload.n }) };
   }
 
   private sign(body: string): Buffer {
-    return createHmac('sha256', this.secret).update(`wfs-cursor:v1:${body}`).digest().subarray(0, SIGNATURE_BYTES);
+    return createHmac('sha256', this.key).update(`wfs-cursor:v1:${body}`).digest().subarray(0, SIGNATURE_BYTES);
   }
 }

@@ -41,6 +41,15 @@ export async function startTestSubgraph(
   existingEmulator?: Emulator,
 ): Promise<TestSubgraph> {
   const emulator = existingEmulator ?? (await startEmulator(emulatorOptions));
+  try {
+    return await startWith(emulator, env, serverOptions, existingEmulator === undefined);
+  } catch (error) {
+    if (!existingEmulator) await emulator.close();
+    throw error;
+  }
+}
+
+async function startWith(emulator: Emulator, env: Record<string, string>, serverOptions: ServerOptions, ownsEmulator: boolean): Promise<TestSubgraph> {
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -58,6 +67,7 @@ export async function startTestSubgraph(
     },
   });
   const server = await startServer(config, { logger: createLogger(config.logLevel, sink), ...serverOptions });
+  let closed: Promise<void> | undefined;
   return {
     emulator,
     server,
@@ -71,9 +81,12 @@ export async function startTestSubgraph(
       const body = (await response.body.json()) as GraphQLResponse;
       return { ...body, status: response.statusCode } as GraphQLResponse<any>;
     },
-    async close() {
-      await server.close();
-      if (!existingEmulator) await emulator.close();
+    close() {
+      closed ??= (async () => {
+        await server.close();
+        if (ownsEmulator) await emulator.close();
+      })();
+      return closed;
     },
   };
 }

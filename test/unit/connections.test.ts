@@ -37,7 +37,7 @@ describe('Relay connections over upstream pages', () => {
     const seen: string[] = [];
     let after: string | null = null;
     for (;;) {
-      const page = await resolveConnection(src, checkConnectionArgs({ first: 10, after }));
+      const page: Awaited<ReturnType<typeof resolveConnection<Item>>> = await resolveConnection(src, checkConnectionArgs({ first: 10, after }));
       seen.push(...ids(page));
       if (!page.pageInfo.hasNextPage) break;
       after = page.pageInfo.endCursor;

@@ -1,0 +1,129 @@
+import type { BenchTenant } from './emulatorProcess';
+import { LOCATIONS_PATH, SHIFTS_PATH, locationIdOf, type DirectClient, type UpstreamLocation, type UpstreamShift } from './rest';
+
+/** Sends one GraphQL operation for a tenant; resolves to `data`, throws on any error. */
+export type GraphQLCaller = (tenantId: string, query: string, variables?: Record<string, unknown>) => Promise<any>;
+
+/**
+ * One timed request. It resolves to a digest of the answer (what the caller would
+ * show), so the bench can check that all three targets return the same data.
+ */
+export type DigestJob = () => Promise<string>;
+
+export interface Scenario {
+  readonly name: string;
+  /** What one request is, for the table's heading. */
+  readonly description: string;
+  /** The job a worker runs against a GraphQL server (naive or subgraph). */
+  graphql(call: GraphQLCaller, tenant: BenchTenant): DigestJob;
+  /** The same work done by a client calling the upstream itself. */
+  direct(client: DirectClient, tenant: BenchTenant): DigestJob;
+}
+
+function expectCount(what: string, actual: number, expected: number): void {
+  if (actual !== expected) throw new Error(`${what}: expected ${expected} items, got ${actual}`);
+}
+
+const digestLocations = (items: ReadonlyArray<{ id: string; name: string } | null>) => JSON.stringify(items.map((l) => (l ? [String(l.id), l.name] : null)));
+
+/** 20 location ids spread over the whole list, so a scan has to reach its end. */
+export function spreadLocationIds(tenant: BenchTenant, count = 20): string[] {
+  const ids = tenant.locationIds;
+  return Array.from({ length: count }, (_, i) => ids[Math.floor(((i + 1) * ids.length) / count) - 1]!);
+}
+
+const locations: Scenario = {
+  name: 'locations',
+  description: 'locations(first: 20) { nodes { id name } }',
+  graphql: (call, tenant) => async () => {
+    const data = await call(tenant.tenantId, 'query BenchLocations { locations(first: 20) { nodes { id name } } }');
+    const nodes = data?.locations?.nodes ?? [];
+    expectCount('locations', nodes.length, 20);
+    return digestLocations(nodes);
+  },
+  direct: (client, tenant) => async () => {
+    const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, 20, null);
+    const nodes = page.data.slice(0, 20);
+    expectCount('locations', nodes.length, 20);
+    return digestLocations(nodes);
+  },
+};
+
+const shifts: Scenario = {
+  name: 'shifts',
+  description: 'shifts(first: 50) { nodes { id start end location { name } } }',
+  graphql: (call, tenant) => async () => {
+    const data = await call(tenant.tenantId, 'query BenchShifts { shifts(first: 50) { nodes { id start end location { name } } } }');
+    const nodes: Array<{ id: string; start: string | null; end: string | null; location: { name: string } | null }> = data?.shifts?.nodes ?? [];
+    expectCount('shifts', nodes.length, 50);
+    return JSON.stringify(nodes.map((s) => [s.id, s.start, s.end, s.location?.name ?? null]));
+  },
+  // Sensible by hand: one shifts page, then the locations pages until every location
+  // those shifts name has been seen.
+  direct: (client, tenant) => async () => {
+    const page = await client.page<UpstreamShift>(tenant, SHIFTS_PATH, 50, null);
+    const nodes = page.data.slice(0, 50);
+    expectCount('shifts', nodes.length, 50);
+    const wanted = new Set(nodes.map(locationIdOf).filter((id): id is string => id !== null));
+    const found = await client.scan<UpstreamLocation>(tenant, LOCATIONS_PATH, (seen) => [...wanted].every((id) => seen.has(id)));
+    return JSON.stringify(nodes.map((s) => [String(s.id), s.start ?? null, s.end ?? null, found.get(locationIdOf(s) ?? '')?.name ?? null]));
+  },
+};
+
+const ENTITIES_QUERY = 'query BenchEntities($representations: [_Any!]!) { _entities(representations: $representations) { ... on Location { id name } } }';
+
+const entities: Scenario = {
+  name: 'entities',
+  description: '_entities for 20 Location references (spread over the list)',
+  graphql: (call, tenant) => {
+    const representations = spreadLocationIds(tenant).map((id) => ({ __typename: 'Location', id }));
+    return async () => {
+      const data = await call(tenant.tenantId, ENTITIES_QUERY, { representations });
+      const items: Array<{ id: string; name: string } | null> = data?._entities ?? [];
+      expectCount('entities', items.filter(Boolean).length, representations.length);
+      return digestLocations(items);
+    };
+  },
+  direct: (client, tenant) => {
+    const ids = spreadLocationIds(tenant);
+    return async () => {
+      const found = await client.scan<UpstreamLocation>(tenant, LOCATIONS_PATH, (seen) => ids.every((id) => seen.has(id)));
+      const items = ids.map((id) => found.get(id) ?? null);
+      expectCount('entities', items.filter(Boolean).length, ids.length);
+      return digestLocations(items);
+    };
+  },
+};
+
+const WALK_QUERY = 'query BenchWalk($after: String) { locations(first: 10, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }';
+
+/**
+ * Each worker walks the whole locations list, 10 at a time, again and again. One
+ * request is one page; the next page needs the cursor the previous one returned.
+ */
+const walk: Scenario = {
+  name: 'walk',
+  description: 'every page of locations(first: 10, after: $endCursor), one page per request',
+  graphql: (call, tenant) => {
+    let after: string | null = null;
+    return async () => {
+      const data = await call(tenant.tenantId, WALK_QUERY, { after });
+      const connection = data?.locations;
+      const nodes = connection?.nodes ?? [];
+      if (nodes.length === 0 || nodes.length > 10) throw new Error(`walk: a page of ${nodes.length} items`);
+      after = connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null;
+      return digestLocations(nodes);
+    };
+  },
+  direct: (client, tenant) => {
+    let ref: string | null = null;
+    return async () => {
+      const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, 10, ref);
+      if (page.data.length === 0 || page.data.length > 10) throw new Error(`walk: a page of ${page.data.length} items`);
+      ref = page.has_more ? page.next : null;
+      return digestLocations(page.data);
+    };
+  },
+};
+
+export const SCENARIOS: readonly Scenario[] = [locations, shifts, entities, walk];

@@ -1,0 +1,128 @@
+/**
+ * What a frontend does with the typed operations in operations/__generated__: a tiny
+ * typed request helper and three screens' worth of data loading. Nothing here is
+ * imported by the server; test/unit/typed-operations.test.ts compiles this file, so a
+ * schema or operation change that breaks a frontend breaks our build first.
+ */
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { print } from 'graphql';
+import {
+  LocationPickerDocument,
+  ShiftsPageDocument,
+  WeekRotaDocument,
+  type LocationPickerQuery,
+  type ShiftsPageQuery,
+  type WeekRotaQuery,
+} from '../../operations/__generated__/graphql';
+
+/** One entry of a GraphQL response's `errors`, with our `extensions.code`. */
+export interface ResponseError {
+  message: string;
+  path?: readonly (string | number)[];
+  extensions?: { code?: string };
+}
+
+/**
+ * A response as the server sends it: root fields are nullable, so a failing field
+ * (say `shifts` without the `shifts.read` scope) is null with an error beside it
+ * while the rest of `data` is still there.
+ */
+export interface Result<TData> {
+  data: TData | null;
+  errors: ResponseError[];
+}
+
+export type Request = <TData, TVariables>(
+  document: TypedDocumentNode<TData, TVariables>,
+  variables: TVariables,
+) => Promise<Result<TData>>;
+
+export interface ClientOptions {
+  /** The router's or the subgraph's GraphQL endpoint. */
+  url: string;
+  /** For example `{ authorization: 'Bearer …' }`, or `{ 'x-tenant-id': … }` on a trusted network. */
+  headers?: Record<string, string>;
+  fetch?: typeof fetch;
+}
+
+export function createRequest(options: ClientOptions): Request {
+  const fetchFn = options.fetch ?? fetch;
+  return async (document, variables) => {
+    const response = await fetchFn(options.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...options.headers },
+      body: JSON.stringify({ query: print(document), variables }),
+    });
+    const body = (await response.json()) as { data?: unknown; errors?: ResponseError[] };
+    return { data: (body.data ?? null) as never, errors: body.errors ?? [] };
+  };
+}
+
+export interface LocationOption {
+  id: string;
+  label: string;
+}
+
+/** Location picker: every location, following pages until the last one. */
+export async function loadLocationOptions(request: Request): Promise<LocationOption[]> {
+  const options: LocationOption[] = [];
+  let after: string | null = null;
+  do {
+    // Annotated because `after` feeds back into the loop, which defeats inference.
+    const result: Result<LocationPickerQuery> = await request(LocationPickerDocument, { after });
+    const page = result.data?.locations;
+    if (!page) throw new Error(`locations unavailable: ${result.errors.map((error) => error.extensions?.code ?? error.message).join(', ')}`);
+    for (const location of page.nodes) options.push({ id: location.id, label: location.name });
+    after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null;
+  } while (after);
+  return options;
+}
+
+export interface RotaRow {
+  locationId: string;
+  locationName: string;
+  shifts: { id: string; start: string; end: string | null; userId: string | null }[];
+}
+
+/**
+ * A week's rota, one row per location. The API has no date filter, so this pages
+ * through the shifts and keeps those that start in the week.
+ */
+export async function loadWeekRota(request: Request, weekStart: Date): Promise<{ rows: RotaRow[]; errors: ResponseError[] }> {
+  const weekEnd = weekStart.getTime() + 7 * 24 * 60 * 60 * 1000;
+  const rows = new Map<string, RotaRow>();
+  const errors: ResponseError[] = [];
+  let after: string | null = null;
+  do {
+    const result: Result<WeekRotaQuery> = await request(WeekRotaDocument, { first: 100, after });
+    errors.push(...result.errors);
+    for (const location of result.data?.locations?.nodes ?? []) {
+      if (!rows.has(location.id)) rows.set(location.id, { locationId: location.id, locationName: location.name, shifts: [] });
+    }
+    const shifts = result.data?.shifts;
+    for (const shift of shifts?.nodes ?? []) {
+      if (!shift.start || !shift.location) continue;
+      const start = Date.parse(shift.start);
+      if (start < weekStart.getTime() || start >= weekEnd) continue;
+      const row: RotaRow = rows.get(shift.location.id) ?? { locationId: shift.location.id, locationName: shift.location.name, shifts: [] };
+      row.shifts.push({ id: shift.id, start: shift.start, end: shift.end, userId: shift.user?.id ?? null });
+      rows.set(row.locationId, row);
+    }
+    after = shifts?.pageInfo.hasNextPage ? shifts.pageInfo.endCursor : null;
+  } while (after);
+  return { rows: [...rows.values()], errors };
+}
+
+export type ShiftEdge = NonNullable<ShiftsPageQuery['shifts']>['edges'][number];
+
+/** Paging through shifts: one page, and the cursor for the next one (null at the end). */
+export async function loadShiftsPage(
+  request: Request,
+  pageSize: number,
+  after: string | null,
+): Promise<{ edges: ShiftEdge[]; next: string | null }> {
+  const { data, errors } = await request(ShiftsPageDocument, { first: pageSize, after });
+  const page = data?.shifts;
+  if (!page) throw new Error(`shifts unavailable: ${errors.map((error) => error.extensions?.code ?? error.message).join(', ')}`);
+  return { edges: page.edges, next: page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null };
+}

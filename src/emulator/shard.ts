@@ -1,0 +1,80 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { faultReply } from './faults';
+import { detailReply, jsonReply, send, type Reply } from './http';
+import { buildEnvelope, parsePageRequest, type ListName } from './paging';
+import { LAST_QUERIES_KEPT, type EmulatorState } from './state';
+import { claimedTenant } from './tokens';
+
+/** The list paths; they end with a slash, and the slash-less form is a 404 like any other path. */
+export const LIST_PATHS: Readonly<Record<string, ListName>> = {
+  '/api/public/v1/locations/': 'locations',
+  '/api/public/v1/shifts/': 'shifts',
+};
+
+// RFC 6750 section 3: what a bearer-protected resource says when it refuses a token.
+const INVALID_TOKEN = { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' };
+const INSUFFICIENT_SCOPE = { 'www-authenticate': 'Bearer realm="api", error="insufficient_scope", scope="shifts.read"' };
+
+/** One shard server: serves the lists of the tenants that currently live on it. */
+export function createShardHandler(state: EmulatorState, shard: number) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    handle(state, shard, req, res).catch(() => send(res, detailReply(500, 'internal error')));
+  };
+}
+
+async function handle(state: EmulatorState, shard: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { counters } = state;
+  counters.requestsByShard[shard] = (counters.requestsByShard[shard] ?? 0) + 1;
+  req.resume(); // GETs carry no body we need; drain it so the socket stays reusable
+  const rawUrl = req.url ?? '/';
+  const url = new URL(rawUrl, 'http://emulator');
+  const list = Object.hasOwn(LIST_PATHS, url.pathname) ? LIST_PATHS[url.pathname] : undefined;
+  if (!list) return reply(state, res, detailReply(404, 'Not found'));
+  if (req.method !== 'GET') return reply(state, res, detailReply(405, 'Method not allowed', { allow: 'GET' }));
+
+  counters.listRequests[list] += 1;
+  const queryStart = rawUrl.indexOf('?');
+  counters.lastListQueries.push(queryStart < 0 ? '' : rawUrl.slice(queryStart + 1));
+  if (counters.lastListQueries.length > LAST_QUERIES_KEPT) counters.lastListQueries.splice(0, counters.lastListQueries.length - LAST_QUERIES_KEPT);
+
+  const token = /^Bearer +(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+  const verification = token ? await state.tokens.verify(token) : undefined;
+  // A refused token still names a tenant, for the counters and for tenant-scoped faults.
+  const tenantId = verification?.ok ? verification.claims.tenant_id : token && claimedTenant(token);
+  if (tenantId && state.tenantsById.has(tenantId)) {
+    const perTenant = (counters.listRequestsByTenant[tenantId] ??= { locations: 0, shifts: 0 });
+    perTenant[list] += 1;
+  }
+
+  const fault = state.faults.take(list, tenantId);
+  if (fault) {
+    const injected = faultReply(fault);
+    if (injected === 'hang') return;
+    return reply(state, res, injected);
+  }
+  if (!verification?.ok) return reply(state, res, detailReply(401, verification?.reason ?? 'Authentication credentials were not provided.', INVALID_TOKEN));
+  const { claims } = verification;
+  const tenant = state.tenantsById.get(claims.tenant_id);
+  // Bound to this shard twice over: the tenant must live here now, and the token must say so.
+  if (!tenant || tenant.shard !== shard || claims.api_base !== state.shardOrigins[shard]) {
+    return reply(state, res, detailReply(401, 'token not valid for this host', INVALID_TOKEN));
+  }
+  if (list === 'shifts' && !claims.scope.split(' ').includes('shifts.read')) {
+    return reply(state, res, detailReply(403, 'You do not have permission to perform this action.', INSUFFICIENT_SCOPE));
+  }
+
+  const scope = { list, tenantId: tenant.tenantId, key: state.cursorKey };
+  const page = parsePageRequest(url.searchParams, scope, state.settings);
+  if (typeof page === 'string') return reply(state, res, detailReply(400, page));
+  const items: readonly unknown[] = list === 'locations' ? tenant.locations : tenant.shifts;
+  const style = { format: state.settings.pageReferenceFormat, origin: state.shardOrigins[shard]!, path: url.pathname };
+  let envelope = buildEnvelope(items, page, scope, style);
+  if (state.rewriter) envelope = state.rewriter(envelope, { tenantId: tenant.tenantId, list });
+  return reply(state, res, jsonReply(200, envelope));
+}
+
+async function reply(state: EmulatorState, res: ServerResponse, response: Reply): Promise<void> {
+  await state.timers.delay(state.settings.latencyMs);
+  if (response.status === 401) state.counters.unauthorized += 1;
+  send(res, response);
+}

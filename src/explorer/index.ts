@@ -1,0 +1,97 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { loadExplorerAssets, type Asset } from './assets';
+import { ASSET_PREFIX, CONTENT_SECURITY_POLICY, renderPage } from './page';
+
+export interface ExplorerOptions {
+  /** Where the page sends operations, for example `/graphql`. */
+  graphqlPath: string;
+  /** The operation a new tab starts with. */
+  defaultQuery: string;
+  /** Pre-filled in the headers editor (demo mode: the tenant header with a demo tenant). */
+  defaultHeaders: Record<string, string>;
+  /** Page title and the name in the explorer's corner. */
+  title?: string;
+}
+
+const DEFAULT_TITLE = 'Workforce scheduling subgraph — explorer';
+
+/** A year, and never revalidated: asset URLs change with their content. */
+const ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable';
+
+const COMMON_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-origin',
+} as const;
+
+/**
+ * Returns a request handler that serves GET / (the page) and GET /explorer/assets/*;
+ * it returns false for anything else so the caller can route on.
+ *
+ * The explorer is GraphiQL 3 with React 18, all served from this process, so it works
+ * on a network with no internet access. Assets are read once, here.
+ */
+export function createExplorer(options: ExplorerOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const assets = loadExplorerAssets();
+  const byName = new Map<string, Asset>(Object.values(assets).map((asset) => [asset.name, asset]));
+  const page = Buffer.from(
+    renderPage(
+      {
+        graphqlPath: options.graphqlPath,
+        defaultQuery: options.defaultQuery,
+        defaultHeaders: options.defaultHeaders,
+        title: options.title ?? DEFAULT_TITLE,
+      },
+      assets,
+    ),
+  );
+
+  return (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path === '/') {
+      res.writeHead(200, {
+        ...COMMON_HEADERS,
+        'content-type': 'text/html; charset=utf-8',
+        'content-length': page.length,
+        'content-security-policy': CONTENT_SECURITY_POLICY,
+        'x-frame-options': 'DENY',
+        // The page carries the default headers; always fetch it fresh.
+        'cache-control': 'no-store',
+      });
+      res.end(req.method === 'HEAD' ? undefined : page);
+      return true;
+    }
+    if (!path.startsWith(ASSET_PREFIX)) return false;
+    const asset = byName.get(path.slice(ASSET_PREFIX.length));
+    if (!asset) {
+      res.writeHead(404, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : 'no such explorer asset\n');
+      return true;
+    }
+    void sendAsset(req, res, asset);
+    return true;
+  };
+}
+
+async function sendAsset(req: IncomingMessage, res: ServerResponse, asset: Asset): Promise<void> {
+  const acceptsGzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+  let body = asset.body;
+  if (acceptsGzip) {
+    try {
+      body = await asset.gzipped();
+    } catch {
+      body = asset.body; // compression is an optimisation; serve the file as it is
+    }
+  }
+  if (res.destroyed) return;
+  res.writeHead(200, {
+    ...COMMON_HEADERS,
+    'content-type': asset.contentType,
+    'content-length': body.length,
+    'cache-control': ASSET_CACHE_CONTROL,
+    vary: 'accept-encoding',
+    ...(body !== asset.body && { 'content-encoding': 'gzip' }),
+  });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}

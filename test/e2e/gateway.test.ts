@@ -1,0 +1,187 @@
+import { composeServices } from '@apollo/composition';
+import { ApolloGateway, RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
+import { ApolloServer } from '@apollo/server';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'graphql';
+import { parse as parseYaml } from 'yaml';
+import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
+import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+
+/**
+ * The supergraph end to end: our real subgraph (on the upstream emulator) and the
+ * example people subgraph behind @apollo/gateway, with the header rules of
+ * router/router.yaml applied to every subgraph request. Apollo Router is a binary we
+ * cannot run here; the gateway executes the same supergraph with the same query
+ * planner semantics, and the header rules are read from the router's own file.
+ */
+
+const repoRoot = path.resolve(__dirname, '../..');
+const ROUTER_SECRET = 'router-secret-for-the-gateway-test-0123456789';
+
+const WITH_SHIFTS = makeTenant({ tenantId: 'dddddddd-0000-4000-8000-000000000004', clientId: 'client-d', clientSecret: 'secret-d-5c2b8e1f', grantedScopes: ['shifts.read'], shard: 0, locationCount: 6, shiftCount: 12 });
+const OTHER = makeTenant({ tenantId: 'eeeeeeee-0000-4000-8000-000000000005', clientId: 'client-e', clientSecret: 'secret-e-8a4c2d9b', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 8 });
+const NO_SHIFTS = makeTenant({ tenantId: 'ffffffff-0000-4000-8000-000000000006', clientId: 'client-f', clientSecret: 'secret-f-1d7e3a6c', grantedScopes: ['locations.read'], shard: 0, locationCount: 3, shiftCount: 5 });
+const tenants: EmulatorTenant[] = [WITH_SHIFTS, OTHER, NO_SHIFTS];
+
+type Rule = { propagate?: { named: string }; insert?: { name: string; value: string } };
+
+/** The `headers` section of router/router.yaml: the only rule kinds it uses are `propagate: named` and `insert`. */
+const headerRules = (
+  parseYaml(readFileSync(path.join(repoRoot, 'router', 'router.yaml'), 'utf8')) as {
+    headers: { all: { request: Rule[] }; subgraphs: Record<string, { request: Rule[] }> };
+  }
+).headers;
+
+/** The router's `${env.NAME}` expansion, over the environment the test gives the router. */
+function expand(value: string, env: Record<string, string>): string {
+  return value.replace(/\$\{env\.([A-Z0-9_]+)\}/g, (_match, name: string) => {
+    const expanded = env[name];
+    if (expanded === undefined) throw new Error(`router.yaml needs ${name} in the environment`);
+    return expanded;
+  });
+}
+
+interface GatewayContext {
+  headers: Record<string, string>;
+}
+
+/** A subgraph data source that applies router.yaml's header rules for its subgraph. */
+class RouterHeaderRules extends RemoteGraphQLDataSource<GatewayContext> {
+  constructor(
+    private readonly subgraphName: string,
+    url: string,
+    private readonly routerEnv: Record<string, string>,
+  ) {
+    super({ url });
+  }
+
+  override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<GatewayContext>): void {
+    const rules = [...headerRules.all.request, ...(headerRules.subgraphs[this.subgraphName]?.request ?? [])];
+    const incoming = 'headers' in context ? (context as GatewayContext).headers : {};
+    for (const rule of rules) {
+      if (rule.propagate) {
+        const value = incoming[rule.propagate.named.toLowerCase()];
+        if (value !== undefined) request.http?.headers.set(rule.propagate.named, value);
+      }
+      if (rule.insert) request.http?.headers.set(rule.insert.name, expand(rule.insert.value, this.routerEnv));
+    }
+  }
+}
+
+const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+async function startGateway(urls: Record<string, string>, routerEnv: Record<string, string>): Promise<ApolloServer<GatewayContext>> {
+  const schemaFiles: Record<string, string> = { wfs: 'schema.graphql', people: 'examples/people-subgraph/schema.graphql' };
+  const composed = composeServices(
+    Object.entries(schemaFiles).map(([name, file]) => ({
+      name,
+      url: urls[name] as string,
+      typeDefs: parse(readFileSync(path.join(repoRoot, file), 'utf8')),
+    })),
+  );
+  if (!composed.supergraphSdl) throw new Error(`composition failed: ${composed.errors?.map((error) => error.message).join('; ')}`);
+  const gateway = new ApolloGateway({
+    supergraphSdl: composed.supergraphSdl,
+    logger: silent,
+    buildService: ({ name, url }) => new RouterHeaderRules(name, url as string, routerEnv),
+  });
+  const server = new ApolloServer<GatewayContext>({ gateway, logger: silent });
+  await server.start();
+  return server;
+}
+
+async function run(server: ApolloServer<GatewayContext>, query: string, headers: Record<string, string>) {
+  const response = await server.executeOperation({ query }, { contextValue: { headers } });
+  if (response.body.kind !== 'single') throw new Error('expected a single result');
+  return response.body.singleResult as { data?: Record<string, any> | null; errors?: { message: string; path?: unknown[]; extensions?: { code?: string } }[] };
+}
+
+const as = (tenant: EmulatorTenant) => ({ 'x-tenant-id': tenant.tenantId });
+
+describe('supergraph through a gateway', () => {
+  let subgraph: TestSubgraph;
+  let people: RunningPeopleSubgraph;
+  let gateway: ApolloServer<GatewayContext>;
+
+  beforeAll(async () => {
+    people = await startPeopleSubgraph();
+    subgraph = await startTestSubgraph({ tenants }, { WFS_ROUTER_SECRET: ROUTER_SECRET });
+    gateway = await startGateway({ wfs: subgraph.server.url, people: people.url }, { WFS_ROUTER_SECRET: ROUTER_SECRET });
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await subgraph?.close();
+    await people?.close();
+  });
+
+  it('joins our locations and shifts with the people subgraph fields in one request', async () => {
+    const result = await run(
+      gateway,
+      `{
+        locations(first: 3) { nodes { id name headcount manager { name } } }
+        shifts(first: 5) {
+          nodes { id start end location { name headcount } user { id name role } notes }
+          pageInfo { hasNextPage endCursor }
+        }
+      }`,
+      as(WITH_SHIFTS),
+    );
+    expect(result.errors).toBeUndefined();
+    const direct = await subgraph.query('{ locations(first: 3) { nodes { id name } } }', {}, { ...as(WITH_SHIFTS), 'router-authorization': ROUTER_SECRET });
+    const locations = result.data?.['locations'].nodes as any[];
+    expect(locations.map(({ id, name }) => ({ id, name }))).toEqual(direct.data?.locations.nodes);
+    for (const location of locations) {
+      expect(location.headcount).toEqual(expect.any(Number));
+      expect(location.manager.name).toEqual(expect.any(String));
+    }
+    const shifts = result.data?.['shifts'];
+    expect(shifts.nodes).toHaveLength(5);
+    expect(shifts.pageInfo.hasNextPage).toBe(true);
+    for (const shift of shifts.nodes) {
+      if (shift.location) expect(shift.location.headcount).toEqual(expect.any(Number));
+      if (shift.user) expect(shift.user).toEqual({ id: expect.any(String), name: expect.any(String), role: expect.any(String) });
+    }
+  });
+
+  it('pages with the shared PageInfo, whichever subgraph resolves it', async () => {
+    const first = await run(gateway, '{ shifts(first: 4) { nodes { id } pageInfo { endCursor } } people(first: 2) { pageInfo { hasNextPage endCursor } } }', as(WITH_SHIFTS));
+    expect(first.errors).toBeUndefined();
+    expect(first.data?.['people'].pageInfo.hasNextPage).toBe(true);
+    const cursor = first.data?.['shifts'].pageInfo.endCursor as string;
+    const next = await run(gateway, `{ shifts(first: 4, after: ${JSON.stringify(cursor)}) { nodes { id } } }`, as(WITH_SHIFTS));
+    expect(next.errors).toBeUndefined();
+    const seen = new Set((first.data?.['shifts'].nodes as { id: string }[]).map((shift) => shift.id));
+    expect((next.data?.['shifts'].nodes as { id: string }[]).some((shift) => seen.has(shift.id))).toBe(false);
+  });
+
+  it('carries the tenant header through to our subgraph', async () => {
+    const query = '{ locations(first: 100) { nodes { id } } }';
+    const one = await run(gateway, query, as(WITH_SHIFTS));
+    const other = await run(gateway, query, as(OTHER));
+    expect(one.data?.['locations'].nodes).toHaveLength(6);
+    expect(other.data?.['locations'].nodes).toHaveLength(4);
+  });
+
+  it('keeps a failing field to itself: FORBIDDEN shifts beside served locations and people', async () => {
+    const result = await run(gateway, '{ locations(first: 2) { nodes { name headcount } } shifts(first: 2) { nodes { id } } people(first: 1) { nodes { name } } }', as(NO_SHIFTS));
+    expect(result.data?.['locations'].nodes).toHaveLength(2);
+    expect(result.data?.['people'].nodes).toHaveLength(1);
+    expect(result.data?.['shifts']).toBeNull();
+    expect(result.errors?.map((error) => error.extensions?.code)).toEqual(['FORBIDDEN']);
+  });
+
+  it('is refused by our subgraph when the router does not send the router secret', async () => {
+    const wrongSecret = await startGateway({ wfs: subgraph.server.url, people: people.url }, { WFS_ROUTER_SECRET: 'not-the-secret' });
+    try {
+      const result = await run(wrongSecret, '{ locations(first: 1) { nodes { name } } people(first: 1) { nodes { name } } }', as(WITH_SHIFTS));
+      expect(result.data?.['locations']).toBeNull();
+      expect(result.data?.['people'].nodes).toHaveLength(1);
+      expect(result.errors?.map((error) => error.extensions?.code)).toContain('UNAUTHENTICATED');
+    } finally {
+      await wrongSecret.stop();
+    }
+  });
+});

@@ -1,0 +1,117 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { startEmulator, type Emulator } from '../../src/emulator';
+import { writeTenantsFile } from '../helpers/subgraph';
+
+/**
+ * The built server as a deployment runs it: `node dist/index.js` with the
+ * environment of CONTRACT.md section 2. `scripts/test.sh` builds before jest runs.
+ */
+const root = join(__dirname, '..', '..');
+const entry = join(root, 'dist', 'index.js');
+
+interface Running {
+  child: ChildProcessWithoutNullStreams;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+function run(env: Record<string, string>): Running {
+  if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
+  const child = spawn(process.execPath, [entry], { cwd: '/', env: { PATH: process.env.PATH ?? '', PORT: '0', ...env } });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk) => (out += String(chunk)));
+  child.stderr.on('data', (chunk) => (err += String(chunk)));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exit };
+}
+
+async function waitFor(predicate: () => string | undefined, what: string, ms = 15_000): Promise<string> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = predicate();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function post(url: string, query: string, headers: Record<string, string> = {}) {
+  const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query }) });
+  return { status: response.statusCode, body: (await response.body.json()) as any };
+}
+
+let running: Running | undefined;
+afterEach(async () => {
+  if (running && running.child.exitCode === null) {
+    running.child.kill('SIGKILL');
+    await running.exit;
+  }
+  running = undefined;
+});
+
+describe('node dist/index.js', () => {
+  it('starts in demo mode from any directory, prints the URL, tenants and a query, serves demo data, and stops on SIGTERM', async () => {
+    running = run({});
+    const url = await waitFor(() => /GraphQL:\s+(http:\S+)/.exec(running!.stdout())?.[1], 'the banner');
+    expect(running.stdout()).toMatch(/Demo tenants/);
+    expect(running.stdout()).toMatch(/query/);
+    const answer = await post(url, '{ locations(first: 3) { nodes { id name } } shifts(first: 2) { nodes { id start location { name } } } }');
+    expect(answer.body.errors).toBeUndefined();
+    expect(answer.body.data.locations.nodes).toHaveLength(3);
+    expect(answer.body.data.shifts.nodes[0].location.name).toEqual(expect.any(String));
+    const origin = new URL(url).origin;
+    expect((await request(`${origin}/health`)).statusCode).toBe(200);
+    const ready = await request(`${origin}/ready`);
+    expect(ready.statusCode).toBe(200);
+    await ready.body.dump();
+    const metrics = await request(`${origin}/metrics`);
+    expect(await metrics.body.text()).toContain('wfs_upstream_requests_total');
+    const page = await request(`${origin}/`, { headers: { accept: 'text/html' } });
+    expect(page.statusCode).toBe(200);
+    expect(await page.body.text()).toContain('<html');
+    running.child.kill('SIGTERM');
+    expect(await running.exit).toBe(0);
+  });
+
+  it('stops with one line naming the variable when the configuration is bad', async () => {
+    running = run({ WFS_AUTH_URL: 'https://id.example.com' });
+    expect(await running.exit).toBe(1);
+    expect(running.stderr().trim().split('\n')).toHaveLength(1);
+    expect(running.stderr()).toContain('WFS_TENANTS_FILE');
+  });
+
+  describe('against an upstream', () => {
+    let emulator: Emulator;
+    beforeAll(async () => {
+      emulator = await startEmulator({ authPathPrefix: '/tenants/gateway/auth' });
+    });
+    afterAll(async () => {
+      await emulator.close();
+    });
+
+    it('serves every configured tenant and never prints a secret or a token', async () => {
+      running = run({
+        WFS_AUTH_URL: emulator.authUrl,
+        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+        WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
+        LOG_LEVEL: 'debug',
+      });
+      const url = await waitFor(() => /"url":"(http:[^"]+)"/.exec(running!.stdout())?.[1], 'the ready log line');
+      for (const tenant of emulator.tenants) {
+        const answer = await post(url, '{ locations(first: 2) { nodes { id } } }', { 'x-tenant-id': tenant.tenantId });
+        expect(answer.body.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
+      }
+      expect(emulator.counters.tokenRequests).toBe(emulator.tenants.length);
+      running.child.kill('SIGTERM');
+      await running.exit;
+      const output = running.stdout() + running.stderr();
+      for (const tenant of emulator.tenants) expect(output).not.toContain(tenant.clientSecret);
+      expect(output).not.toMatch(/eyJ[\w-]+\.eyJ/);
+    });
+  });
+});

@@ -1,0 +1,96 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { makeTenant } from '../../src/emulator';
+import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+
+const A = makeTenant({ tenantId: 'aaaaaaaa-1111-4000-8000-000000000001', clientId: 'client-a', clientSecret: 'secret-a-1', grantedScopes: ['shifts.read'], shard: 0, locationCount: 4, shiftCount: 4 });
+const B = makeTenant({ tenantId: 'bbbbbbbb-1111-4000-8000-000000000002', clientId: 'client-b', clientSecret: 'secret-b-1', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 4 });
+const QUERY = '{ locations { nodes { id } } }';
+
+let subgraph: TestSubgraph;
+afterEach(async () => {
+  await subgraph?.close();
+});
+
+function codes(response: { errors?: Array<{ extensions?: { code?: string } }> }) {
+  return (response.errors ?? []).map((error) => error.extensions?.code);
+}
+
+describe('verified-identity mode (JWT against a real JWKS endpoint)', () => {
+  let jwks: Server;
+  let sign: (claims: Record<string, unknown>, options?: { issuer?: string; audience?: string; expiresIn?: string }) => Promise<string>;
+  let signWithOtherKey: (claims: Record<string, unknown>) => Promise<string>;
+  let jwksUrl: string;
+
+  beforeAll(async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256');
+    const other = await generateKeyPair('ES256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+    jwks = createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+    jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/.well-known/jwks.json`;
+    sign = (claims, options = {}) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .setIssuer(options.issuer ?? 'https://idp.example.com')
+        .setAudience(options.audience ?? 'wfs-subgraph')
+        .setIssuedAt()
+        .setExpirationTime(options.expiresIn ?? '5m')
+        .sign(privateKey);
+    signWithOtherKey = (claims) => new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('https://idp.example.com').setAudience('wfs-subgraph').setExpirationTime('5m').sign(other.privateKey);
+  });
+  afterAll(async () => {
+    jwks.closeAllConnections();
+    await new Promise((resolve) => jwks.close(resolve));
+  });
+
+  const env = () => ({ WFS_JWKS_URL: jwksUrl, WFS_JWT_ISSUER: 'https://idp.example.com', WFS_JWT_AUDIENCE: 'wfs-subgraph' });
+
+  it('reads the tenant from the verified token and ignores the tenant header', async () => {
+    subgraph = await startTestSubgraph({ tenants: [A, B] }, env());
+    const token = await sign({ tenant_id: A.tenantId });
+    const response = await subgraph.query(QUERY, {}, { authorization: `Bearer ${token}`, 'x-tenant-id': B.tenantId });
+    expect(response.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(A.locations.map((l) => l.id));
+  });
+
+  it('uses a custom tenant claim', async () => {
+    subgraph = await startTestSubgraph({ tenants: [A, B] }, { ...env(), WFS_TENANT_CLAIM: 'org' });
+    const response = await subgraph.query(QUERY, {}, { authorization: `Bearer ${await sign({ org: B.tenantId })}` });
+    expect(response.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(B.locations.map((l) => l.id));
+  });
+
+  it('refuses missing, forged, expired, wrong-audience and claimless tokens with UNAUTHENTICATED, and unknown tenants with FORBIDDEN', async () => {
+    subgraph = await startTestSubgraph({ tenants: [A, B] }, env());
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ 'x-tenant-id': A.tenantId }, 'UNAUTHENTICATED'],
+      [{ authorization: `Bearer ${await signWithOtherKey({ tenant_id: A.tenantId })}` }, 'UNAUTHENTICATED'],
+      [{ authorization: `Bearer ${await sign({ tenant_id: A.tenantId }, { expiresIn: '-1m' })}` }, 'UNAUTHENTICATED'],
+      [{ authorization: `Bearer ${await sign({ tenant_id: A.tenantId }, { audience: 'someone-else' })}` }, 'UNAUTHENTICATED'],
+      [{ authorization: `Bearer ${await sign({ sub: 'x' })}` }, 'UNAUTHENTICATED'],
+      [{ authorization: 'Bearer not.a.jwt' }, 'UNAUTHENTICATED'],
+      [{ authorization: `Bearer ${await sign({ tenant_id: 'unknown-tenant' })}` }, 'FORBIDDEN'],
+    ];
+    for (const [headers, code] of cases) expect(codes(await subgraph.query(QUERY, {}, headers))).toEqual([code]);
+    expect(subgraph.emulator.counters.tokenRequests).toBe(0);
+  });
+});
+
+describe('router secret', () => {
+  it('answers only requests that carry router-authorization, while health stays open', async () => {
+    subgraph = await startTestSubgraph({ tenants: [A] }, { WFS_ROUTER_SECRET: 'router-shared-secret-value' });
+    const refused = await subgraph.query(QUERY, {}, { 'x-tenant-id': A.tenantId });
+    expect(refused.status).toBe(401);
+    expect(codes(refused)).toEqual(['UNAUTHENTICATED']);
+    const wrong = await subgraph.query(QUERY, {}, { 'x-tenant-id': A.tenantId, 'router-authorization': 'guess' });
+    expect(wrong.status).toBe(401);
+    const allowed = await subgraph.query(QUERY, {}, { 'x-tenant-id': A.tenantId, 'router-authorization': 'router-shared-secret-value' });
+    expect(allowed.data.locations.nodes).toHaveLength(4);
+    const health = await fetch(subgraph.server.url.replace('/graphql', '/health'));
+    expect(health.status).toBe(200);
+    expect(JSON.stringify(refused)).not.toContain('router-shared-secret-value');
+  });
+});

@@ -15,9 +15,14 @@ export type PageRef = string;
 /** Page references longer than this are refused: they end up inside our cursors. */
 const MAX_REFERENCE_LENGTH = 2048;
 
-const ABSOLUTE = /^[a-z][a-z0-9+.-]*:/i;
+/** `scheme://`: an absolute URL. A bare token may well contain a colon (`v1:abc`). */
+const ABSOLUTE = /^[a-z][a-z0-9+.-]*:\/\//i;
 
-/** Normalises an envelope's `next`/`previous` value. */
+/**
+ * Normalises an envelope's `next`/`previous` value. A value with a scheme, or that
+ * starts with `/`, `?` or `.`, or that has a query, is a URL; anything else is a
+ * bare token (base64 tokens may well contain `/` or `=`).
+ */
 export function parsePageReference(raw: unknown, apiBase: string, listPath: string): PageRef | null {
   if (raw === null || raw === undefined) return null;
   const refuse = (why: string): never => {
@@ -26,12 +31,17 @@ export function parsePageReference(raw: unknown, apiBase: string, listPath: stri
   if (typeof raw !== 'string' || raw.trim() === '') return refuse('not a non-empty string');
   if (raw.length > MAX_REFERENCE_LENGTH) return refuse('too long');
   const reference = raw.trim();
-  if (!ABSOLUTE.test(reference) && !/[/?]/.test(reference) && !reference.startsWith('.')) {
-    return new URLSearchParams({ cursor: reference }).toString();
-  }
+  const looksLikeUrl = ABSOLUTE.test(reference) || /^[/?.]/.test(reference) || reference.includes('?');
+  if (!looksLikeUrl) return new URLSearchParams({ cursor: reference }).toString();
+  const listUrl = new URL(listPath, apiBase);
   let url: URL;
   try {
-    url = new URL(reference, new URL(listPath, apiBase));
+    url = new URL(reference, listUrl);
+    // `api/public/v1/locations/?page=2` (no leading slash) is relative to the origin, not to the list.
+    if (url.pathname !== listPath && !/^[/?.]/.test(reference) && !ABSOLUTE.test(reference)) {
+      const fromRoot = new URL(reference, `${apiBase}/`);
+      if (fromRoot.pathname === listPath) url = fromRoot;
+    }
   } catch {
     return refuse('not a valid URL');
   }

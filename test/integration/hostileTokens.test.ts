@@ -1,0 +1,143 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { UnsecuredJWT } from 'jose';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { startServer, type RunningServer } from '../../src/server';
+import { writeTenantsFile } from '../helpers/subgraph';
+import { Writable } from 'node:stream';
+
+/**
+ * An identity provider under a path prefix that hands out tokens the subgraph must
+ * refuse, and a "shard" that counts every request (none may arrive).
+ */
+const TENANT = 'tttttttt-0000-4000-8000-000000000001';
+let claims: Record<string, unknown> = {};
+let tokenBody: (() => Record<string, unknown>) | undefined;
+let tokenRequests = 0;
+let shardHits: IncomingMessage[] = [];
+let idp: Server;
+let shard: Server;
+let server: RunningServer;
+let logs: string[] = [];
+let shardOrigin = '';
+
+async function listen(s: Server): Promise<string> {
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+}
+
+beforeAll(async () => {
+  idp = createServer((req, res) => {
+    tokenRequests += 1;
+    if (req.url !== '/prefix/v2/identity/o/api/token' || req.method !== 'POST') {
+      res.statusCode = 404;
+      return res.end();
+    }
+    const token = new UnsecuredJWT({ ...claims }).setIssuedAt().setExpirationTime('15m').encode();
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify(tokenBody ? tokenBody() : { access_token: token, token_type: 'Bearer', expires_in: 900, scope: 'shifts.read' }));
+  });
+  shard = createServer((req, res) => {
+    shardHits.push(req);
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ object: 'list', data: [{ object: 'location', id: 'l1', name: 'Only' }], has_more: false, next: null, previous: null }));
+  });
+  const idpOrigin = await listen(idp);
+  shardOrigin = await listen(shard);
+  const config = loadConfig({
+    PORT: '0',
+    WFS_AUTH_URL: `${idpOrigin}/prefix/v2`,
+    WFS_TENANTS_FILE: writeTenantsFile([{ tenantId: TENANT, clientId: 'c', clientSecret: 'hostile-test-secret', grantedScopes: ['shifts.read'] }]),
+    WFS_CURSOR_SECRET: 'x'.repeat(32),
+  });
+  const sink = new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) });
+  server = await startServer(config, { logger: createLogger('info', sink) });
+});
+
+afterAll(async () => {
+  await server.close();
+  for (const s of [idp, shard]) {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+beforeEach(() => {
+  tokenRequests = 0;
+  shardHits = [];
+  logs = [];
+  tokenBody = undefined;
+});
+
+async function locations() {
+  const response = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-tenant-id': TENANT },
+    body: JSON.stringify({ query: '{ locations { nodes { id } } }' }),
+  });
+  return (await response.json()) as { data: unknown; errors?: Array<{ message: string; extensions: { code: string } }> };
+}
+
+/** The cache remembers a refused token for 10 s; each case needs a fresh server state. */
+async function expectRefused(code: string) {
+  const response = await locations();
+  expect(response.errors?.map((e) => e.extensions.code)).toEqual([code]);
+  expect(shardHits).toHaveLength(0);
+  return response;
+}
+
+describe('tokens the subgraph must refuse', () => {
+  it('works with a well-formed token under an auth URL with a path prefix', async () => {
+    claims = { tenant_id: TENANT, api_base: shardOrigin };
+    const response = await locations();
+    expect(response.data).toEqual({ locations: { nodes: [{ id: 'l1' }] } });
+    expect(shardHits[0]!.headers.authorization).toMatch(/^Bearer /);
+    expect(shardHits[0]!.url).toBe('/api/public/v1/locations/?page_size=100');
+  });
+});
+
+describe.each([
+  ['bound to another tenant', () => ({ tenant_id: 'someone-else', api_base: 'http://127.0.0.1:1' }), 'UPSTREAM_MISCONFIGURED'],
+  ['with a plain-http api_base off loopback', () => ({ tenant_id: TENANT, api_base: 'http://shard.example.com' }), 'UPSTREAM_MISCONFIGURED'],
+  ['with an api_base carrying userinfo', () => ({ tenant_id: TENANT, api_base: 'https://user@shard.example.com' }), 'UPSTREAM_MISCONFIGURED'],
+  ['with an api_base path trick', () => ({ tenant_id: TENANT, api_base: `${shardOrigin}/../evil` }), 'UPSTREAM_MISCONFIGURED'],
+])('a token %s', (_name, makeClaims, code) => {
+  it(`is refused with ${code}, no data call, a configuration error logged, no secret anywhere`, async () => {
+    // A fresh server per case: a refused token is remembered for 10 s.
+    await server.close();
+    const config = loadConfig({
+      PORT: '0',
+      WFS_AUTH_URL: `http://127.0.0.1:${(idp.address() as AddressInfo).port}/prefix/v2`,
+      WFS_TENANTS_FILE: writeTenantsFile([{ tenantId: TENANT, clientId: 'c', clientSecret: 'hostile-test-secret', grantedScopes: ['shifts.read'] }]),
+      WFS_CURSOR_SECRET: 'x'.repeat(32),
+    });
+    const sink = new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) });
+    server = await startServer(config, { logger: createLogger('info', sink) });
+    claims = makeClaims();
+    const response = await expectRefused(code);
+    await expectRefused(code);
+    expect(tokenRequests).toBe(1);
+    expect(logs.join('')).toContain('configuration error');
+    expect(JSON.stringify(response) + logs.join('')).not.toContain('hostile-test-secret');
+  });
+});
+
+describe('token responses that are not usable', () => {
+  it.each([
+    ['no access_token', () => ({ token_type: 'Bearer', expires_in: 900 })],
+    ['not a JWT', () => ({ access_token: 'opaque', token_type: 'Bearer', expires_in: 900 })],
+    ['a negative lifetime', () => ({ access_token: new UnsecuredJWT({ tenant_id: TENANT, api_base: shardOrigin }).encode(), token_type: 'Bearer', expires_in: -5 })],
+  ])('%s is UPSTREAM_BAD_RESPONSE with no data call', async (_name, body) => {
+    await server.close();
+    const config = loadConfig({
+      PORT: '0',
+      WFS_AUTH_URL: `http://127.0.0.1:${(idp.address() as AddressInfo).port}/prefix/v2`,
+      WFS_TENANTS_FILE: writeTenantsFile([{ tenantId: TENANT, clientId: 'c', clientSecret: 'hostile-test-secret', grantedScopes: [] }]),
+      WFS_CURSOR_SECRET: 'x'.repeat(32),
+    });
+    server = await startServer(config, { logger: createLogger('silent') });
+    tokenBody = body;
+    await expectRefused('UPSTREAM_BAD_RESPONSE');
+  });
+});

@@ -115,7 +115,6 @@ export type ShiftEdge = {
   node: Shift;
 };
 
-/** A person in the company. This subgraph knows only the id; another subgraph resolves the rest. */
 export type User = {
   __typename?: 'User';
   id: Scalars['ID']['output'];

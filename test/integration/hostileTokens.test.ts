@@ -32,7 +32,8 @@ beforeAll(async () => {
     tokenRequests += 1;
     if (req.url !== '/prefix/v2/identity/o/api/token' || req.method !== 'POST') {
       res.statusCode = 404;
-      return res.end();
+      res.end();
+      return;
     }
     const token = new UnsecuredJWT({ ...claims }).setIssuedAt().setExpirationTime('15m').encode();
     res.setHeader('content-type', 'application/json');

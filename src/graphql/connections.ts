@@ -58,7 +58,8 @@ export function checkConnectionArgs(args: ConnectionArgs): PagingRequest {
 
 /** What a connection needs from the rest of the server, for one tenant and one list. */
 export interface ConnectionSource<T extends { id: string }> {
-  fetchPage(ref: PageRef | null): Promise<ListPage<T>>;
+  /** One upstream page; a walk keeps one page size from start to end (see `resolveConnection`). */
+  fetchPage(ref: PageRef | null, pageSize: number): Promise<ListPage<T>>;
   decodeCursor(cursor: string, argument: 'after' | 'before'): CursorPosition;
   encodeCursor(position: CursorPosition): string;
   /** An item of the wrong shape: reported as an error for that item, the page goes on. */
@@ -71,9 +72,12 @@ interface Located<T> {
 }
 
 /**
- * Maps Relay paging onto the upstream's page chain. Every upstream page is fetched
- * at one fixed size, so (page reference, index) names an edge for good, and every
- * edge cursor can be resumed. Forward paging follows `next` as far as `first` needs;
+ * Maps Relay paging onto the upstream's page chain. A walk keeps one page size from
+ * its first page to its last (a fresh forward walk asks for `first` records a page,
+ * a resumed one the size its cursor recorded), because a page reference may be a
+ * page number or offset that only means the same slice at the same size. So
+ * (page reference, size, index) names an edge for good, and every edge cursor can be
+ * resumed. Forward paging follows `next` as far as `first` needs;
  * backward paging follows `previous`; `last` without `before` walks to the end,
  * since the upstream offers no reference to its last page.
  */
@@ -125,16 +129,16 @@ export const MAX_PAGES_PER_WALK = 1000;
  * Wraps a page fetcher so a chain that comes back to a page it already gave, or
  * that never ends, is an UPSTREAM_BAD_RESPONSE instead of an endless walk.
  */
-export function guardPageChain<P>(fetchPage: (ref: PageRef | null) => Promise<P>): (ref: PageRef | null) => Promise<P> {
+export function guardPageChain<P>(fetchPage: (ref: PageRef | null, pageSize: number) => Promise<P>): (ref: PageRef | null, pageSize: number) => Promise<P> {
   const seen = new Set<string>();
-  return (ref) => {
+  return (ref, pageSize) => {
     const key = ref ?? '';
     if (seen.has(key)) return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', 'the upstream page chain loops back to a page it already returned'));
     if (seen.size >= MAX_PAGES_PER_WALK) {
       return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream list is longer than ${MAX_PAGES_PER_WALK} pages; page with first/after instead`));
     }
     seen.add(key);
-    return fetchPage(ref);
+    return fetchPage(ref, pageSize);
   };
 }
 
@@ -159,12 +163,13 @@ function take<T extends { id: string }>(source: ConnectionSource<T>, page: ListP
     return null;
   }
   const last = index === page.items.length - 1 && page.hasMore && page.next;
-  return { node: item, position: { ref: page.ref, index, id: item.id, ...(last && { next: page.next }) } };
+  return { node: item, position: { ref: page.ref, size: page.pageSize, index, id: item.id, ...(last && { next: page.next }) } };
 }
 
 async function pageForward<T extends { id: string }>(source: ConnectionSource<T>, count: number, after: CursorPosition | null): Promise<Slice<T>> {
   // After a page's last record, go straight to the page that follows it.
-  let page = await source.fetchPage(after ? (after.next ?? after.ref) : null);
+  const size = after ? after.size : Math.min(count, MAX_PAGE_SIZE);
+  let page = await source.fetchPage(after ? (after.next ?? after.ref) : null, size);
   let index = after ? (after.next ? 0 : indexIn(page, after) + 1) : 0;
   const items: Located<T>[] = [];
   for (;;) {
@@ -176,13 +181,13 @@ async function pageForward<T extends { id: string }>(source: ConnectionSource<T>
     }
     if (!page.hasMore || !page.next) return { items, hasNextPage: false, hasPreviousPage: after !== null };
     if (items.length === count) return { items, hasNextPage: true, hasPreviousPage: after !== null };
-    page = await source.fetchPage(page.next);
+    page = await source.fetchPage(page.next, size);
     index = 0;
   }
 }
 
 async function pageBackward<T extends { id: string }>(source: ConnectionSource<T>, count: number, before: CursorPosition): Promise<Slice<T>> {
-  let page = await source.fetchPage(before.ref);
+  let page = await source.fetchPage(before.ref, before.size);
   let index = indexIn(page, before) - 1;
   const reversed: Located<T>[] = [];
   for (;;) {
@@ -194,7 +199,7 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
     }
     if (!page.previous) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: false };
     if (reversed.length === count) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true };
-    page = await source.fetchPage(page.previous);
+    page = await source.fetchPage(page.previous, before.size);
     index = page.items.length - 1;
   }
 }
@@ -203,7 +208,7 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
 async function tail<T extends { id: string }>(source: ConnectionSource<T>, count: number): Promise<Slice<T>> {
   let window: Located<T>[] = [];
   let dropped = false;
-  let page = await source.fetchPage(null);
+  let page = await source.fetchPage(null, MAX_PAGE_SIZE);
   for (;;) {
     for (let index = 0; index < page.items.length; index += 1) {
       const located = take(source, page, index);
@@ -214,6 +219,6 @@ async function tail<T extends { id: string }>(source: ConnectionSource<T>, count
       dropped = true;
     }
     if (!page.hasMore || !page.next) return { items: window, hasNextPage: false, hasPreviousPage: dropped };
-    page = await source.fetchPage(page.next);
+    page = await source.fetchPage(page.next, MAX_PAGE_SIZE);
   }
 }

@@ -53,11 +53,11 @@ export function createContext(services: ContextServices, headers: IncomingHttpHe
 function tenantData(services: ContextServices, tenantId: string, signal: AbortSignal, itemErrors: GraphQLError[]): TenantData {
   // Within one request the same page is fetched once, however many fields need it.
   const pages = new Map<string, Promise<ListPage<unknown>>>();
-  const fetchPage = <L extends ListName>(list: L, ref: PageRef | null): Promise<ListPage<RecordOf[L]>> => {
-    const key = `${list}\u0000${ref ?? ''}`;
+  const fetchPage = <L extends ListName>(list: L, ref: PageRef | null, pageSize: number): Promise<ListPage<RecordOf[L]>> => {
+    const key = `${list}\u0000${pageSize}\u0000${ref ?? ''}`;
     let page = pages.get(key);
     if (!page) {
-      page = services.client.listPage(tenantId, list, ref, signal);
+      page = services.client.listPage(tenantId, list, ref, signal, pageSize);
       pages.set(key, page);
       page.catch(() => pages.delete(key));
     }
@@ -68,7 +68,7 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
     new DataLoader<string, RecordOf[L] | null>(
       async (ids) => {
         try {
-          return await services.indexes.for<RecordOf[L]>(tenantId, list).lookup(ids, (ref) => fetchPage(list, ref));
+          return await services.indexes.for<RecordOf[L]>(tenantId, list).lookup(ids, (ref, pageSize) => fetchPage(list, ref, pageSize));
         } catch (error) {
           return ids.map(() => error as Error);
         }
@@ -86,8 +86,8 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
       const index = services.indexes.for<RecordOf[typeof list]>(tenantId, list);
       return resolveConnection<RecordOf[typeof list]>(
         {
-          fetchPage: async (ref) => {
-            const page = await fetchPage(list, ref);
+          fetchPage: async (ref, pageSize) => {
+            const page = await fetchPage(list, ref, pageSize);
             const records = page.items.filter((item): item is RecordOf[typeof list] => !('malformed' in item));
             index.prime(records);
             for (const record of records) loader.prime(record.id, record);

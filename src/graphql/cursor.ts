@@ -6,6 +6,8 @@ import { badUserInput } from './errors';
 /** Where an edge sits upstream: the page it came on and its position there. */
 export interface CursorPosition {
   readonly ref: PageRef | null;
+  /** The page size the page was fetched with. */
+  readonly size: number;
   readonly index: number;
   readonly id: string;
   /** For the last record of an upstream page: that page's `next`, so resuming costs one call, not two. */
@@ -16,6 +18,7 @@ interface CursorPayload {
   /** tenant */ t: string;
   /** list */ l: ListName;
   /** page reference */ r: PageRef | null;
+  /** page size */ s: number;
   /** index in the page */ i: number;
   /** record id */ d: string;
   /** next page, on a page's last record */ n?: PageRef;
@@ -38,7 +41,7 @@ export class CursorCodec {
   }
 
   encode(tenantId: string, list: ListName, position: CursorPosition): string {
-    const payload: CursorPayload = { t: tenantId, l: list, r: position.ref, i: position.index, d: position.id };
+    const payload: CursorPayload = { t: tenantId, l: list, r: position.ref, s: position.size, i: position.index, d: position.id };
     if (position.next) payload.n = position.next;
     const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
     return `${body}.${this.sign(body).toString('base64url')}`;
@@ -59,9 +62,10 @@ export class CursorCodec {
     }
     if (payload.t !== tenantId || payload.l !== list) throw invalid();
     if (!Number.isInteger(payload.i) || payload.i < 0 || typeof payload.d !== 'string') throw invalid();
+    if (!Number.isInteger(payload.s) || payload.s < 1 || payload.s > 1000) throw invalid();
     if (payload.r !== null && typeof payload.r !== 'string') throw invalid();
     if (payload.n !== undefined && typeof payload.n !== 'string') throw invalid();
-    return { ref: payload.r, index: payload.i, id: payload.d, ...(payload.n !== undefined && { next: payload.n }) };
+    return { ref: payload.r, size: payload.s, index: payload.i, id: payload.d, ...(payload.n !== undefined && { next: payload.n }) };
   }
 
   private sign(body: string): Buffer {

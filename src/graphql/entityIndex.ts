@@ -1,12 +1,13 @@
 import type { ListPage } from '../upstream/client';
 import type { PageRef } from '../upstream/pageReference';
 import { isMalformed, type ListName } from '../upstream/records';
+import { UPSTREAM_PAGE_SIZE } from '../upstream/endpoints';
 import { guardPageChain } from './connections';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s. */
 export const ENTITY_INDEX_TTL_MS = 30_000;
 
-type FetchPage<T> = (ref: PageRef | null) => Promise<ListPage<T>>;
+type FetchPage<T> = (ref: PageRef | null, pageSize: number) => Promise<ListPage<T>>;
 
 /**
  * Lookup by id without a detail endpoint (CONTRACT.md section 4, "lookup by id"):
@@ -54,7 +55,7 @@ export class EntityIndex<T extends { id: string }> {
     const fetch = guardPageChain(fetchPage);
     let missing = new Set(ids.filter((id) => !this.records.has(id)));
     while (missing.size > 0 && this.resume !== null) {
-      const page = await fetch(this.resume ?? null);
+      const page = await fetch(this.resume ?? null, UPSTREAM_PAGE_SIZE);
       for (const item of page.items) {
         if (isMalformed(item)) continue;
         this.records.set(item.id, item);

@@ -12,6 +12,8 @@ import { describeNetworkError } from './tokenEndpoint';
 export interface ListPage<T> {
   /** The reference this page was fetched with (`null`: the first page). */
   readonly ref: PageRef | null;
+  /** The `page_size` it was fetched with; the same reference and size give the same page again. */
+  readonly pageSize: number;
   /** Records in upstream order; an item of the wrong shape stays in place as a MalformedRecord. */
   readonly items: ReadonlyArray<T | MalformedRecord>;
   readonly hasMore: boolean;
@@ -43,7 +45,17 @@ export interface WfsClientOptions {
 export class WfsClient {
   constructor(private readonly options: WfsClientOptions) {}
 
-  async listPage<L extends ListName>(tenantId: string, list: L, ref: PageRef | null, signal?: AbortSignal): Promise<ListPage<RecordOf[L]>> {
+  /**
+   * One page of a list. `pageSize` is sent unless the reference carries its own
+   * `page_size` (a URL the upstream gave us); the page reports the size it used.
+   */
+  async listPage<L extends ListName>(
+    tenantId: string,
+    list: L,
+    ref: PageRef | null,
+    signal?: AbortSignal,
+    pageSize: number = UPSTREAM_PAGE_SIZE,
+  ): Promise<ListPage<RecordOf[L]>> {
     const deadline = AbortSignal.timeout(this.options.deadlineMs ?? 20_000);
     const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
     let grant = await this.options.tokens.getToken(tenantId);
@@ -52,7 +64,7 @@ export class WfsClient {
     let transientRetries = 0;
     for (;;) {
       checkScope(grant, list);
-      const outcome = await this.send(grant, list, ref, combined);
+      const outcome = await this.send(grant, list, ref, pageSize, combined);
       if (outcome.kind === 'page') return outcome.page;
       if (outcome.kind === 'unauthorized') {
         if (renewed) {
@@ -85,6 +97,7 @@ export class WfsClient {
     grant: TokenGrant,
     list: L,
     ref: PageRef | null,
+    pageSize: number,
     signal: AbortSignal,
   ): Promise<
     | { kind: 'page'; page: ListPage<RecordOf[L]> }
@@ -92,7 +105,8 @@ export class WfsClient {
     | { kind: 'rate-limited'; retryAfterSeconds: number | undefined }
     | { kind: 'transient'; error: UpstreamError }
   > {
-    const url = pageUrl(grant.apiBase, LIST_PATHS[list], ref, UPSTREAM_PAGE_SIZE);
+    const url = pageUrl(grant.apiBase, LIST_PATHS[list], ref, pageSize);
+    const sentSize = Number(url.searchParams.get('page_size')) || pageSize;
     const started = performance.now();
     let response: Dispatcher.ResponseData;
     try {
@@ -122,7 +136,7 @@ export class WfsClient {
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
     this.options.onListCall?.(list, status, performance.now() - started);
-    return { kind: 'page', page: parseEnvelope(body, list, ref, grant.apiBase) };
+    return { kind: 'page', page: parseEnvelope(body, list, ref, sentSize, grant.apiBase) };
   }
 }
 
@@ -145,7 +159,7 @@ function classifyStatus(list: ListName, status: number, retryAfter: number | und
   throw error;
 }
 
-function parseEnvelope<L extends ListName>(body: unknown, list: L, ref: PageRef | null, apiBase: string): ListPage<RecordOf[L]> {
+function parseEnvelope<L extends ListName>(body: unknown, list: L, ref: PageRef | null, pageSize: number, apiBase: string): ListPage<RecordOf[L]> {
   const bad = (why: string): never => {
     throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the ${list} response is not a list envelope: ${why}`);
   };
@@ -160,6 +174,7 @@ function parseEnvelope<L extends ListName>(body: unknown, list: L, ref: PageRef 
   const map = recordMappers[list] as (item: unknown) => RecordOf[L] | MalformedRecord;
   return {
     ref,
+    pageSize,
     items: (envelope.data as unknown[]).map(map),
     hasMore: envelope.has_more as boolean,
     next: envelope.has_more ? next : null,

@@ -6,27 +6,33 @@ import type { MalformedRecord } from '../../src/upstream/records';
 
 type Item = { id: string };
 
-/** An upstream list of `total` items in pages of `size`, referenced as `p=<n>`. */
-function source(total: number, size: number, malformedAt: number[] = []) {
+/**
+ * An upstream list of `total` items, paged by page NUMBER (`p=<n>`) at the requested
+ * size, clamped to `maxSize`: the scheme that breaks if a walk changes its page size.
+ */
+function source(total: number, maxSize: number, malformedAt: number[] = []) {
   const codec = new CursorCodec(Buffer.from('s'.repeat(32)));
   const fetched: Array<string | null> = [];
+  const sizes: number[] = [];
   const reported: MalformedRecord[] = [];
   const src: ConnectionSource<Item> = {
-    async fetchPage(ref) {
+    async fetchPage(ref, pageSize) {
       fetched.push(ref);
+      const size = Math.min(pageSize, maxSize);
+      sizes.push(size);
       const n = ref ? Number(ref.slice(2)) : 0;
       const items: Array<Item | MalformedRecord> = [];
       for (let i = n * size; i < Math.min(total, (n + 1) * size); i += 1) {
         items.push(malformedAt.includes(i) ? { malformed: true, reason: 'bad' } : { id: `i${i}` });
       }
       const hasMore = (n + 1) * size < total;
-      return { ref, items, hasMore, next: hasMore ? `p=${n + 1}` : null, previous: n > 0 ? `p=${n - 1}` : null } satisfies ListPage<Item>;
+      return { ref, pageSize: size, items, hasMore, next: hasMore ? `p=${n + 1}` : null, previous: n > 0 ? `p=${n - 1}` : null } satisfies ListPage<Item>;
     },
     decodeCursor: (cursor, argument) => codec.decode(cursor, 't', 'locations', argument),
     encodeCursor: (position) => codec.encode('t', 'locations', position),
     reportMalformed: (item) => reported.push(item),
   };
-  return { src, fetched, reported };
+  return { src, fetched, sizes, reported };
 }
 
 const ids = (page: { edges: ReadonlyArray<{ node: Item }> }) => page.edges.map((e) => e.node.id);
@@ -73,10 +79,30 @@ describe('Relay connections over upstream pages', () => {
     expect(tail.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: false });
   });
 
-  it('fetches only as many upstream pages as first needs', async () => {
-    const { src, fetched } = source(500, 100);
+  it('fetches only as many upstream pages, and records, as first needs', async () => {
+    const { src, fetched, sizes } = source(500, 100);
     await resolveConnection(src, checkConnectionArgs({ first: 100 }));
-    expect(fetched).toEqual([null]);
+    await resolveConnection(src, checkConnectionArgs({ first: 20 }));
+    expect(fetched).toEqual([null, null]);
+    expect(sizes).toEqual([100, 20]);
+  });
+
+  it('keeps a walk at one page size, so page-number references stay exact', async () => {
+    const { src, sizes } = source(60, 100);
+    const small = await resolveConnection(src, checkConnectionArgs({ first: 7 }));
+    const bigger = await resolveConnection(src, checkConnectionArgs({ first: 30, after: small.pageInfo.endCursor }));
+    expect(ids(bigger)).toEqual(Array.from({ length: 30 }, (_, i) => `i${i + 7}`));
+    const back = await resolveConnection(src, checkConnectionArgs({ last: 20, before: bigger.edges[25]!.cursor }));
+    expect(ids(back)).toEqual(Array.from({ length: 20 }, (_, i) => `i${i + 12}`));
+    expect(new Set(sizes)).toEqual(new Set([7]));
+  });
+
+  it('resumes after the last record of a page with one upstream call', async () => {
+    const { src, fetched } = source(30, 100);
+    const first = await resolveConnection(src, checkConnectionArgs({ first: 10 }));
+    fetched.length = 0;
+    await resolveConnection(src, checkConnectionArgs({ first: 10, after: first.pageInfo.endCursor }));
+    expect(fetched).toEqual(['p=1']);
   });
 
   it('skips a malformed item, reports it, and keeps positions stable', async () => {
@@ -90,7 +116,7 @@ describe('Relay connections over upstream pages', () => {
 
   it('stops a page chain that loops', async () => {
     const { src } = source(50, 5);
-    const looping: ConnectionSource<Item> = { ...src, fetchPage: async (ref) => ({ ...(await src.fetchPage(ref)), hasMore: true, next: 'p=1' }) };
+    const looping: ConnectionSource<Item> = { ...src, fetchPage: async (ref, size) => ({ ...(await src.fetchPage(ref, size)), hasMore: true, next: 'p=1' }) };
     await expect(resolveConnection(looping, checkConnectionArgs({ last: 3 }))).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
   });
 

@@ -35,7 +35,9 @@ export function demoBanner(demo: Demo, graphqlUrl: string): string {
     `Workforce-scheduling subgraph (demo mode, on the embedded upstream emulator at ${demo.emulator.authUrl})`,
     '',
     `  GraphQL:   ${graphqlUrl}`,
-    `  Explorer:  ${graphqlUrl.replace(/\/graphql$/, '/')}  (open in a browser)`,
+    demo.config.explorer
+      ? `  Explorer:  ${graphqlUrl.replace(/\/graphql$/, '/')}  (open in a browser)`
+      : '  Explorer:  off (NODE_ENV=production); set WFS_EXPLORER=true to serve it at /',
     '',
     `Demo tenants (send one in the "${header}" header; without it you get the first one):`,
     ...demo.emulator.tenants.map((t) => `  ${t.tenantId}  ${t.name}  [${t.grantedScopes.join(' ')}]`),

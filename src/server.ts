@@ -111,7 +111,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       return;
     }
     if (explorer?.(req, res)) return;
-    sendJson(res, 404, { error: `no route for ${req.method} ${path}; the GraphQL endpoint is ${GRAPHQL_PATH}` });
+    const hint = path === '/' && !explorer ? ' (the explorer is off: set WFS_EXPLORER=true to serve it here)' : '';
+    sendJson(res, 404, { error: `no route for ${req.method} ${path}; the GraphQL endpoint is ${GRAPHQL_PATH}${hint}` });
   });
 
   httpServer.headersTimeout = 10_000;

@@ -7,6 +7,7 @@ import { parse } from 'graphql';
 import { parse as parseYaml } from 'yaml';
 import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
 import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
@@ -23,7 +24,9 @@ const ROUTER_SECRET = 'router-secret-for-the-gateway-test-0123456789';
 const WITH_SHIFTS = makeTenant({ tenantId: 'dddddddd-0000-4000-8000-000000000004', clientId: 'client-d', clientSecret: 'secret-d-5c2b8e1f', grantedScopes: ['shifts.read'], shard: 0, locationCount: 6, shiftCount: 12 });
 const OTHER = makeTenant({ tenantId: 'eeeeeeee-0000-4000-8000-000000000005', clientId: 'client-e', clientSecret: 'secret-e-8a4c2d9b', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 8 });
 const NO_SHIFTS = makeTenant({ tenantId: 'ffffffff-0000-4000-8000-000000000006', clientId: 'client-f', clientSecret: 'secret-f-1d7e3a6c', grantedScopes: ['locations.read'], shard: 0, locationCount: 3, shiftCount: 5 });
-const tenants: EmulatorTenant[] = [WITH_SHIFTS, OTHER, NO_SHIFTS];
+// Queried by one test only, so its entity indexes start cold in each subgraph instance.
+const LARGE = makeTenant({ tenantId: '12121212-0000-4000-8000-000000000007', clientId: 'client-l', clientSecret: 'secret-l-6b1f9e3a', grantedScopes: ['shifts.read'], shard: 1, locationCount: 8, shiftCount: 70 });
+const tenants: EmulatorTenant[] = [WITH_SHIFTS, OTHER, NO_SHIFTS, LARGE];
 
 type Rule = { propagate?: { named: string }; insert?: { name: string; value: string } };
 
@@ -47,12 +50,21 @@ interface GatewayContext {
   headers: Record<string, string>;
 }
 
+/** One request the gateway sent to a subgraph, as it left the gateway. */
+interface SubgraphFetch {
+  subgraph: string;
+  headers: Record<string, string>;
+  /** The number of `_entities` representations; undefined for a root-field fetch. */
+  representations: number | undefined;
+}
+
 /** A subgraph data source that applies router.yaml's header rules for its subgraph. */
 class RouterHeaderRules extends RemoteGraphQLDataSource<GatewayContext> {
   constructor(
     private readonly subgraphName: string,
     url: string,
     private readonly routerEnv: Record<string, string>,
+    private readonly fetches: SubgraphFetch[] | undefined,
   ) {
     super({ url });
   }
@@ -67,12 +79,20 @@ class RouterHeaderRules extends RemoteGraphQLDataSource<GatewayContext> {
       }
       if (rule.insert) request.http?.headers.set(rule.insert.name, expand(rule.insert.value, this.routerEnv));
     }
+    if (this.fetches) {
+      const representations = request.variables?.['representations'];
+      this.fetches.push({
+        subgraph: this.subgraphName,
+        headers: Object.fromEntries(request.http?.headers ?? []),
+        representations: Array.isArray(representations) ? representations.length : undefined,
+      });
+    }
   }
 }
 
 const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
-async function startGateway(urls: Record<string, string>, routerEnv: Record<string, string>): Promise<ApolloServer<GatewayContext>> {
+async function startGateway(urls: Record<string, string>, routerEnv: Record<string, string>, fetches?: SubgraphFetch[]): Promise<ApolloServer<GatewayContext>> {
   const schemaFiles: Record<string, string> = { wfs: 'schema.graphql', people: 'examples/people-subgraph/schema.graphql' };
   const composed = composeServices(
     Object.entries(schemaFiles).map(([name, file]) => ({
@@ -85,7 +105,7 @@ async function startGateway(urls: Record<string, string>, routerEnv: Record<stri
   const gateway = new ApolloGateway({
     supergraphSdl: composed.supergraphSdl,
     logger: silent,
-    buildService: ({ name, url }) => new RouterHeaderRules(name, url as string, routerEnv),
+    buildService: ({ name, url }) => new RouterHeaderRules(name, url as string, routerEnv, fetches),
   });
   const server = new ApolloServer<GatewayContext>({ gateway, logger: silent });
   await server.start();

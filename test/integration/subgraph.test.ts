@@ -227,6 +227,25 @@ describe('hostile upstream', () => {
   });
 });
 
+describe('lookup by id', () => {
+  it('answers location(id) and shift(id), null for an id the company does not have', async () => {
+    subgraph = await startTestSubgraph({ tenants });
+    const shiftId = B.shifts[42]!.id;
+    const response = await subgraph.query(
+      `query ($l: ID!, $s: ID!) { known: location(id: $l) { id name } missing: location(id: "loc_nope") { id } shift(id: $s) { id start end location { id } user { id } } }`,
+      { l: B.locations[7]!.id, s: shiftId },
+      as(B),
+    );
+    expect(response.errors).toBeUndefined();
+    expect(response.data.known).toEqual({ id: B.locations[7]!.id, name: B.locations[7]!.name });
+    expect(response.data.missing).toBeNull();
+    expect(response.data.shift).toMatchObject({ id: shiftId, start: B.shifts[42]!.start, end: B.shifts[42]!.end, location: { id: B.shifts[42]!.location } });
+    // Another tenant cannot look up B's records by id.
+    const foreign = await subgraph.query('query ($l: ID!) { location(id: $l) { id } }', { l: B.locations[7]!.id }, as(A));
+    expect(foreign.data.location).toBeNull();
+  });
+});
+
 describe('batching', () => {
   it('resolves shifts(first: 100) { location { name } } over 20 locations with at most 3 list calls', async () => {
     subgraph = await startTestSubgraph({ tenants });

@@ -115,20 +115,77 @@ async function startGateway(urls: Record<string, string>, routerEnv: Record<stri
 async function run(server: ApolloServer<GatewayContext>, query: string, headers: Record<string, string>) {
   const response = await server.executeOperation({ query }, { contextValue: { headers } });
   if (response.body.kind !== 'single') throw new Error('expected a single result');
-  return response.body.singleResult as { data?: Record<string, any> | null; errors?: { message: string; path?: unknown[]; extensions?: { code?: string } }[] };
+  return response.body.singleResult as { data?: Record<string, any> | null; errors?: { message: string; path?: unknown[]; extensions?: { code?: string; serviceName?: string } }[] };
 }
 
 const as = (tenant: EmulatorTenant) => ({ 'x-tenant-id': tenant.tenantId });
+
+const ids = (nodes: { id: string }[] | undefined) => nodes?.map((node) => node.id);
+
+/**
+ * 50 shifts with their location names (ours) and, from the people subgraph through
+ * `_entities`, the shift notes, location headcounts and managers and the users'
+ * names: the gateway fans that out into one fetch to us and a few batched fetches to
+ * the people subgraph. Behind it, our subgraph must make a handful of upstream list
+ * calls, not one per shift or per location. LARGE must not have been queried before
+ * on this subgraph instance, so its entity index starts cold.
+ */
+async function expectJoinedShiftsBatched(
+  gateway: ApolloServer<GatewayContext>,
+  headers: Record<string, string>,
+  subgraph: TestSubgraph,
+  fetches: SubgraphFetch[],
+): Promise<void> {
+  subgraph.emulator.resetCounters();
+  fetches.length = 0;
+  const result = await run(
+    gateway,
+    `{
+      shifts(first: 50) {
+        nodes { id start location { id name headcount manager { name } } user { id name role } notes }
+        pageInfo { hasNextPage }
+      }
+    }`,
+    headers,
+  );
+  expect(result.errors).toBeUndefined();
+  const shifts = result.data?.['shifts'];
+  expect(ids(shifts.nodes)).toEqual(LARGE.shifts.slice(0, 50).map((shift) => shift.id));
+  expect(shifts.pageInfo.hasNextPage).toBe(true);
+  const locationNames = new Map(LARGE.locations.map((location) => [location.id, location.name]));
+  (shifts.nodes as any[]).forEach((node, index) => {
+    const upstream = LARGE.shifts[index]!;
+    expect(node.location).toEqual({ id: upstream.location, name: locationNames.get(upstream.location), headcount: expect.any(Number), manager: { name: expect.any(String) } });
+    expect(node.user).toEqual(upstream.user === null ? null : { id: upstream.user, name: expect.any(String), role: expect.any(String) });
+  });
+  expect((shifts.nodes as any[]).filter((node) => node.user !== null).length).toBeGreaterThan(40);
+
+  // The gateway's side: one fetch to us, the people fields in a few `_entities` batches.
+  const toUs = fetches.filter((fetch) => fetch.subgraph === 'wfs');
+  const toPeople = fetches.filter((fetch) => fetch.subgraph === 'people');
+  expect(toUs).toHaveLength(1);
+  expect(toPeople.length).toBeGreaterThanOrEqual(1);
+  expect(toPeople.length).toBeLessThanOrEqual(3);
+  for (const fetch of toPeople) expect(fetch.representations).toBeGreaterThan(1);
+
+  // Upstream: the shifts page and one scan of the locations list for the names.
+  const calls = subgraph.emulator.counters.listRequestsByTenant[LARGE.tenantId];
+  expect(calls?.shifts).toBeGreaterThanOrEqual(1);
+  expect(calls?.locations).toBeGreaterThanOrEqual(1);
+  expect(calls!.shifts + calls!.locations).toBeLessThanOrEqual(3);
+  expect(subgraph.emulator.counters.listRequests).toEqual(calls);
+}
 
 describe('supergraph through a gateway', () => {
   let subgraph: TestSubgraph;
   let people: RunningPeopleSubgraph;
   let gateway: ApolloServer<GatewayContext>;
+  const fetches: SubgraphFetch[] = [];
 
   beforeAll(async () => {
     people = await startPeopleSubgraph();
     subgraph = await startTestSubgraph({ tenants }, { WFS_ROUTER_SECRET: ROUTER_SECRET });
-    gateway = await startGateway({ wfs: subgraph.server.url, people: people.url }, { WFS_ROUTER_SECRET: ROUTER_SECRET });
+    gateway = await startGateway({ wfs: subgraph.server.url, people: people.url }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, fetches);
   });
 
   afterAll(async () => {
@@ -181,8 +238,12 @@ describe('supergraph through a gateway', () => {
     const query = '{ locations(first: 100) { nodes { id } } }';
     const one = await run(gateway, query, as(WITH_SHIFTS));
     const other = await run(gateway, query, as(OTHER));
-    expect(one.data?.['locations'].nodes).toHaveLength(6);
-    expect(other.data?.['locations'].nodes).toHaveLength(4);
+    expect(ids(one.data?.['locations'].nodes)).toEqual(WITH_SHIFTS.locations.map((location) => location.id));
+    expect(ids(other.data?.['locations'].nodes)).toEqual(OTHER.locations.map((location) => location.id));
+  });
+
+  it('batches the entity joins: 50 shifts with location and user names cost at most 3 upstream list calls', async () => {
+    await expectJoinedShiftsBatched(gateway, as(LARGE), subgraph, fetches);
   });
 
   it('keeps a failing field to itself: FORBIDDEN shifts beside served locations and people', async () => {
@@ -203,5 +264,112 @@ describe('supergraph through a gateway', () => {
     } finally {
       await wrongSecret.stop();
     }
+  });
+
+  /**
+   * The same supergraph with a second instance of our subgraph in verified-identity
+   * mode (WFS_JWKS_URL against a real JWKS endpoint on loopback), on the same
+   * emulator, behind its own gateway. The gateway propagates the client's
+   * `Authorization` header by router.yaml's rules, exactly as it does `x-tenant-id`.
+   */
+  describe('in verified-identity mode (JWT)', () => {
+    let idp: TestIdentityProvider;
+    let jwtSubgraph: TestSubgraph;
+    let jwtGateway: ApolloServer<GatewayContext>;
+    const jwtFetches: SubgraphFetch[] = [];
+
+    beforeAll(async () => {
+      idp = await startTestIdentityProvider();
+      jwtSubgraph = await startTestSubgraph({}, { WFS_ROUTER_SECRET: ROUTER_SECRET, ...idp.env }, {}, subgraph.emulator);
+      jwtGateway = await startGateway({ wfs: jwtSubgraph.server.url, people: people.url }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, jwtFetches);
+    });
+
+    afterAll(async () => {
+      await jwtGateway?.stop();
+      await jwtSubgraph?.close();
+      await idp?.close();
+    });
+
+    const bearer = async (tenant: EmulatorTenant) => `Bearer ${await idp.sign({ tenant_id: tenant.tenantId })}`;
+
+    it('router.yaml propagates the client Authorization header to every subgraph', () => {
+      expect(headerRules.all.request).toContainEqual({ propagate: { named: 'authorization' } });
+    });
+
+    it("serves the verified token's tenant and ignores the tenant header sent beside it", async () => {
+      const query = '{ locations(first: 100) { nodes { id name headcount } } shifts(first: 100) { nodes { id location { id } user { id name } notes } } }';
+      for (const [tokenTenant, headerTenant] of [
+        [WITH_SHIFTS, OTHER],
+        [OTHER, WITH_SHIFTS],
+      ] as const) {
+        jwtFetches.length = 0;
+        const authorization = await bearer(tokenTenant);
+        const result = await run(jwtGateway, query, { authorization, ...as(headerTenant) });
+        expect(result.errors).toBeUndefined();
+        expect(ids(result.data?.['locations'].nodes)).toEqual(tokenTenant.locations.map((location) => location.id));
+        expect(ids(result.data?.['shifts'].nodes)).toEqual(tokenTenant.shifts.map((shift) => shift.id));
+        for (const location of result.data?.['locations'].nodes as any[]) expect(location.headcount).toEqual(expect.any(Number));
+
+        // Both headers did reach our subgraph: the tenant header was there to be believed, and was not.
+        const toUs = jwtFetches.filter((fetch) => fetch.subgraph === 'wfs');
+        expect(toUs.length).toBeGreaterThanOrEqual(1);
+        for (const fetch of toUs) {
+          expect(fetch.headers).toMatchObject({ authorization, 'x-tenant-id': headerTenant.tenantId, 'router-authorization': ROUTER_SECRET });
+        }
+
+        // The trusted-header gateway, given the very same headers, believes the header.
+        const trusted = await run(gateway, '{ locations(first: 100) { nodes { id } } }', { authorization, ...as(headerTenant) });
+        expect(ids(trusted.data?.['locations'].nodes)).toEqual(headerTenant.locations.map((location) => location.id));
+      }
+    });
+
+    it('answers a missing or forged token with UNAUTHENTICATED on our fields, while the people fields resolve', async () => {
+      const cases: Array<[string, Record<string, string>]> = [
+        ['no Authorization, only a tenant header', as(WITH_SHIFTS)],
+        ['a token signed with a key the JWKS does not publish', { authorization: `Bearer ${await idp.signWithUnpublishedKey({ tenant_id: WITH_SHIFTS.tenantId })}` }],
+        ['an expired token', { authorization: `Bearer ${await idp.sign({ tenant_id: WITH_SHIFTS.tenantId }, { expiresIn: '-1m' })}` }],
+        ['a token for another audience', { authorization: `Bearer ${await idp.sign({ tenant_id: WITH_SHIFTS.tenantId }, { audience: 'someone-else' })}` }],
+        ['a token with no tenant claim', { authorization: `Bearer ${await idp.sign({ sub: 'user-1' })}` }],
+        ['not a JWT', { authorization: 'Bearer not.a.jwt', ...as(WITH_SHIFTS) }],
+      ];
+      subgraph.emulator.resetCounters();
+      for (const [name, headers] of cases) {
+        const result = await run(jwtGateway, '{ locations(first: 2) { nodes { id } } shifts(first: 2) { nodes { id notes } } people(first: 2) { nodes { name } } }', headers);
+        const summary = {
+          name,
+          locations: result.data?.['locations'],
+          shifts: result.data?.['shifts'],
+          people: result.data?.['people']?.nodes?.length,
+          errors: result.errors?.map((error) => ({ path: error.path, code: error.extensions?.code, serviceName: error.extensions?.serviceName })),
+        };
+        expect(summary).toEqual({
+          name,
+          locations: null,
+          shifts: null,
+          people: 2,
+          errors: [
+            { path: ['locations'], code: 'UNAUTHENTICATED', serviceName: 'wfs' },
+            { path: ['shifts'], code: 'UNAUTHENTICATED', serviceName: 'wfs' },
+          ],
+        });
+        // The subgraph's own message arrives, not a gateway placeholder.
+        for (const error of result.errors ?? []) expect(error.message).toMatch(/bearer|authorization/i);
+      }
+      // Refused before any upstream work.
+      expect(subgraph.emulator.counters.listRequests).toEqual({ locations: 0, shifts: 0 });
+      expect(subgraph.emulator.counters.tokenRequests).toBe(0);
+    });
+
+    it('answers a verified token for a tenant not configured here with FORBIDDEN', async () => {
+      const authorization = `Bearer ${await idp.sign({ tenant_id: '99999999-0000-4000-8000-000000000099' })}`;
+      const result = await run(jwtGateway, '{ locations(first: 1) { nodes { id } } people(first: 1) { nodes { name } } }', { authorization });
+      expect(result.data?.['locations']).toBeNull();
+      expect(result.data?.['people'].nodes).toHaveLength(1);
+      expect(result.errors?.map((error) => ({ path: error.path, code: error.extensions?.code }))).toEqual([{ path: ['locations'], code: 'FORBIDDEN' }]);
+    });
+
+    it('batches the entity joins here too: at most 3 upstream list calls for 50 joined shifts', async () => {
+      await expectJoinedShiftsBatched(jwtGateway, { authorization: await bearer(LARGE), ...as(WITH_SHIFTS) }, jwtSubgraph, jwtFetches);
+    });
   });
 });

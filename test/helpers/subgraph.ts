@@ -23,6 +23,11 @@ export interface TestSubgraph {
   close(): Promise<void>;
 }
 
+/** The `extensions.code` of each error of a response, in order. */
+export function errorCodes(response: { errors?: Array<{ extensions?: { code?: string } }> }): Array<string | undefined> {
+  return (response.errors ?? []).map((error) => error.extensions?.code);
+}
+
 /** Writes a WFS_TENANTS_FILE for the emulator's tenants (or a subset), returns its path. */
 export function writeTenantsFile(tenants: readonly Pick<EmulatorTenant, 'tenantId' | 'clientId' | 'clientSecret' | 'grantedScopes'>[]): string {
   const path = join(mkdtempSync(join(tmpdir(), 'wfs-tenants-')), 'tenants.json');

@@ -18,13 +18,26 @@ let tokenRequests = 0;
 let shardHits: IncomingMessage[] = [];
 let idp: Server;
 let shard: Server;
-let server: RunningServer;
+let server: RunningServer | undefined;
 let logs: string[] = [];
 let shardOrigin = '';
 
 async function listen(s: Server): Promise<string> {
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+}
+
+/** (Re)starts the subgraph against the fake identity provider; a refused token is remembered 10 s, so cases need a fresh one. */
+async function restartSubgraph(grantedScopes: string[]): Promise<void> {
+  await server?.close();
+  const config = loadConfig({
+    PORT: '0',
+    WFS_AUTH_URL: `http://127.0.0.1:${(idp.address() as AddressInfo).port}/prefix/v2`,
+    WFS_TENANTS_FILE: writeTenantsFile([{ tenantId: TENANT, clientId: 'c', clientSecret: 'hostile-test-secret', grantedScopes }]),
+    WFS_CURSOR_SECRET: 'x'.repeat(32),
+  });
+  const sink = new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) });
+  server = await startServer(config, { logger: createLogger('info', sink) });
 }
 
 beforeAll(async () => {
@@ -44,20 +57,13 @@ beforeAll(async () => {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ object: 'list', data: [{ object: 'location', id: 'l1', name: 'Only' }], has_more: false, next: null, previous: null }));
   });
-  const idpOrigin = await listen(idp);
+  await listen(idp);
   shardOrigin = await listen(shard);
-  const config = loadConfig({
-    PORT: '0',
-    WFS_AUTH_URL: `${idpOrigin}/prefix/v2`,
-    WFS_TENANTS_FILE: writeTenantsFile([{ tenantId: TENANT, clientId: 'c', clientSecret: 'hostile-test-secret', grantedScopes: ['shifts.read'] }]),
-    WFS_CURSOR_SECRET: 'x'.repeat(32),
-  });
-  const sink = new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) });
-  server = await startServer(config, { logger: createLogger('info', sink) });
+  await restartSubgraph(['shifts.read']);
 });
 
 afterAll(async () => {
-  await server.close();
+  await server?.close();
   for (const s of [idp, shard]) {
     s.closeAllConnections();
     await new Promise((resolve) => s.close(resolve));
@@ -72,7 +78,7 @@ beforeEach(() => {
 });
 
 async function locations() {
-  const response = await fetch(server.url, {
+  const response = await fetch(server!.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-tenant-id': TENANT },
     body: JSON.stringify({ query: '{ locations { nodes { id } } }' }),
@@ -80,7 +86,6 @@ async function locations() {
   return (await response.json()) as { data: unknown; errors?: Array<{ message: string; extensions: { code: string } }> };
 }
 
-/** The cache remembers a refused token for 10 s; each case needs a fresh server state. */
 async function expectRefused(code: string) {
   const response = await locations();
   expect(response.errors?.map((e) => e.extensions.code)).toEqual([code]);
@@ -105,16 +110,7 @@ describe.each([
   ['with an api_base path trick', () => ({ tenant_id: TENANT, api_base: `${shardOrigin}/../evil` }), 'UPSTREAM_MISCONFIGURED'],
 ])('a token %s', (_name, makeClaims, code) => {
   it(`is refused with ${code}, no data call, a configuration error logged, no secret anywhere`, async () => {
-    // A fresh server per case: a refused token is remembered for 10 s.
-    await server.close();
-    const config = loadConfig({
-      PORT: '0',
-      WFS_AUTH_URL: `http://127.0.0.1:${(idp.address() as AddressInfo).port}/prefix/v2`,
-      WFS_TENANTS_FILE: writeTenantsFile([{ tenantId: TENANT, clientId: 'c', clientSecret: 'hostile-test-secret', grantedScopes: ['shifts.read'] }]),
-      WFS_CURSOR_SECRET: 'x'.repeat(32),
-    });
-    const sink = new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) });
-    server = await startServer(config, { logger: createLogger('info', sink) });
+    await restartSubgraph(['shifts.read']);
     claims = makeClaims();
     const response = await expectRefused(code);
     await expectRefused(code);
@@ -130,14 +126,7 @@ describe('token responses that are not usable', () => {
     ['not a JWT', () => ({ access_token: 'opaque', token_type: 'Bearer', expires_in: 900 })],
     ['a negative lifetime', () => ({ access_token: new UnsecuredJWT({ tenant_id: TENANT, api_base: shardOrigin }).encode(), token_type: 'Bearer', expires_in: -5 })],
   ])('%s is UPSTREAM_BAD_RESPONSE with no data call', async (_name, body) => {
-    await server.close();
-    const config = loadConfig({
-      PORT: '0',
-      WFS_AUTH_URL: `http://127.0.0.1:${(idp.address() as AddressInfo).port}/prefix/v2`,
-      WFS_TENANTS_FILE: writeTenantsFile([{ tenantId: TENANT, clientId: 'c', clientSecret: 'hostile-test-secret', grantedScopes: [] }]),
-      WFS_CURSOR_SECRET: 'x'.repeat(32),
-    });
-    server = await startServer(config, { logger: createLogger('silent') });
+    await restartSubgraph([]);
     tokenBody = body;
     await expectRefused('UPSTREAM_BAD_RESPONSE');
   });

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { makeTenant } from '../../src/emulator';
-import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 const A = makeTenant({ tenantId: 'aaaaaaaa-1111-4000-8000-000000000001', clientId: 'client-a', clientSecret: 'secret-a-1', grantedScopes: ['shifts.read'], shard: 0, locationCount: 4, shiftCount: 4 });
 const B = makeTenant({ tenantId: 'bbbbbbbb-1111-4000-8000-000000000002', clientId: 'client-b', clientSecret: 'secret-b-1', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 4 });
@@ -12,10 +12,6 @@ let subgraph: TestSubgraph;
 afterEach(async () => {
   await subgraph?.close();
 });
-
-function codes(response: { errors?: Array<{ extensions?: { code?: string } }> }) {
-  return (response.errors ?? []).map((error) => error.extensions?.code);
-}
 
 describe('verified-identity mode (JWT against a real JWKS endpoint)', () => {
   let jwks: Server;
@@ -74,7 +70,7 @@ describe('verified-identity mode (JWT against a real JWKS endpoint)', () => {
       [{ authorization: 'Bearer not.a.jwt' }, 'UNAUTHENTICATED'],
       [{ authorization: `Bearer ${await sign({ tenant_id: 'unknown-tenant' })}` }, 'FORBIDDEN'],
     ];
-    for (const [headers, code] of cases) expect(codes(await subgraph.query(QUERY, {}, headers))).toEqual([code]);
+    for (const [headers, code] of cases) expect(errorCodes(await subgraph.query(QUERY, {}, headers))).toEqual([code]);
     expect(subgraph.emulator.counters.tokenRequests).toBe(0);
   });
 });
@@ -84,7 +80,7 @@ describe('router secret', () => {
     subgraph = await startTestSubgraph({ tenants: [A] }, { WFS_ROUTER_SECRET: 'router-shared-secret-value' });
     const refused = await subgraph.query(QUERY, {}, { 'x-tenant-id': A.tenantId });
     expect(refused.status).toBe(401);
-    expect(codes(refused)).toEqual(['UNAUTHENTICATED']);
+    expect(errorCodes(refused)).toEqual(['UNAUTHENTICATED']);
     const wrong = await subgraph.query(QUERY, {}, { 'x-tenant-id': A.tenantId, 'router-authorization': 'guess' });
     expect(wrong.status).toBe(401);
     const allowed = await subgraph.query(QUERY, {}, { 'x-tenant-id': A.tenantId, 'router-authorization': 'router-shared-secret-value' });

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { makeTenant, type EmulatorTenant } from '../../src/emulator';
-import { startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
+import { errorCodes, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
 
 const A = makeTenant({ tenantId: 'aaaaaaaa-0000-4000-8000-000000000001', clientId: 'client-a', clientSecret: 'secret-a-7f3e9c1d', grantedScopes: ['shifts.read'], shard: 0, locationCount: 35, shiftCount: 120 });
 const B = makeTenant({ tenantId: 'bbbbbbbb-0000-4000-8000-000000000002', clientId: 'client-b', clientSecret: 'secret-b-2a8d4f6e', grantedScopes: ['shifts.read'], shard: 1, locationCount: 20, shiftCount: 100 });
@@ -22,10 +22,6 @@ let subgraph: TestSubgraph;
 afterEach(async () => {
   await subgraph?.close();
 });
-
-function codes(response: { errors?: Array<{ extensions?: { code?: string } }> }) {
-  return (response.errors ?? []).map((error) => error.extensions?.code);
-}
 
 describe('token flow', () => {
   it('serves 200 concurrent queries for one tenant with exactly one token request', async () => {
@@ -60,7 +56,7 @@ describe('token flow', () => {
     subgraph = await startTestSubgraph({ tenants });
     subgraph.emulator.injectFault({ endpoint: 'locations', status: 401, times: 100 });
     const response = await subgraph.query('{ locations { nodes { id } } }', {}, as(A));
-    expect(codes(response)).toEqual(['UPSTREAM_UNAUTHORIZED']);
+    expect(errorCodes(response)).toEqual(['UPSTREAM_UNAUTHORIZED']);
     expect(response.data).toEqual({ locations: null });
     expect(subgraph.emulator.counters.tokenRequests).toBeLessThanOrEqual(2);
     expect(subgraph.emulator.counters.listRequests.locations).toBe(2);
@@ -70,7 +66,7 @@ describe('token flow', () => {
     const wrong = { ...A, clientSecret: 'definitely-wrong-secret-123' };
     subgraph = await startTestSubgraph({ tenants }, { WFS_TENANTS_FILE: writeTenantsFile([wrong]) });
     const responses = await Promise.all(Array.from({ length: 10 }, () => subgraph.query('{ locations { nodes { id } } }', {}, as(A))));
-    for (const response of responses) expect(codes(response)).toEqual(['UPSTREAM_UNAUTHORIZED']);
+    for (const response of responses) expect(errorCodes(response)).toEqual(['UPSTREAM_UNAUTHORIZED']);
     expect(subgraph.emulator.counters.tokenRequests).toBe(1);
     const everything = JSON.stringify(responses) + subgraph.logs.join('');
     expect(everything).not.toContain('definitely-wrong-secret-123');
@@ -102,15 +98,15 @@ describe('tenants and scopes', () => {
     const response = await subgraph.query('{ locations { nodes { id } } shifts { nodes { id } } }', {}, as(C));
     expect(response.data.locations.nodes).toHaveLength(3);
     expect(response.data.shifts).toBeNull();
-    expect(codes(response)).toEqual(['FORBIDDEN']);
+    expect(errorCodes(response)).toEqual(['FORBIDDEN']);
     expect(response.errors![0]!.path).toEqual(['shifts']);
     expect(subgraph.emulator.counters.listRequests.shifts).toBe(0);
   });
 
   it('refuses a request without a tenant (UNAUTHENTICATED) and an unknown tenant (FORBIDDEN), without upstream calls', async () => {
     subgraph = await startTestSubgraph({ tenants });
-    expect(codes(await subgraph.query('{ locations { nodes { id } } }'))).toEqual(['UNAUTHENTICATED']);
-    expect(codes(await subgraph.query('{ locations { nodes { id } } }', {}, { 'x-tenant-id': 'someone-else' }))).toEqual(['FORBIDDEN']);
+    expect(errorCodes(await subgraph.query('{ locations { nodes { id } } }'))).toEqual(['UNAUTHENTICATED']);
+    expect(errorCodes(await subgraph.query('{ locations { nodes { id } } }', {}, { 'x-tenant-id': 'someone-else' }))).toEqual(['FORBIDDEN']);
     expect(subgraph.emulator.counters.tokenRequests).toBe(0);
   });
 
@@ -174,7 +170,7 @@ describe('bad input', () => {
     ];
     for (const [variables, headers] of cases) {
       const response = await subgraph.query(LOCATIONS_PAGE, variables, headers);
-      expect(codes(response)).toEqual(['BAD_USER_INPUT']);
+      expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
     }
     expect(subgraph.emulator.counters.listRequests).toEqual({ locations: 0, shifts: 0 });
   });
@@ -201,7 +197,7 @@ describe('hostile upstream', () => {
     const port = (elsewhere.address() as AddressInfo).port;
     subgraph.emulator.setEnvelopeRewriter((envelope) => ({ ...envelope, next: envelope.next ? `http://127.0.0.1:${port}/api/public/v1/locations/?cursor=steal` : null }));
     const response = await subgraph.query(LOCATIONS_PAGE, { first: 20 }, as(A));
-    expect(codes(response)).toEqual(['UPSTREAM_BAD_RESPONSE']);
+    expect(errorCodes(response)).toEqual(['UPSTREAM_BAD_RESPONSE']);
     expect(hits).toBe(0);
   });
 
@@ -210,7 +206,7 @@ describe('hostile upstream', () => {
     subgraph.emulator.setEnvelopeRewriter((envelope) => ({ ...envelope, data: [{ object: 'location', name: 'no id' }, ...(envelope.data as unknown[])] }));
     const response = await subgraph.query('{ locations(first: 3) { nodes { id } } }', {}, as(B));
     expect(response.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(B.locations.slice(0, 3).map((l) => l.id));
-    expect(codes(response)).toEqual(['UPSTREAM_BAD_RESPONSE']);
+    expect(errorCodes(response)).toEqual(['UPSTREAM_BAD_RESPONSE']);
   });
 
   it.each([
@@ -222,7 +218,7 @@ describe('hostile upstream', () => {
     subgraph = await startTestSubgraph({ tenants });
     subgraph.emulator.injectFault({ endpoint: 'locations', ...fault });
     const response = await subgraph.query('{ locations { nodes { id } } }', {}, as(A));
-    expect(codes(response)).toEqual([code]);
+    expect(errorCodes(response)).toEqual([code]);
     expect(response.data).toEqual({ locations: null });
   });
 });

@@ -29,6 +29,12 @@ export interface App {
   readonly tokens: TokenCache;
   /** Whether the shared token store answers (null without Redis); informational, see `/ready`. */
   sharedStoreUp(): Promise<boolean | null>;
+  /**
+   * Waits (at most `timeoutMs`) for the shared store's first connection, so the first
+   * requests after start-up already share tokens with the other replicas. Resolves
+   * false when Redis is not reachable yet: the replica then starts on its own tokens.
+   */
+  connectSharedStore(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -93,6 +99,20 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     services,
     tokens,
     sharedStoreUp: async () => (redis ? redis.store.ping() : null),
+    async connectSharedStore(timeoutMs = 3_000) {
+      if (!redis || redis.redis.status === 'ready') return true;
+      const connection = redis.redis;
+      return new Promise<boolean>((resolve) => {
+        const done = (ok: boolean) => {
+          clearTimeout(timer);
+          connection.off('ready', onReady);
+          resolve(ok);
+        };
+        const onReady = () => done(true);
+        const timer = setTimeout(() => done(false), timeoutMs);
+        connection.on('ready', onReady);
+      });
+    },
     async close() {
       await redis?.close();
       if (ownsDispatcher) await dispatcher.close();

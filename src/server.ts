@@ -52,6 +52,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = createMetrics();
   const app = createApp(config, logger, metrics, options);
+  if (!(await app.connectSharedStore())) {
+    logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
+  }
   const httpServer = createServer();
   const armor = new ApolloArmor({
     maxDepth: { n: 12 },

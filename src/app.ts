@@ -38,8 +38,8 @@ export interface App {
   close(): Promise<void>;
 }
 
-/** A token request that takes longer fails; the refresh lock (30 s) outlives it. */
-const TOKEN_REQUEST_TIMEOUT_MS = 15_000;
+/** A token request that takes longer fails (within a GraphQL request's 15 s budget); the refresh lock (30 s) outlives it. */
+const TOKEN_REQUEST_TIMEOUT_MS = 8_000;
 
 export function createApp(config: Config, logger: Logger, metrics: Metrics, overrides: AppOverrides = {}): App {
   const authUrl = config.authUrl;

@@ -16,6 +16,12 @@ import { createMetrics, type Metrics } from './metrics';
 
 export const GRAPHQL_PATH = '/graphql';
 const MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * The most upstream time one GraphQL request may use, all its pages together: below
+ * the router's subgraph timeout (20 s in router/router.yaml), so a slow upstream
+ * ends in our UPSTREAM_UNAVAILABLE error, not in the router's generic timeout.
+ */
+export const REQUEST_BUDGET_MS = 15_000;
 
 export const EXAMPLE_QUERY = `# Locations, and the first shifts with where they happen.
 query Rota {
@@ -191,7 +197,7 @@ async function handleGraphQL(apollo: ApolloServer<GraphQLContext>, services: Par
   }
   const response = await apollo.executeHTTPGraphQLRequest({
     httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: new URL(req.url ?? '/', 'http://localhost').search, body },
-    context: async () => createContext(services, req.headers, abort.signal),
+    context: async () => createContext(services, req.headers, AbortSignal.any([abort.signal, AbortSignal.timeout(REQUEST_BUDGET_MS)])),
   });
   for (const [name, value] of response.headers) res.setHeader(name, value);
   res.statusCode = response.status ?? 200;

@@ -86,6 +86,7 @@ export async function resolveConnection<T extends { id: string }>(
   request: PagingRequest,
 ): Promise<ConnectionPage<T>> {
   source = { ...source, fetchPage: guardPageChain(source.fetchPage.bind(source)) };
+  source = { ...source, fetchPage: guardRepeatedRecords(source.fetchPage) };
   const start = request.cursor ? source.decodeCursor(request.cursor, request.direction === 'forward' ? 'after' : 'before') : null;
   const result =
     request.direction === 'forward'
@@ -142,6 +143,26 @@ export function guardPageChain<P>(fetchPage: (ref: PageRef | null, pageSize: num
   };
 }
 
+/**
+ * A chain whose references differ but whose pages repeat (`?page=1` after the first
+ * page fetched without a reference) loops too: a record seen twice in one walk is an
+ * UPSTREAM_BAD_RESPONSE, never a duplicate edge.
+ */
+function guardRepeatedRecords<T extends { id: string }>(fetchPage: ConnectionSource<T>['fetchPage']): ConnectionSource<T>['fetchPage'] {
+  const seen = new Set<string>();
+  return async (ref, pageSize) => {
+    const page = await fetchPage(ref, pageSize);
+    for (const item of page.items) {
+      if (isMalformed(item)) continue;
+      if (seen.has(item.id)) {
+        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream returned record ${item.id.slice(0, 80)} twice while following page references (a loop)`);
+      }
+      seen.add(item.id);
+    }
+    return page;
+  };
+}
+
 interface Slice<T> {
   items: Located<T>[];
   hasNextPage: boolean;
@@ -162,7 +183,7 @@ function take<T extends { id: string }>(source: ConnectionSource<T>, page: ListP
     source.reportMalformed(item);
     return null;
   }
-  const last = index === page.items.length - 1 && page.hasMore && page.next;
+  const last = index === page.items.length - 1 && page.hasMore && page.next !== null;
   return { node: item, position: { ref: page.ref, size: page.pageSize, index, id: item.id, ...(last && { next: page.next }) } };
 }
 
@@ -179,7 +200,7 @@ async function pageForward<T extends { id: string }>(source: ConnectionSource<T>
       if (located) items.push(located);
       index += 1;
     }
-    if (!page.hasMore || !page.next) return { items, hasNextPage: false, hasPreviousPage: after !== null };
+    if (!page.hasMore || page.next === null) return { items, hasNextPage: false, hasPreviousPage: after !== null };
     if (items.length === count) return { items, hasNextPage: true, hasPreviousPage: after !== null };
     page = await source.fetchPage(page.next, size);
     index = 0;
@@ -197,7 +218,7 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
       if (located) reversed.push(located);
       index -= 1;
     }
-    if (!page.previous) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: false };
+    if (page.previous === null) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: false };
     if (reversed.length === count) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true };
     page = await source.fetchPage(page.previous, before.size);
     index = page.items.length - 1;
@@ -218,7 +239,7 @@ async function tail<T extends { id: string }>(source: ConnectionSource<T>, count
       window = window.slice(window.length - count);
       dropped = true;
     }
-    if (!page.hasMore || !page.next) return { items: window, hasNextPage: false, hasPreviousPage: dropped };
+    if (!page.hasMore || page.next === null) return { items: window, hasNextPage: false, hasPreviousPage: dropped };
     page = await source.fetchPage(page.next, MAX_PAGE_SIZE);
   }
 }

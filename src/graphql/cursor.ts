@@ -25,6 +25,8 @@ interface CursorPayload {
 }
 
 const SIGNATURE_BYTES = 16;
+/** Two page references of up to 2 048 characters each, URL-encoded, then base64: room enough. */
+const MAX_CURSOR_LENGTH = 24_576;
 
 /**
  * Opaque connection cursors: the upstream position of an edge, signed with HMAC-SHA256
@@ -50,7 +52,7 @@ export class CursorCodec {
   decode(cursor: string, tenantId: string, list: ListName, argument: 'after' | 'before'): CursorPosition {
     const invalid = () => badUserInput(`"${argument}" is not a cursor issued by this server for ${list} of this tenant; use a cursor from this list's edges or pageInfo`);
     const [body, signature, ...rest] = cursor.split('.');
-    if (!body || !signature || rest.length > 0 || cursor.length > 4096) throw invalid();
+    if (!body || !signature || rest.length > 0 || cursor.length > MAX_CURSOR_LENGTH) throw invalid();
     const expected = this.sign(body);
     const given = Buffer.from(signature, 'base64url');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();

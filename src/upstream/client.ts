@@ -1,7 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import { LIST_PATHS, REQUIRED_SCOPE, UPSTREAM_PAGE_SIZE } from './endpoints';
 import { UpstreamError } from './errors';
-import { readJson, retryAfterSeconds } from './http';
+import { MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
 import { parsePageReference, pageUrl, type PageRef } from './pageReference';
 import { recordMappers, type ListName, type MalformedRecord, type RecordOf } from './records';
 import type { TokenCache } from './tokenCache';
@@ -31,7 +31,7 @@ export interface WfsClientOptions {
   readonly maxRateLimitRetries?: number;
   /** The longest Retry-After, in seconds, we wait for in-request; longer fails at once. Default 2. */
   readonly maxRetryAfterSeconds?: number;
-  /** Whole-call deadline in ms, retries included. Default 20 000. */
+  /** Whole-call deadline in ms, retries included. Default 10 000. */
   readonly deadlineMs?: number;
   readonly onListCall?: ListCallListener;
 }
@@ -56,7 +56,7 @@ export class WfsClient {
     signal?: AbortSignal,
     pageSize: number = UPSTREAM_PAGE_SIZE,
   ): Promise<ListPage<RecordOf[L]>> {
-    const deadline = AbortSignal.timeout(this.options.deadlineMs ?? 20_000);
+    const deadline = AbortSignal.timeout(this.options.deadlineMs ?? 10_000);
     const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
     let grant = await this.options.tokens.getToken(tenantId);
     let renewed = false;
@@ -119,6 +119,7 @@ export class WfsClient {
     } catch (error) {
       this.options.onListCall?.(list, 0, performance.now() - started);
       if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
+      if (isTooLarge(error)) throw tooLarge(list);
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream could not be reached for ${list} (${describeNetworkError(error)})`) };
     }
     const status = response.statusCode;
@@ -133,11 +134,22 @@ export class WfsClient {
       body = await readJson(response.body);
     } catch (error) {
       this.options.onListCall?.(list, 0, performance.now() - started);
+      if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
+      if (isTooLarge(error)) throw tooLarge(list);
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
     this.options.onListCall?.(list, status, performance.now() - started);
     return { kind: 'page', page: parseEnvelope(body, list, ref, sentSize, grant.apiBase) };
   }
+}
+
+/** undici's error for a body over `maxResponseSize`: a bad response, not worth a retry. */
+function isTooLarge(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
+}
+
+function tooLarge(list: ListName): UpstreamError {
+  return new UpstreamError('UPSTREAM_BAD_RESPONSE', `the ${list} response is larger than ${MAX_BODY_BYTES} bytes`);
 }
 
 function checkScope(grant: TokenGrant, list: ListName): void {
@@ -155,7 +167,7 @@ function classifyStatus(list: ListName, status: number, retryAfter: number | und
     status >= 500
       ? new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream answered ${status} for ${list}`, { status })
       : new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream answered ${status} for ${list}`, { status });
-  if (status === 502 || status === 503 || status === 504) return { kind: 'transient' as const, error };
+  if (status >= 500) return { kind: 'transient' as const, error };
   throw error;
 }
 

@@ -7,7 +7,7 @@ export interface HttpTimeouts {
   readonly bodyMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: HttpTimeouts = { connectMs: 3_000, headersMs: 10_000, bodyMs: 10_000 };
+export const DEFAULT_TIMEOUTS: HttpTimeouts = { connectMs: 3_000, headersMs: 8_000, bodyMs: 8_000 };
 
 /**
  * One undici Agent for the process: it keeps a keep-alive pool per origin, so each

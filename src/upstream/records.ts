@@ -86,6 +86,23 @@ export function toShiftRecord(item: unknown): ShiftRecord | MalformedRecord {
   };
 }
 
+const ISO_DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2}(?:\.\d{1,9})?)?\s*([Zz]|[+-]\d{2}(?::?\d{2})?)$/;
+
+/**
+ * An upstream date-time in the RFC 3339 form our `DateTime` scalar serves, keeping
+ * its offset: `2026-11-23 09:00+0100` becomes `2026-11-23T09:00:00+01:00`. Null when
+ * it is not an ISO 8601 date-time with an offset (a time without an offset names no instant).
+ */
+export function normalizeDateTime(value: string): string | null {
+  const match = ISO_DATE_TIME.exec(value.trim());
+  if (!match) return null;
+  const [, date, hoursMinutes, seconds = ':00', zone] = match as unknown as [string, string, string, string | undefined, string];
+  let offset = zone.toUpperCase();
+  if (offset !== 'Z') offset = offset.length === 3 ? `${offset}:00` : offset.includes(':') ? offset : `${offset.slice(0, 3)}:${offset.slice(3)}`;
+  const normalized = `${date}T${hoursMinutes}${seconds}${offset}`;
+  return Number.isNaN(Date.parse(normalized)) ? null : normalized;
+}
+
 export const recordMappers: { [L in ListName]: (item: unknown) => RecordOf[L] | MalformedRecord } = {
   locations: toLocationRecord,
   shifts: toShiftRecord,

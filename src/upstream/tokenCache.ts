@@ -44,10 +44,14 @@ interface TenantState {
   rejected: Set<string>;
   /** A failed token request is remembered until `until`, so a refusing endpoint is not hammered. */
   failure: { error: UpstreamError; until: number } | undefined;
+  /** The token the last 401 renewal brought, and when. */
+  lastRenewal?: { accessToken: string; at: number } | undefined;
 }
 
 /** At most this much of a token's life, in ms, is given up as safety margin. */
 const MAX_EXPIRY_MARGIN_MS = 30_000;
+/** After a renewal, ms during which a 401 on the renewed token fails instead of renewing again. */
+const RENEWAL_COOLDOWN_MS = 10_000;
 /** The share of a token's life after which a request triggers a background refresh. */
 const REFRESH_AHEAD_FRACTION = 0.75;
 
@@ -123,6 +127,12 @@ export class TokenCache {
    */
   async renewAfterUnauthorized(tenantId: string, rejected: TokenGrant): Promise<TokenGrant> {
     const state = this.state(tenantId);
+    const renewal = state.lastRenewal;
+    if (renewal && renewal.accessToken === rejected.accessToken && this.now() - renewal.at < RENEWAL_COOLDOWN_MS) {
+      // The token a renewal just brought is refused too: asking for yet another one on
+      // every request would call the token endpoint per request. Fail until the cool-down ends.
+      throw new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refuses freshly issued tokens for tenant ${tenantId} (401); check the tenant's credentials and scopes`, { status: 401 });
+    }
     state.rejected.add(rejected.accessToken);
     if (state.current?.accessToken === rejected.accessToken) state.current = undefined;
     await this.options.store?.discard(tenantId, rejected.accessToken).catch(() => undefined);
@@ -132,6 +142,7 @@ export class TokenCache {
       state.current = undefined;
       grant = await this.refresh(state);
     }
+    state.lastRenewal = { accessToken: grant.accessToken, at: this.now() };
     return grant;
   }
 

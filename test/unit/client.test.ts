@@ -1,5 +1,6 @@
 import { MockAgent } from 'undici';
 import { WfsClient } from '../../src/upstream/client';
+import { normalizeDateTime } from '../../src/upstream/records';
 import { TokenCache } from '../../src/upstream/tokenCache';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
 
@@ -20,6 +21,22 @@ function setup(scopes: string[] = ['shifts.read']) {
 }
 
 const envelope = (data: unknown[], extra: Record<string, unknown> = {}) => ({ object: 'list', data, has_more: false, next: null, previous: null, ...extra });
+
+describe('normalizeDateTime', () => {
+  it.each([
+    ['2026-11-23T09:00:00+01:00', '2026-11-23T09:00:00+01:00'],
+    ['2026-11-23T09:00:00.123Z', '2026-11-23T09:00:00.123Z'],
+    ['2026-11-23 09:00+0100', '2026-11-23T09:00:00+01:00'],
+    ['2026-11-23T09:00:00-05', '2026-11-23T09:00:00-05:00'],
+    ['2026-11-23t09:00:00z', '2026-11-23T09:00:00Z'],
+  ])('serves %s as %s', (raw, expected) => {
+    expect(normalizeDateTime(raw)).toBe(expected);
+  });
+
+  it.each(['2026-11-23T09:00:00', 'tomorrow', '2026-13-45T99:00:00Z', ''])('refuses %p', (raw) => {
+    expect(normalizeDateTime(raw)).toBeNull();
+  });
+});
 
 describe('WfsClient', () => {
   it('sends the bearer token and page_size to the tenant shard and maps records', async () => {

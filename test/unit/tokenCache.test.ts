@@ -86,6 +86,19 @@ describe('TokenCache', () => {
     expect(t.fetchToken).toHaveBeenCalledTimes(2);
   });
 
+  it('does not fetch a token per request when fresh tokens keep getting 401', async () => {
+    const t = setup();
+    const first = await t.cache.getToken('t1');
+    const second = await t.cache.renewAfterUnauthorized('t1', first);
+    expect(t.fetchToken).toHaveBeenCalledTimes(2);
+    for (let i = 0; i < 5; i += 1) {
+      await expect(t.cache.renewAfterUnauthorized('t1', second)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
+    }
+    expect(t.fetchToken).toHaveBeenCalledTimes(2);
+    t.advance(10_001);
+    await expect(t.cache.renewAfterUnauthorized('t1', second)).resolves.toMatchObject({ accessToken: 'token-3' });
+  });
+
   it('does not hammer a token endpoint that refuses the credentials', async () => {
     const t = setup();
     t.failWith(new UpstreamError('UPSTREAM_UNAUTHORIZED', 'refused'));

@@ -64,7 +64,7 @@ export class CursorCodec {
     }
     if (payload.t !== tenantId || payload.l !== list) throw invalid();
     if (!Number.isInteger(payload.i) || payload.i < 0 || typeof payload.d !== 'string') throw invalid();
-    if (!Number.isInteger(payload.s) || payload.s < 1 || payload.s > 1000) throw invalid();
+    if (!Number.isInteger(payload.s) || payload.s < 1) throw invalid();
     if (payload.r !== null && typeof payload.r !== 'string') throw invalid();
     if (payload.n !== undefined && typeof payload.n !== 'string') throw invalid();
     return { ref: payload.r, size: payload.s, index: payload.i, id: payload.d, ...(payload.n !== undefined && { next: payload.n }) };

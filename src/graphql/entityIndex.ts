@@ -62,7 +62,6 @@ export class EntityIndex<T extends { id: string }> {
         missing.delete(item.id);
       }
       this.resume = page.hasMore ? page.next : null;
-      if (this.resume === '') this.resume = null; // a `next` back to the bare list URL ends the scan
     }
     return ids.map((id) => this.records.get(id) ?? null);
   }

@@ -106,7 +106,8 @@ export class WfsClient {
     | { kind: 'transient'; error: UpstreamError }
   > {
     const url = pageUrl(grant.apiBase, LIST_PATHS[list], ref, pageSize);
-    const sentSize = Number(url.searchParams.get('page_size')) || pageSize;
+    const fromReference = Number(url.searchParams.get('page_size'));
+    const sentSize = Number.isInteger(fromReference) && fromReference > 0 ? fromReference : pageSize;
     const started = performance.now();
     let response: Dispatcher.ResponseData;
     try {

@@ -24,7 +24,8 @@ const ABSOLUTE = /^[a-z][a-z0-9+.-]*:\/\//i;
  * bare token (base64 tokens may well contain `/` or `=`).
  */
 export function parsePageReference(raw: unknown, apiBase: string, listPath: string): PageRef | null {
-  if (raw === null || raw === undefined) return null;
+  // An empty string stands for "none" as null does.
+  if (raw === null || raw === undefined || raw === '') return null;
   const refuse = (why: string): never => {
     throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream returned a page reference that was not followed: ${why}`);
   };

@@ -96,7 +96,8 @@ function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt
   }
   // RFC 6749 5.1: when `scope` is omitted it is the scope that was requested.
   const granted = typeof scope === 'string' ? scope : tenant.scope;
-  if (claims.tenant_id !== tenant.tenantId) {
+  // Tenant ids are UUID-like: compared without regard to case.
+  if (typeof claims.tenant_id !== 'string' || claims.tenant_id.toLowerCase() !== tenant.tenantId.toLowerCase()) {
     throw new UpstreamError(
       'UPSTREAM_MISCONFIGURED',
       `the token issued for tenant ${tenant.tenantId} is bound to another tenant: the credentials in WFS_TENANTS_FILE belong to a different company`,

@@ -399,7 +399,7 @@ describe('paging across page-reference formats and page-size policies the emulat
     expect(await resumeEveryCursor('walk-malformed', 'shifts', walked)).toEqual([]);
   });
 
-  it('[BUG] bare opaque page tokens of ~1 600 characters (accepted up to 2 048): every edge cursor still resumes', async () => {
+  it('bare opaque page tokens of ~1 600 characters (accepted up to 2 048): every edge cursor still resumes', async () => {
     // The upstream pages by 10 with long tokens; the walk asks for 10 at a time, so each
     // endCursor is the last record of an upstream page and carries two references.
     const walked = await walkForward('walk-long-opaque', 'shifts', 10).catch((error: Error) => ({ ids: [], cursors: [], codes: [error.message] }));
@@ -407,7 +407,7 @@ describe('paging across page-reference formats and page-size policies the emulat
     expect(walked.ids).toEqual(SHIFT_IDS.slice(0, 35));
   });
 
-  it('[BUG] a bare opaque token that starts with "/" (1 in 64 standard-base64 tokens do) is followed as a token', async () => {
+  it('a bare opaque token that starts with "/" (1 in 64 standard-base64 tokens do) is followed as a token', async () => {
     const walked = await walkForward('walk-opaque-slash', 'shifts', 20).catch((error: Error) => ({ ids: [], cursors: [], codes: [error.message] }));
     expect(walked.codes).toEqual([]);
     expect(walked.ids).toEqual(SHIFT_IDS);
@@ -449,7 +449,7 @@ describe('records of foreign shapes', () => {
     expect(response.data.locations.nodes).toHaveLength(3);
   });
 
-  it('[BUG] an unparseable or basic-offset start/end is never an INTERNAL_SERVER_ERROR: served, or UPSTREAM_BAD_RESPONSE for that field', async () => {
+  it('an unparseable or basic-offset start/end is never an INTERNAL_SERVER_ERROR: served, or UPSTREAM_BAD_RESPONSE for that field', async () => {
     const response = await gql('bad-dates', '{ shifts(first: 10) { nodes { id start end } } }');
     const nodes = response.data?.shifts?.nodes ?? [];
     expect(nodes.map((n: { id: string }) => n.id)).toEqual(['d_ok', 'd_basic_offset', 'd_garbage']);
@@ -567,7 +567,7 @@ describe('tokens from a foreign identity provider', () => {
     expect(a!.authorization).not.toBe(b!.authorization);
   });
 
-  it('[BUG] 401 on every call: later requests do not each fetch a new token (the token endpoint is not called once per request)', async () => {
+  it('401 on every call: later requests do not each fetch a new token (the token endpoint is not called once per request)', async () => {
     const before = tenant('always-401').tokenRequests;
     for (let i = 0; i < 3; i += 1) {
       const response = await gql('always-401', '{ locations { nodes { id } } }');
@@ -614,13 +614,13 @@ describe('hostile page references', () => {
     expect(codes(response)).toEqual(['UPSTREAM_BAD_RESPONSE']);
   });
 
-  it('[BUG] a next that loops back to the first page never yields the same shift twice (first: 50)', async () => {
+  it('a next that loops back to the first page never yields the same shift twice (first: 50)', async () => {
     const response = await gql('loop-to-first', '{ shifts(first: 50) { nodes { id } } }');
     const ids: string[] = response.data?.shifts?.nodes?.map((n: { id: string }) => n.id) ?? [];
     expect({ duplicates: ids.length - new Set(ids).size, codes: codes(response) }).toEqual({ duplicates: 0, codes: ['UPSTREAM_BAD_RESPONSE'] });
   });
 
-  it('[BUG] a next that is the bare list URL (the first page again) with has_more: true is not read as the end of the list', async () => {
+  it('a next that is the bare list URL (the first page again) with has_more: true is not read as the end of the list', async () => {
     const response = await gql('loop-bare-path', '{ shifts(first: 40) { nodes { id } pageInfo { hasNextPage } } }');
     // The upstream said has_more: true; answering hasNextPage: false with 25 of 61 shifts silently truncates.
     expect(codes(response)).toEqual(['UPSTREAM_BAD_RESPONSE']);
@@ -654,7 +654,7 @@ describe('hostile statuses and bodies', () => {
     expect(performance.now() - started).toBeLessThan(1_000);
   });
 
-  it('[BUG] a 500 then success is served (README: "5xx, timeouts, unreachable: one retry")', async () => {
+  it('a 500 then success is served (README: "5xx, timeouts, unreachable: one retry")', async () => {
     const response = await gql('err500-then-ok', q);
     expect(codes(response)).toEqual([]);
     expect(response.data?.locations?.nodes).toHaveLength(5);
@@ -672,7 +672,7 @@ describe('hostile statuses and bodies', () => {
     expect(codes(response)).toEqual(['UPSTREAM_BAD_RESPONSE']);
   });
 
-  it('[BUG] a body over 8 MiB is refused as UPSTREAM_BAD_RESPONSE, not downloaded twice, and the server lives on', async () => {
+  it('a body over 8 MiB is refused as UPSTREAM_BAD_RESPONSE, not downloaded twice, and the server lives on', async () => {
     const response = await gql('huge-body', q);
     expect(response.data).toEqual({ locations: null });
     expect({ codes: codes(response), calls: listCalls('huge-body', 'locations').length, message: response.errors?.[0]?.message }).toEqual({
@@ -691,19 +691,19 @@ describe('bounded time (queries started in beforeAll, run beside the other tests
     expect(result.elapsedMs).toBeLessThan(ROUTER_SUBGRAPH_TIMEOUT_MS);
   });
 
-  it('[BUG] a list call whose headers never come: UPSTREAM_UNAVAILABLE before the router (20 s) gives up', async () => {
+  it('a list call whose headers never come: UPSTREAM_UNAVAILABLE before the router (20 s) gives up', async () => {
     const result = await hangs.headers;
     expect({ code: result.response && codes(result.response), failure: result.failure }).toEqual({ code: ['UPSTREAM_UNAVAILABLE'], failure: undefined });
     expect(result.elapsedMs).toBeLessThan(ROUTER_SUBGRAPH_TIMEOUT_MS);
   });
 
-  it('[BUG] a list body that never finishes: UPSTREAM_UNAVAILABLE before the router (20 s) gives up', async () => {
+  it('a list body that never finishes: UPSTREAM_UNAVAILABLE before the router (20 s) gives up', async () => {
     const result = await hangs.body;
     expect({ code: result.response && codes(result.response), failure: result.failure }).toEqual({ code: ['UPSTREAM_UNAVAILABLE'], failure: undefined });
     expect(result.elapsedMs).toBeLessThan(ROUTER_SUBGRAPH_TIMEOUT_MS);
   });
 
-  it('[BUG] five slow pages (4.2 s each, none near a timeout): an answer (data or UPSTREAM_UNAVAILABLE) before the router (20 s) gives up', async () => {
+  it('five slow pages (4.2 s each, none near a timeout): an answer (data or UPSTREAM_UNAVAILABLE) before the router (20 s) gives up', async () => {
     const result = await hangs.slow;
     expect(result.failure).toBeUndefined();
     expect(listCalls('slow-pages', 'shifts').length).toBeGreaterThanOrEqual(1);

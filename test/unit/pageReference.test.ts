@@ -42,8 +42,9 @@ describe('page references (CONTRACT.md section 4: all three formats)', () => {
     expect(pageUrl(apiBase, path, 'cursor=eyJvIjoxMH0%3D', 100).searchParams.get('cursor')).toBe('eyJvIjoxMH0=');
   });
 
-  it('treats null as the end of the chain', () => {
+  it('treats null and an empty string as the end of the chain', () => {
     expect(parsePageReference(null, apiBase, path)).toBeNull();
+    expect(parsePageReference('', apiBase, path)).toBeNull();
   });
 
   it.each([
@@ -56,7 +57,7 @@ describe('page references (CONTRACT.md section 4: all three formats)', () => {
     ['userinfo', 'https://user:pw@shard-1.example.com/api/public/v1/locations/?cursor=x'],
     ['a file URL', 'file:///etc/passwd'],
     ['a number', 42],
-    ['an empty string', ''],
+    ['blank', '   '],
     ['a very long string', 'x'.repeat(5000)],
   ])('refuses %s as UPSTREAM_BAD_RESPONSE', (_name, raw) => {
     expect(refusal(raw)).toBe('UPSTREAM_BAD_RESPONSE');

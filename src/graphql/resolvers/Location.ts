@@ -2,7 +2,7 @@ import type { LocationConnectionResolvers, LocationResolvers } from '../../__gen
 
 export const Location: LocationResolvers = {
   // The router batches references; the DataLoader turns them into one index lookup.
-  __resolveReference: async ({ id }, context) => (await context.tenant()).locations.load(id),
+  __resolveReference: async ({ id }, context) => (await context.tenant()).locations.load(String(id)),
 };
 
 export const LocationConnection: LocationConnectionResolvers = {

@@ -14,7 +14,7 @@ function dateTime(shift: ShiftRecord, field: 'start' | 'end'): string | null {
 }
 
 export const Shift: ShiftResolvers = {
-  __resolveReference: async ({ id }, context) => (await context.tenant()).shifts.load(id),
+  __resolveReference: async ({ id }, context) => (await context.tenant()).shifts.load(String(id)),
   start: (shift) => dateTime(shift, 'start'),
   end: (shift) => dateTime(shift, 'end'),
   location: async (shift, _args, context) => (shift.locationId ? (await context.tenant()).locations.load(shift.locationId) : null),

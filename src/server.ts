@@ -8,7 +8,7 @@ import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
 import { createExplorer } from './explorer';
-import { createContext, type GraphQLContext } from './graphql/context';
+import { createContext, type ContextServices, type GraphQLContext } from './graphql/context';
 import { createErrorFormatter } from './graphql/errors';
 import { createSubgraphSchema } from './graphql/schema';
 import { createLogger, type Logger } from './logger';
@@ -174,7 +174,7 @@ async function readBody(req: IncomingMessage): Promise<string | null> {
 }
 
 /** Apollo Server's documented integration path: hand it the request, stream back its response. */
-async function handleGraphQL(apollo: ApolloServer<GraphQLContext>, services: Parameters<typeof createContext>[0], req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handleGraphQL(apollo: ApolloServer<GraphQLContext>, services: ContextServices, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const abort = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) abort.abort();

@@ -3,7 +3,7 @@ import DataLoader from 'dataloader';
 import type { GraphQLError } from 'graphql';
 import type { ListPage, WfsClient } from '../upstream/client';
 import type { PageRef } from '../upstream/pageReference';
-import type { ListName, LocationRecord, RecordOf, ShiftRecord } from '../upstream/records';
+import { isMalformed, type ListName, type LocationRecord, type RecordOf, type ShiftRecord } from '../upstream/records';
 import { checkConnectionArgs, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
 import type { EntityIndexes } from './entityIndex';
@@ -88,7 +88,7 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
         {
           fetchPage: async (ref, pageSize) => {
             const page = await fetchPage(list, ref, pageSize);
-            const records = page.items.filter((item): item is RecordOf[typeof list] => !('malformed' in item));
+            const records = page.items.filter((item): item is RecordOf[typeof list] => !isMalformed(item));
             index.prime(records);
             for (const record of records) loader.prime(record.id, record);
             return page;

@@ -20,8 +20,8 @@ const config: CodegenConfig = {
         contextType: '../graphql/context#GraphQLContext',
         scalars: { DateTime: 'string' },
         mappers: {
-          Location: '../upstream/records#LocationRecord',
-          Shift: '../upstream/records#ShiftRecord',
+          Location: '../upstream/resources#LocationRecord',
+          Shift: '../upstream/resources#ShiftRecord',
           LocationConnection: '../graphql/connections#ConnectionPage<LocationRecord>',
           ShiftConnection: '../graphql/connections#ConnectionPage<ShiftRecord>',
           LocationEdge: '../graphql/connections#Edge<LocationRecord>',

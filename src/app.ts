@@ -5,11 +5,13 @@ import type { ContextServices } from './graphql/context';
 import { CursorCodec } from './graphql/cursor';
 import { EntityIndexes } from './graphql/entityIndex';
 import { createIdentityResolver } from './graphql/identity';
+import type { SchemaExtension } from './graphql/schema';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { WfsClient } from './upstream/client';
 import { createUpstreamAgent } from './upstream/http';
 import { createRedisTokenStore } from './upstream/redisTokenStore';
+import { ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/tokenCache';
 import { requestToken } from './upstream/tokenEndpoint';
 
@@ -21,6 +23,8 @@ export interface AppOverrides {
   readonly defaultTenant?: string;
   /** Verified-identity mode: keys to verify with instead of fetching WFS_JWKS_URL. */
   readonly jwks?: JWTVerifyGetKey;
+  /** Resources served beyond the registry, with their schema and relation resolvers. */
+  readonly extension?: SchemaExtension;
 }
 
 /** The wired REST side and the per-request context services, plus what must be closed. */
@@ -86,6 +90,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     client,
     cursors: new CursorCodec(config.cursorSecret),
     indexes: new EntityIndexes(overrides.now),
+    resources: ResourceSet.withExtras(overrides.extension?.resources),
     identify: createIdentityResolver({
       jwt: config.jwt,
       tenantHeader: config.tenantHeader,

@@ -71,7 +71,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   }).protect();
 
   const apollo = new ApolloServer<GraphQLContext>({
-    schema: createSubgraphSchema(),
+    schema: createSubgraphSchema(options.extension),
     logger,
     ...armor,
     includeStacktraceInErrorResponses: false,

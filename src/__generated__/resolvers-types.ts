@@ -1,6 +1,7 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
-import type { LocationRecord, ShiftRecord, UserReference } from '../upstream/records';
+import type { LocationRecord, ShiftRecord } from '../upstream/resources';
 import type { ConnectionPage, Edge } from '../graphql/connections';
+import type { UserReference } from '../upstream/records';
 import type { GraphQLContext } from '../graphql/context';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -26,6 +27,21 @@ export type Location = {
   __typename?: 'Location';
   id: Scalars['ID']['output'];
   name: Scalars['String']['output'];
+  /**
+   * The shifts at this location, in upstream order, optionally those starting in
+   * [startsFrom, startsBefore). Needs the `shifts.read` scope. Cursors belong to this
+   * location and these dates.
+   */
+  shifts?: Maybe<ShiftConnection>;
+};
+
+
+/** A place where people work: a shop, a ward, a warehouse. */
+export type LocationShiftsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  startsBefore?: InputMaybe<Scalars['DateTime']['input']>;
+  startsFrom?: InputMaybe<Scalars['DateTime']['input']>;
 };
 
 export type LocationConnection = {
@@ -59,7 +75,12 @@ export type Query = {
   locations?: Maybe<LocationConnection>;
   /** One shift by id, or null when the company has no such shift. */
   shift?: Maybe<Shift>;
-  /** The company's shifts, in upstream order. Needs the `shifts.read` scope. */
+  /**
+   * The company's shifts, in upstream order. Needs the `shifts.read` scope. With a
+   * `filter`, only matching shifts, still in upstream order; a filtered page may hold
+   * fewer than `first` edges with `hasNextPage: true` when it stopped at its scan bound,
+   * and its `endCursor` goes on from there.
+   */
   shifts?: Maybe<ShiftConnection>;
 };
 
@@ -85,6 +106,7 @@ export type QueryShiftArgs = {
 export type QueryShiftsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   before?: InputMaybe<Scalars['String']['input']>;
+  filter?: InputMaybe<ShiftFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
 };
@@ -113,6 +135,16 @@ export type ShiftEdge = {
   /** Opaque; pass it as `after` or `before` to resume right after or before this edge. */
   cursor: Scalars['String']['output'];
   node: Shift;
+};
+
+/** Which shifts to list. Every field is optional; the ones given must all match. */
+export type ShiftFilter = {
+  /** Only shifts at this location. */
+  locationId?: InputMaybe<Scalars['ID']['input']>;
+  /** Only shifts starting before this instant (exclusive). */
+  startsBefore?: InputMaybe<Scalars['DateTime']['input']>;
+  /** Only shifts starting at or after this instant (inclusive). */
+  startsFrom?: InputMaybe<Scalars['DateTime']['input']>;
 };
 
 export type User = {
@@ -223,15 +255,16 @@ export type ResolversTypes = ResolversObject<{
   Location: ResolverTypeWrapper<LocationRecord>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   LocationConnection: ResolverTypeWrapper<ConnectionPage<LocationRecord>>;
   LocationEdge: ResolverTypeWrapper<Edge<LocationRecord>>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
-  Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   Shift: ResolverTypeWrapper<ShiftRecord>;
   ShiftConnection: ResolverTypeWrapper<ConnectionPage<ShiftRecord>>;
   ShiftEdge: ResolverTypeWrapper<Edge<ShiftRecord>>;
+  ShiftFilter: ShiftFilter;
   User: ResolverTypeWrapper<UserReference>;
 }>;
 
@@ -241,15 +274,16 @@ export type ResolversParentTypes = ResolversObject<{
   Location: LocationRecord;
   ID: Scalars['ID']['output'];
   String: Scalars['String']['output'];
+  Int: Scalars['Int']['output'];
   LocationConnection: ConnectionPage<LocationRecord>;
   LocationEdge: Edge<LocationRecord>;
   PageInfo: PageInfo;
   Boolean: Scalars['Boolean']['output'];
   Query: Record<PropertyKey, never>;
-  Int: Scalars['Int']['output'];
   Shift: ShiftRecord;
   ShiftConnection: ConnectionPage<ShiftRecord>;
   ShiftEdge: Edge<ShiftRecord>;
+  ShiftFilter: ShiftFilter;
   User: UserReference;
 }>;
 
@@ -261,6 +295,7 @@ export type LocationResolvers<ContextType = GraphQLContext, ParentType extends R
   __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['Location']> | FederationReferenceType, FederationReferenceType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  shifts?: Resolver<Maybe<ResolversTypes['ShiftConnection']>, ParentType, ContextType, Partial<LocationShiftsArgs>>;
 }>;
 
 export type LocationConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LocationConnection'] = ResolversParentTypes['LocationConnection']> = ResolversObject<{

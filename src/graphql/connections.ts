@@ -1,6 +1,6 @@
 import type { ListPage } from '../upstream/client';
 import type { PageRef } from '../upstream/pageReference';
-import { isMalformed, type MalformedRecord } from '../upstream/records';
+import { isMalformed, type MalformedRecord } from '../upstream/resources';
 import type { CursorPosition } from './cursor';
 import { badUserInput } from './errors';
 import { UpstreamError } from '../upstream/errors';
@@ -64,7 +64,20 @@ export interface ConnectionSource<T extends { id: string }> {
   encodeCursor(position: CursorPosition): string;
   /** An item of the wrong shape: reported as an error for that item, the page goes on. */
   reportMalformed(item: MalformedRecord): void;
+  /**
+   * A filtered connection: only records it accepts become edges. The walk then reads
+   * pages of MAX_PAGE_SIZE whatever `first` is, and at most `scanBound` of them.
+   */
+  readonly filter?: { matches(record: T): boolean; readonly scanBound: number };
 }
+
+/**
+ * The most upstream pages one filtered connection field scans (documented in the
+ * README): a filter that matches little cannot make one request read a whole list.
+ * Past it the field returns what it found with `hasNextPage: true` and an `endCursor`
+ * (or, paging backward, a `startCursor`) that resumes the scan where it stopped.
+ */
+export const FILTER_SCAN_PAGES = 20;
 
 interface Located<T> {
   readonly node: T;
@@ -97,22 +110,27 @@ export async function resolveConnection<T extends { id: string }>(
   // Cursors are signed only when a query selects them (getters, memoised): a query for
   // `nodes` alone pays no HMAC at all.
   const edges = result.items.map((item) => lazyEdge(item, source));
+  // A filtered scan that stopped at its bound points its end (or start) cursor at the
+  // last record it read, matching or not, so the next request scans on from there.
+  const stop = result.scanStop ? lazyEdge({ node: null, position: result.scanStop }, source) : undefined;
   return {
     edges,
     pageInfo: {
       hasNextPage: result.hasNextPage,
       hasPreviousPage: result.hasPreviousPage,
       get startCursor() {
+        if (stop && request.direction === 'backward') return stop.cursor;
         return edges[0]?.cursor ?? null;
       },
       get endCursor() {
+        if (stop && request.direction === 'forward') return stop.cursor;
         return edges.at(-1)?.cursor ?? null;
       },
     },
   };
 }
 
-function lazyEdge<T extends { id: string }>(item: Located<T>, source: ConnectionSource<T>): Edge<T> {
+function lazyEdge<T extends { id: string }, N = T>(item: { node: N; position: CursorPosition }, source: ConnectionSource<T>): Edge<N> {
   let cursor: string | undefined;
   return {
     node: item.node,
@@ -167,6 +185,21 @@ interface Slice<T> {
   items: Located<T>[];
   hasNextPage: boolean;
   hasPreviousPage: boolean;
+  /** A filtered scan stopped at its bound here, with records left to read. */
+  scanStop?: CursorPosition;
+}
+
+/** Counts the pages a filtered walk reads; unfiltered walks are never cut short. */
+function scanBudget<T extends { id: string }>(source: ConnectionSource<T>): { spent(): boolean; read(): void } {
+  let pages = 0;
+  const bound = source.filter?.scanBound ?? Infinity;
+  return { spent: () => pages >= bound, read: () => void (pages += 1) };
+}
+
+function positionOf<T extends { id: string }>(page: ListPage<T>, index: number, withNext: boolean): CursorPosition {
+  const item = page.items[index];
+  const id = item && !isMalformed(item) ? item.id : '';
+  return { ref: page.ref, size: page.pageSize, index: Math.max(0, index), id, ...(withNext && page.next !== null && { next: page.next }) };
 }
 
 /** The index of the cursor's record in its page: where it was, or where it moved to within the page. */
@@ -183,14 +216,17 @@ function take<T extends { id: string }>(source: ConnectionSource<T>, page: ListP
     source.reportMalformed(item);
     return null;
   }
+  if (source.filter && !source.filter.matches(item)) return null;
   const last = index === page.items.length - 1 && page.hasMore && page.next !== null;
   return { node: item, position: { ref: page.ref, size: page.pageSize, index, id: item.id, ...(last && { next: page.next }) } };
 }
 
 async function pageForward<T extends { id: string }>(source: ConnectionSource<T>, count: number, after: CursorPosition | null): Promise<Slice<T>> {
   // After a page's last record, go straight to the page that follows it.
-  const size = after ? after.size : Math.min(count, MAX_PAGE_SIZE);
+  const size = after ? after.size : source.filter ? MAX_PAGE_SIZE : Math.min(count, MAX_PAGE_SIZE);
+  const budget = scanBudget(source);
   let page = await source.fetchPage(after ? (after.next ?? after.ref) : null, size);
+  budget.read();
   let index = after ? (after.next ? 0 : indexIn(page, after) + 1) : 0;
   const items: Located<T>[] = [];
   for (;;) {
@@ -202,13 +238,17 @@ async function pageForward<T extends { id: string }>(source: ConnectionSource<T>
     }
     if (!page.hasMore || page.next === null) return { items, hasNextPage: false, hasPreviousPage: after !== null };
     if (items.length === count) return { items, hasNextPage: true, hasPreviousPage: after !== null };
+    if (budget.spent()) return { items, hasNextPage: true, hasPreviousPage: after !== null, scanStop: positionOf(page, page.items.length - 1, true) };
     page = await source.fetchPage(page.next, size);
+    budget.read();
     index = 0;
   }
 }
 
 async function pageBackward<T extends { id: string }>(source: ConnectionSource<T>, count: number, before: CursorPosition): Promise<Slice<T>> {
+  const budget = scanBudget(source);
   let page = await source.fetchPage(before.ref, before.size);
+  budget.read();
   let index = indexIn(page, before) - 1;
   const reversed: Located<T>[] = [];
   for (;;) {
@@ -220,12 +260,18 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
     }
     if (page.previous === null) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: false };
     if (reversed.length === count) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true };
+    if (budget.spent()) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true, scanStop: positionOf(page, 0, false) };
     page = await source.fetchPage(page.previous, before.size);
+    budget.read();
     index = page.items.length - 1;
   }
 }
 
-/** The last `count` records: walks the chain to its end, keeping a window. */
+/**
+ * The last `count` records: walks the chain to its end, keeping a window. A filtered
+ * tail is not cut at the scan bound (the last matches can only be known at the end);
+ * MAX_PAGES_PER_WALK still bounds it.
+ */
 async function tail<T extends { id: string }>(source: ConnectionSource<T>, count: number): Promise<Slice<T>> {
   let window: Located<T>[] = [];
   let dropped = false;

@@ -2,20 +2,28 @@ import type { IncomingHttpHeaders } from 'node:http';
 import DataLoader from 'dataloader';
 import type { GraphQLError } from 'graphql';
 import type { ListPage, WfsClient } from '../upstream/client';
+import { filterKey, pageKey } from '../upstream/pageKey';
 import type { PageRef } from '../upstream/pageReference';
-import { isMalformed, type ListName, type LocationRecord, type RecordOf, type ShiftRecord } from '../upstream/records';
-import { checkConnectionArgs, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
+import { isMalformed, type AnyResource, type ListFilter, type Resource, type ResourceSet, type UpstreamRecord } from '../upstream/resources';
+import { checkConnectionArgs, FILTER_SCAN_PAGES, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
 import type { EntityIndexes } from './entityIndex';
 import { graphQLError } from './errors';
 import type { IdentityResolver } from './identity';
 
+/** What narrows a connection: a filter, and the parent record of a child connection (`Location.shifts`). */
+export interface ConnectionScope<F extends ListFilter = ListFilter> {
+  readonly filter?: F;
+  readonly parent?: { readonly typename: string; readonly id: string };
+}
+
 /** One tenant's data, for one GraphQL request. */
 export interface TenantData {
   readonly tenantId: string;
-  readonly locations: DataLoader<string, LocationRecord | null>;
-  readonly shifts: DataLoader<string, ShiftRecord | null>;
-  connection<L extends ListName>(list: L, args: ConnectionArgs): Promise<ConnectionPage<RecordOf[L]>>;
+  /** The per-request entity loader of a resource (by resource, list name or GraphQL type name). */
+  loader<R extends UpstreamRecord>(resource: Resource<R, any> | string): DataLoader<string, R | null>;
+  /** One page of a resource's list as a Relay connection, filtered and scoped as asked. */
+  connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope?: ConnectionScope<F>): Promise<ConnectionPage<R>>;
 }
 
 /** The typed context every resolver receives. */
@@ -32,6 +40,8 @@ export interface ContextServices {
   readonly cursors: CursorCodec;
   readonly indexes: EntityIndexes;
   readonly identify: IdentityResolver;
+  /** The resources served: the registry, plus any extras the server was built with. */
+  readonly resources: ResourceSet;
 }
 
 /**
@@ -50,54 +60,84 @@ export function createContext(services: ContextServices, headers: IncomingHttpHe
   };
 }
 
+/** The canonical text a scoped connection's cursors are bound to (`''` for a plain list). */
+function scopeKey(scope: ConnectionScope | undefined): string {
+  const filter = filterKey(scope?.filter);
+  const parent = scope?.parent ? `${scope.parent.typename}:${scope.parent.id}` : '';
+  return filter === '' && parent === '' ? '' : `${parent}|${filter}`;
+}
+
 function tenantData(services: ContextServices, tenantId: string, signal: AbortSignal, itemErrors: GraphQLError[]): TenantData {
   // Within one request the same page is fetched once, however many fields need it.
   const pages = new Map<string, Promise<ListPage<unknown>>>();
-  const fetchPage = <L extends ListName>(list: L, ref: PageRef | null, pageSize: number): Promise<ListPage<RecordOf[L]>> => {
-    const key = `${list}\u0000${pageSize}\u0000${ref ?? ''}`;
+  const fetchPage = <R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query?: Readonly<Record<string, string>>): Promise<ListPage<R>> => {
+    const key = pageKey(tenantId, resource.name, ref, pageSize, filterKey(query));
     let page = pages.get(key);
     if (!page) {
-      page = services.client.listPage(tenantId, list, ref, signal, pageSize);
+      page = services.client.listPage(tenantId, resource, { ref, pageSize, signal, ...(query && { query }) });
       pages.set(key, page);
       page.catch(() => pages.delete(key));
     }
-    return page as Promise<ListPage<RecordOf[L]>>;
+    return page as Promise<ListPage<R>>;
   };
 
-  const entityLoader = <L extends ListName>(list: L) =>
-    new DataLoader<string, RecordOf[L] | null>(
-      async (ids) => {
-        try {
-          return await services.indexes.for<RecordOf[L]>(tenantId, list).lookup(ids, (ref, pageSize) => fetchPage(list, ref, pageSize));
-        } catch (error) {
-          return ids.map(() => error as Error);
-        }
-      },
-      { maxBatchSize: 1000 },
-    );
-  const loaders = { locations: entityLoader('locations'), shifts: entityLoader('shifts') };
+  const resourceOf = (resource: AnyResource | string): AnyResource => {
+    const found = typeof resource === 'string' ? (services.resources.named(resource) ?? services.resources.typed(resource)) : resource;
+    if (!found) throw new Error(`no resource "${String(resource)}" is registered`);
+    return found;
+  };
+
+  const loaders = new Map<string, DataLoader<string, unknown>>();
+  const loaderOf = <R extends UpstreamRecord>(resource: Resource<R>): DataLoader<string, R | null> => {
+    let loader = loaders.get(resource.name);
+    if (!loader) {
+      const index = services.indexes.for<R>(tenantId, resource.name);
+      loader = new DataLoader<string, R | null>(
+        async (ids) => {
+          try {
+            return await index.lookup(ids, (ref, pageSize) => fetchPage(resource, ref, pageSize));
+          } catch (error) {
+            return ids.map(() => error as Error);
+          }
+        },
+        { maxBatchSize: 1000 },
+      );
+      loaders.set(resource.name, loader);
+    }
+    return loader as DataLoader<string, R | null>;
+  };
 
   return {
     tenantId,
-    ...loaders,
-    async connection(list, args) {
+    loader: <R extends UpstreamRecord>(resource: Resource<R, any> | string) => loaderOf(resourceOf(resource)) as DataLoader<string, R | null>,
+    async connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope: ConnectionScope<F> = {}) {
       const request = checkConnectionArgs(args);
-      const loader = loaders[list] as DataLoader<string, RecordOf[typeof list] | null>;
-      const index = services.indexes.for<RecordOf[typeof list]>(tenantId, list);
-      return resolveConnection<RecordOf[typeof list]>(
+      const list = resource.name;
+      const loader = loaderOf(resource as Resource<R>);
+      const index = services.indexes.for<R>(tenantId, list);
+      const boundTo = scopeKey(scope);
+      const filter = scope.filter;
+      const filtered = filter !== undefined && boundTo !== '';
+      if (filtered && !resource.matches) throw new Error(`the resource "${list}" was given a filter but has no matches()`);
+      const query = filtered ? resource.upstreamQuery?.(filter) : undefined;
+      return resolveConnection<R>(
         {
           fetchPage: async (ref, pageSize) => {
-            const page = await fetchPage(list, ref, pageSize);
-            const records = page.items.filter((item): item is RecordOf[typeof list] => !isMalformed(item));
+            // A filtered scan reads pages the per-tenant index may already hold.
+            const held = filtered && !query ? index.page(ref, pageSize) : undefined;
+            const page = held ?? (await fetchPage(resource as Resource<R>, ref, pageSize, query));
+            const records = page.items.filter((item): item is R => !isMalformed(item));
+            if (!query) index.keepPage(page);
             index.prime(records);
             for (const record of records) loader.prime(record.id, record);
             return page;
           },
-          decodeCursor: (cursor, argument) => services.cursors.decode(cursor, tenantId, list, argument),
-          encodeCursor: (position) => services.cursors.encode(tenantId, list, position),
+          decodeCursor: (cursor, argument) => services.cursors.decode(cursor, tenantId, list, argument, boundTo),
+          encodeCursor: (position) => services.cursors.encode(tenantId, list, position, boundTo),
           reportMalformed: (item) => {
             itemErrors.push(graphQLError('UPSTREAM_BAD_RESPONSE', `an item of ${list} was skipped: ${item.reason}`));
           },
+          ...(filtered && { filter: { matches: (record: R) => resource.matches!(record, filter), scanBound: FILTER_SCAN_PAGES } }),
         },
         request,
       );

@@ -1,6 +1,6 @@
 import type { ListPage } from '../upstream/client';
 import type { PageRef } from '../upstream/pageReference';
-import { isMalformed, type ListName } from '../upstream/records';
+import { isMalformed } from '../upstream/resources';
 import { UPSTREAM_PAGE_SIZE } from '../upstream/endpoints';
 import { guardPageChain } from './connections';
 
@@ -15,9 +15,14 @@ type FetchPage<T> = (ref: PageRef | null, pageSize: number) => Promise<ListPage<
  * time, only as far as the wanted ids need, and resumed where the last scan stopped.
  * Connection pages prime it too. Scans of one index run one at a time, so two
  * batches never read the same pages twice.
+ *
+ * It also keeps the pages it read at UPSTREAM_PAGE_SIZE, by reference, for as long as
+ * its records: a filtered scan (which reads pages of that size) is served from them
+ * without an upstream call, and its own pages are kept for the next one.
  */
 export class EntityIndex<T extends { id: string }> {
   private records = new Map<string, T>();
+  private pages = new Map<string, ListPage<T>>();
   /** Where the scan goes on: `undefined` before the first page, `null` when the list is done. */
   private resume: PageRef | null | undefined = undefined;
   private expiresAt: number;
@@ -36,6 +41,20 @@ export class EntityIndex<T extends { id: string }> {
     for (const record of records) this.records.set(record.id, record);
   }
 
+  /** A page this index holds (read at UPSTREAM_PAGE_SIZE from `ref`), or undefined. */
+  page(ref: PageRef | null, pageSize: number): ListPage<T> | undefined {
+    this.expireIfStale();
+    return pageSize === UPSTREAM_PAGE_SIZE ? this.pages.get(ref ?? '') : undefined;
+  }
+
+  /** Keeps a page read at UPSTREAM_PAGE_SIZE, and its records. */
+  keepPage(page: ListPage<T>): void {
+    if (page.pageSize !== UPSTREAM_PAGE_SIZE) return;
+    this.expireIfStale();
+    this.pages.set(page.ref ?? '', page);
+    for (const item of page.items) if (!isMalformed(item)) this.records.set(item.id, item);
+  }
+
   /** Records for `ids`, in order; `null` for an id the list does not have. */
   lookup(ids: readonly string[], fetchPage: FetchPage<T>): Promise<Array<T | null>> {
     const run = this.queue.then(() => this.scanFor(ids, fetchPage));
@@ -46,21 +65,24 @@ export class EntityIndex<T extends { id: string }> {
   private expireIfStale(): void {
     if (this.now() < this.expiresAt) return;
     this.records = new Map();
+    this.pages = new Map();
     this.resume = undefined;
     this.expiresAt = this.now() + this.ttlMs;
   }
 
   private async scanFor(ids: readonly string[], fetchPage: FetchPage<T>): Promise<Array<T | null>> {
     this.expireIfStale();
-    const fetch = guardPageChain(fetchPage);
+    // Pages it holds are read from memory, still through the loop guard.
+    const fetch = guardPageChain((ref, pageSize) => {
+      const held = this.page(ref, pageSize);
+      return held ? Promise.resolve(held) : fetchPage(ref, pageSize);
+    });
     let missing = new Set(ids.filter((id) => !this.records.has(id)));
     while (missing.size > 0 && this.resume !== null) {
-      const page = await fetch(this.resume ?? null, UPSTREAM_PAGE_SIZE);
-      for (const item of page.items) {
-        if (isMalformed(item)) continue;
-        this.records.set(item.id, item);
-        missing.delete(item.id);
-      }
+      const ref = this.resume ?? null;
+      const page = await fetch(ref, UPSTREAM_PAGE_SIZE);
+      this.keepPage(page);
+      for (const item of page.items) if (!isMalformed(item)) missing.delete(item.id);
       this.resume = page.hasMore ? page.next : null;
     }
     return ids.map((id) => this.records.get(id) ?? null);
@@ -76,7 +98,7 @@ export class EntityIndexes {
     private readonly ttlMs: number = ENTITY_INDEX_TTL_MS,
   ) {}
 
-  for<T extends { id: string }>(tenantId: string, list: ListName): EntityIndex<T> {
+  for<T extends { id: string }>(tenantId: string, list: string): EntityIndex<T> {
     const key = `${list}\u0000${tenantId}`;
     let index = this.indexes.get(key);
     if (!index) {

@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import type { GraphQLSchema } from 'graphql';
 import { gql } from 'graphql-tag';
+import { RESOURCES, type AnyResource } from '../upstream/resources';
+import type { GraphQLContext } from './context';
+import { mergeResolvers, resourceResolvers } from './resourceResolvers';
 import { resolvers } from './resolvers';
 
 /**
@@ -16,6 +19,28 @@ export function loadTypeDefs(): string {
   return readFileSync(SCHEMA_PATH, 'utf8');
 }
 
-export function createSubgraphSchema(): GraphQLSchema {
-  return buildSubgraphSchema([{ typeDefs: gql(loadTypeDefs()), resolvers: resolvers as GraphQLResolverMap<unknown> }]);
+/**
+ * Resources served beyond the registry, with their schema block and relation
+ * resolvers (for example a list the product does not ship yet, in a test). The
+ * generic resolvers (connection, lookup, `__resolveReference`, `nodes`) are built for
+ * them as for the registry's own.
+ */
+export interface SchemaExtension {
+  readonly resources: readonly AnyResource[];
+  /** GraphQL SDL: `extend type Query { … }`, the new types, `extend type Location { … }` for relations. */
+  readonly typeDefs: string;
+  readonly resolvers?: GraphQLResolverMap<GraphQLContext>;
+}
+
+export function createSubgraphSchema(extension?: SchemaExtension): GraphQLSchema {
+  const modules = [
+    { typeDefs: gql(loadTypeDefs()), resolvers: mergeResolvers(resourceResolvers(RESOURCES), resolvers as GraphQLResolverMap<GraphQLContext>) as GraphQLResolverMap<unknown> },
+  ];
+  if (extension) {
+    modules.push({
+      typeDefs: gql(extension.typeDefs),
+      resolvers: mergeResolvers(resourceResolvers(extension.resources), extension.resolvers ?? {}) as GraphQLResolverMap<unknown>,
+    });
+  }
+  return buildSubgraphSchema(modules);
 }

@@ -1,12 +1,11 @@
 import { request, type Dispatcher } from 'undici';
-import { LIST_PATHS, REQUIRED_SCOPE, UPSTREAM_PAGE_SIZE } from './endpoints';
+import { UPSTREAM_PAGE_SIZE } from './endpoints';
 import { UpstreamError } from './errors';
-import { MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
+import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
 import { parsePageReference, pageUrl, type PageRef } from './pageReference';
-import { recordMappers, type ListName, type MalformedRecord, type RecordOf } from './records';
+import type { MalformedRecord, Resource, UpstreamRecord } from './resources';
 import type { TokenCache } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
-import { describeNetworkError } from './tokenEndpoint';
 
 /** One page of a list, validated and mapped. */
 export interface ListPage<T> {
@@ -21,8 +20,19 @@ export interface ListPage<T> {
   readonly previous: PageRef | null;
 }
 
-/** Observes each list call (for metrics): list, HTTP status or 0 for a network error, duration in ms. */
-export type ListCallListener = (list: ListName, status: number, durationMs: number) => void;
+/** Observes each list call (for metrics): list name, HTTP status or 0 for a network error, duration in ms. */
+export type ListCallListener = (list: string, status: number, durationMs: number) => void;
+
+/** Which page of a list to fetch, and how. */
+export interface ListPageOptions {
+  /** The page reference; `null` or absent: the first page. */
+  readonly ref?: PageRef | null;
+  /** Sent as `page_size` unless the reference carries its own. Default UPSTREAM_PAGE_SIZE. */
+  readonly pageSize?: number;
+  /** Query parameters the resource passes upstream (`Resource.upstreamQuery`), on the first page; references carry their own. */
+  readonly query?: Readonly<Record<string, string>>;
+  readonly signal?: AbortSignal;
+}
 
 export interface WfsClientOptions {
   readonly tokens: TokenCache;
@@ -49,13 +59,8 @@ export class WfsClient {
    * One page of a list. `pageSize` is sent unless the reference carries its own
    * `page_size` (a URL the upstream gave us); the page reports the size it used.
    */
-  async listPage<L extends ListName>(
-    tenantId: string,
-    list: L,
-    ref: PageRef | null,
-    signal?: AbortSignal,
-    pageSize: number = UPSTREAM_PAGE_SIZE,
-  ): Promise<ListPage<RecordOf[L]>> {
+  async listPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions = {}): Promise<ListPage<R>> {
+    const { ref = null, pageSize = UPSTREAM_PAGE_SIZE, signal, query } = options;
     const deadline = AbortSignal.timeout(this.options.deadlineMs ?? 10_000);
     const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
     let grant = await this.options.tokens.getToken(tenantId);
@@ -63,8 +68,8 @@ export class WfsClient {
     let rateLimitRetries = 0;
     let transientRetries = 0;
     for (;;) {
-      checkScope(grant, list);
-      const outcome = await this.send(grant, list, ref, pageSize, combined);
+      checkScope(grant, resource);
+      const outcome = await this.send(grant, resource, ref, pageSize, query, combined);
       if (outcome.kind === 'page') return outcome.page;
       if (outcome.kind === 'unauthorized') {
         if (renewed) {
@@ -93,19 +98,22 @@ export class WfsClient {
     }
   }
 
-  private async send<L extends ListName>(
+  private async send<R extends UpstreamRecord>(
     grant: TokenGrant,
-    list: L,
+    resource: Resource<R>,
     ref: PageRef | null,
     pageSize: number,
+    query: Readonly<Record<string, string>> | undefined,
     signal: AbortSignal,
   ): Promise<
-    | { kind: 'page'; page: ListPage<RecordOf[L]> }
+    | { kind: 'page'; page: ListPage<R> }
     | { kind: 'unauthorized' }
     | { kind: 'rate-limited'; retryAfterSeconds: number | undefined }
     | { kind: 'transient'; error: UpstreamError }
   > {
-    const url = pageUrl(grant.apiBase, LIST_PATHS[list], ref, pageSize);
+    const list = resource.name;
+    const url = pageUrl(grant.apiBase, resource.path, ref, pageSize);
+    if (ref === null && query) for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
     const fromReference = Number(url.searchParams.get('page_size'));
     const sentSize = Number.isInteger(fromReference) && fromReference > 0 ? fromReference : pageSize;
     const started = performance.now();
@@ -140,7 +148,7 @@ export class WfsClient {
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
     this.options.onListCall?.(list, status, performance.now() - started);
-    return { kind: 'page', page: parseEnvelope(body, list, ref, sentSize, grant.apiBase) };
+    return { kind: 'page', page: parseEnvelope(body, resource, ref, sentSize, grant.apiBase) };
   }
 }
 
@@ -149,18 +157,18 @@ function isTooLarge(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 }
 
-function tooLarge(list: ListName): UpstreamError {
+function tooLarge(list: string): UpstreamError {
   return new UpstreamError('UPSTREAM_BAD_RESPONSE', `the ${list} response is larger than ${MAX_BODY_BYTES} bytes`);
 }
 
-function checkScope(grant: TokenGrant, list: ListName): void {
-  const scope = REQUIRED_SCOPE[list];
+function checkScope(grant: TokenGrant, resource: Resource<UpstreamRecord>): void {
+  const scope = resource.scope;
   if (scope && !grant.scopes.includes(scope)) {
-    throw new UpstreamError('FORBIDDEN', `reading ${list} needs the scope "${scope}", which was not granted to this tenant`);
+    throw new UpstreamError('FORBIDDEN', `reading ${resource.name} needs the scope "${scope}", which was not granted to this tenant`);
   }
 }
 
-function classifyStatus(list: ListName, status: number, retryAfter: number | undefined) {
+function classifyStatus(list: string, status: number, retryAfter: number | undefined) {
   if (status === 401) return { kind: 'unauthorized' as const };
   if (status === 429) return { kind: 'rate-limited' as const, retryAfterSeconds: retryAfter };
   if (status === 403) throw new UpstreamError('FORBIDDEN', `the upstream refused access to ${list} (403): the tenant lacks a scope for it`, { status });
@@ -172,7 +180,8 @@ function classifyStatus(list: ListName, status: number, retryAfter: number | und
   throw error;
 }
 
-function parseEnvelope<L extends ListName>(body: unknown, list: L, ref: PageRef | null, pageSize: number, apiBase: string): ListPage<RecordOf[L]> {
+function parseEnvelope<R extends UpstreamRecord>(body: unknown, resource: Resource<R>, ref: PageRef | null, pageSize: number, apiBase: string): ListPage<R> {
+  const list = resource.name;
   const bad = (why: string): never => {
     throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the ${list} response is not a list envelope: ${why}`);
   };
@@ -181,14 +190,13 @@ function parseEnvelope<L extends ListName>(body: unknown, list: L, ref: PageRef 
   if (envelope.object !== 'list') bad('"object" is not "list"');
   if (!Array.isArray(envelope.data)) bad('"data" is not an array');
   if (typeof envelope.has_more !== 'boolean') bad('"has_more" is not a boolean');
-  const path = LIST_PATHS[list];
+  const path = resource.path;
   const next = parsePageReference(envelope.next, apiBase, path);
   if (envelope.has_more && next === null) bad('"has_more" is true but "next" is missing');
-  const map = recordMappers[list] as (item: unknown) => RecordOf[L] | MalformedRecord;
   return {
     ref,
     pageSize,
-    items: (envelope.data as unknown[]).map(map),
+    items: (envelope.data as unknown[]).map((item) => resource.map(item)),
     hasMore: envelope.has_more as boolean,
     next: envelope.has_more ? next : null,
     previous: parsePageReference(envelope.previous, apiBase, path),

@@ -48,3 +48,13 @@ export function retryAfterSeconds(header: string | string[] | undefined, now = D
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, Math.ceil((date - now) / 1000));
 }
+
+/** A network error as a short phrase; never includes request headers or bodies. */
+export function describeNetworkError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    if (error.name === 'AbortError' || error.name === 'TimeoutError') return 'timed out or cancelled';
+    return typeof code === 'string' ? code : error.name;
+  }
+  return 'unknown error';
+}

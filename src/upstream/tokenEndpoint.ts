@@ -3,7 +3,7 @@ import { request, type Dispatcher } from 'undici';
 import type { TenantCredentials } from '../config';
 import { checkApiBase } from './apiBase';
 import { UpstreamError } from './errors';
-import { readJson, retryAfterSeconds } from './http';
+import { describeNetworkError, readJson, retryAfterSeconds } from './http';
 
 /** A token as we keep it: what the token response and its claims told us. */
 export interface TokenGrant {
@@ -112,14 +112,4 @@ function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt
     obtainedAt,
     expiresAt: obtainedAt + lifetime * 1000,
   };
-}
-
-/** A network error as a short phrase; never includes request headers or bodies. */
-export function describeNetworkError(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    if (error.name === 'AbortError' || error.name === 'TimeoutError') return 'timed out or cancelled';
-    return typeof code === 'string' ? code : error.name;
-  }
-  return 'unknown error';
 }

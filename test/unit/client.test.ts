@@ -1,6 +1,7 @@
 import { MockAgent } from 'undici';
 import { WfsClient } from '../../src/upstream/client';
 import { normalizeDateTime } from '../../src/upstream/records';
+import { locations, shifts } from '../../src/upstream/resources';
 import { TokenCache } from '../../src/upstream/tokenCache';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
 
@@ -44,7 +45,7 @@ describe('WfsClient', () => {
     pool
       .intercept({ path: `${path}?page_size=100`, method: 'GET', headers: { authorization: 'Bearer tok-1' } })
       .reply(200, envelope([{ object: 'location', id: 'l1', name: 'Quay', timezone: 'Europe/London' }, { object: 'location', id: 'l2' }]));
-    const page = await client.listPage('t1', 'locations', null);
+    const page = await client.listPage('t1', locations);
     expect(page.items[0]).toEqual({ id: 'l1', name: 'Quay' });
     expect(page.items[1]).toMatchObject({ malformed: true });
     agent.assertNoPendingInterceptors();
@@ -54,7 +55,7 @@ describe('WfsClient', () => {
     const { agent, pool, client, fetchToken } = setup();
     pool.intercept({ path: `${path}?page_size=100`, headers: { authorization: 'Bearer tok-1' } }).reply(401, {});
     pool.intercept({ path: `${path}?page_size=100`, headers: { authorization: 'Bearer tok-2' } }).reply(200, envelope([]));
-    await expect(client.listPage('t1', 'locations', null)).resolves.toMatchObject({ items: [] });
+    await expect(client.listPage('t1', locations)).resolves.toMatchObject({ items: [] });
     expect(fetchToken).toHaveBeenCalledTimes(2);
     agent.assertNoPendingInterceptors();
   });
@@ -62,7 +63,7 @@ describe('WfsClient', () => {
   it('fails with UPSTREAM_UNAUTHORIZED on a second 401, without a loop', async () => {
     const { pool, client, fetchToken } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(401, {}).times(2);
-    await expect(client.listPage('t1', 'locations', null)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
+    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
     expect(fetchToken).toHaveBeenCalledTimes(2);
   });
 
@@ -70,15 +71,15 @@ describe('WfsClient', () => {
     const { pool, client } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(429, '', { headers: { 'retry-after': '0' } });
     pool.intercept({ path: `${path}?page_size=100` }).reply(200, envelope([]));
-    await expect(client.listPage('t1', 'locations', null)).resolves.toMatchObject({ items: [] });
+    await expect(client.listPage('t1', locations)).resolves.toMatchObject({ items: [] });
     pool.intercept({ path: `${path}?page_size=100` }).reply(429, '', { headers: { 'retry-after': '120' } });
-    await expect(client.listPage('t1', 'locations', null)).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', details: { retryAfterSeconds: 120 } });
+    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', details: { retryAfterSeconds: 120 } });
   });
 
   it('retries one transient 503, then reports UPSTREAM_UNAVAILABLE', async () => {
     const { pool, client } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(503, 'busy').times(2);
-    await expect(client.listPage('t1', 'locations', null)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
   });
 
   it.each([
@@ -89,14 +90,14 @@ describe('WfsClient', () => {
   ])('reports %s as UPSTREAM_BAD_RESPONSE', async (_name, body) => {
     const { pool, client } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(200, body);
-    await expect(client.listPage('t1', 'locations', null)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
   });
 
   it('maps 403 to FORBIDDEN, and makes no call when the token lacks shifts.read', async () => {
     const { agent, pool, client } = setup([]);
-    await expect(client.listPage('t1', 'shifts', null)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(client.listPage('t1', shifts)).rejects.toMatchObject({ code: 'FORBIDDEN' });
     pool.intercept({ path: `${path}?page_size=100` }).reply(403, {});
-    await expect(client.listPage('t1', 'locations', null)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'FORBIDDEN' });
     agent.assertNoPendingInterceptors();
   });
 
@@ -107,7 +108,7 @@ describe('WfsClient', () => {
       { object: 'shift', id: 's2', location: { id: 'l2', name: 'x' }, user: null },
       { object: 'timesheet', id: 's3' },
     ]));
-    const page = await client.listPage('t1', 'shifts', null);
+    const page = await client.listPage('t1', shifts);
     expect(page.items).toEqual([
       { id: 's1', locationId: 'l1', start: '2026-11-23T09:00:00+01:00', end: '2026-11-23T17:00:00+01:00', userId: 'u1' },
       { id: 's2', locationId: 'l2', start: null, end: null, userId: null },

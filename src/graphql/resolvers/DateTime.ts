@@ -1,14 +1,14 @@
 import { GraphQLScalarType, Kind } from 'graphql';
+import { isRfc3339DateTime } from '../../upstream/resources';
 
 /**
- * RFC 3339 date-time with a mandatory offset. Written here rather than taken from
- * graphql-scalars because that one re-serialises every value to UTC, and a shift
- * that starts at 09:00+01:00 should still read 09:00 in its own time zone.
+ * RFC 3339 date-time with a mandatory offset. Written here rather than taken from a
+ * scalar library because those re-serialise every value to UTC, and a shift that
+ * starts at 09:00+01:00 should still read 09:00 in its own time zone. The date-time
+ * rule (impossible dates refused) is the one the resource mappers use.
  */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
-
 function check(value: unknown): string {
-  if (typeof value !== 'string' || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+  if (!isRfc3339DateTime(value)) {
     throw new TypeError(`DateTime must be an RFC 3339 date-time with an offset, got ${JSON.stringify(value)?.slice(0, 40)}`);
   }
   return value;

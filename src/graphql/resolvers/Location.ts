@@ -1,10 +1,8 @@
-import type { LocationConnectionResolvers, LocationResolvers } from '../../__generated__/resolvers-types';
+import type { LocationResolvers } from '../../__generated__/resolvers-types';
+import { shifts } from '../../upstream/resources';
+import { childConnection } from '../resourceResolvers';
 
+/** Location's relations; its connection, lookup and `__resolveReference` come from the registry. */
 export const Location: LocationResolvers = {
-  // The router batches references; the DataLoader turns them into one index lookup.
-  __resolveReference: async ({ id }, context) => (await context.tenant()).locations.load(String(id)),
-};
-
-export const LocationConnection: LocationConnectionResolvers = {
-  nodes: (connection) => connection.edges.map((edge) => edge.node),
+  shifts: childConnection(shifts, 'Location', 'locationId'),
 };

@@ -1,6 +1,6 @@
-import type { ShiftConnectionResolvers, ShiftResolvers } from '../../__generated__/resolvers-types';
+import type { ShiftResolvers } from '../../__generated__/resolvers-types';
 import { UpstreamError } from '../../upstream/errors';
-import { normalizeDateTime, type ShiftRecord } from '../../upstream/records';
+import { locations, normalizeDateTime, type ShiftRecord } from '../../upstream/resources';
 
 /** A date-time the upstream sent in a form we cannot serve fails that field alone. */
 function dateTime(shift: ShiftRecord, field: 'start' | 'end'): string | null {
@@ -13,14 +13,10 @@ function dateTime(shift: ShiftRecord, field: 'start' | 'end'): string | null {
   return normalized;
 }
 
+/** Shift's fields and relations; its connection, lookup and `__resolveReference` come from the registry. */
 export const Shift: ShiftResolvers = {
-  __resolveReference: async ({ id }, context) => (await context.tenant()).shifts.load(String(id)),
   start: (shift) => dateTime(shift, 'start'),
   end: (shift) => dateTime(shift, 'end'),
-  location: async (shift, _args, context) => (shift.locationId ? (await context.tenant()).locations.load(shift.locationId) : null),
+  location: async (shift, _args, context) => (shift.locationId ? (await context.tenant()).loader(locations).load(shift.locationId) : null),
   user: (shift) => (shift.userId ? { id: shift.userId } : null),
-};
-
-export const ShiftConnection: ShiftConnectionResolvers = {
-  nodes: (connection) => connection.edges.map((edge) => edge.node),
 };

@@ -1,7 +1,7 @@
 import type { Resolvers } from '../../__generated__/resolvers-types';
 import { DateTime } from './DateTime';
-import { Location, LocationConnection } from './Location';
-import { Query } from './Query';
-import { Shift, ShiftConnection } from './Shift';
+import { Location } from './Location';
+import { Shift } from './Shift';
 
-export const resolvers: Resolvers = { DateTime, Query, Location, LocationConnection, Shift, ShiftConnection };
+/** The hand-written resolvers: scalars and each type's relations. The rest is built from the registry (`../resourceResolvers`). */
+export const resolvers: Resolvers = { DateTime, Location, Shift };

@@ -1,0 +1,71 @@
+import type { GraphQLResolverMap } from '@apollo/subgraph';
+import type { AnyResource, UpstreamRecord } from '../upstream/resources';
+import type { ConnectionArgs, ConnectionPage } from './connections';
+import type { GraphQLContext } from './context';
+
+type Resolvers = GraphQLResolverMap<GraphQLContext>;
+
+/** The single-record lookup field of a resource: `Location` → `location`. */
+export function lookupField(resource: AnyResource): string {
+  return resource.typename.charAt(0).toLowerCase() + resource.typename.slice(1);
+}
+
+/**
+ * The resolvers every resource gets from its descriptor, so its own resolver file holds
+ * only its relations: the root connection (`locations(first, after, last, before,
+ * filter)`), lookup by id (`location(id)`), `__resolveReference` (batched through the
+ * per-request loader) and the connection's `nodes`.
+ */
+export function resourceResolvers(resources: Iterable<AnyResource>): Resolvers {
+  const query: Record<string, unknown> = {};
+  const resolvers: Record<string, unknown> = { Query: query };
+  for (const resource of resources) {
+    query[resource.name] = async (_parent: unknown, args: ConnectionArgs & { filter?: Record<string, unknown> | null }, context: GraphQLContext) => {
+      const tenant = await context.tenant();
+      const filter = args.filter && resource.filterFrom ? resource.filterFrom(args.filter) : undefined;
+      return tenant.connection(resource, pagingOf(args), filter ? { filter } : {});
+    };
+    query[lookupField(resource)] = async (_parent: unknown, { id }: { id: string }, context: GraphQLContext) =>
+      (await context.tenant()).loader(resource).load(String(id));
+    resolvers[resource.typename] = {
+      // The router batches references; the DataLoader turns them into one index lookup.
+      __resolveReference: async ({ id }: { id: unknown }, context: GraphQLContext) => (await context.tenant()).loader(resource).load(String(id)),
+    };
+    resolvers[`${resource.typename}Connection`] = {
+      nodes: (connection: ConnectionPage<UpstreamRecord>) => connection.edges.map((edge) => edge.node),
+    };
+  }
+  return resolvers as Resolvers;
+}
+
+function pagingOf(args: ConnectionArgs): ConnectionArgs {
+  return { first: args.first ?? null, after: args.after ?? null, last: args.last ?? null, before: args.before ?? null };
+}
+
+/**
+ * A child connection (`Location.shifts(first, after, …)`): the child resource's list
+ * filtered to the parent, with the field's other arguments as filter. Its cursors are
+ * bound to the parent and the filter, so one parent's cursor is refused under another.
+ * `parentKey` names the filter field that holds the parent's id (`locationId`).
+ */
+export function childConnection(child: AnyResource, parentTypename: string, parentKey: string) {
+  return async (parent: { id: string }, args: ConnectionArgs & Record<string, unknown>, context: GraphQLContext) => {
+    if (!child.filterFrom) throw new Error(`the resource "${child.name}" has no filterFrom(), so it cannot be a child connection`);
+    const { first, after, last, before, ...rest } = args;
+    const filter = child.filterFrom({ ...rest, [parentKey]: parent.id });
+    return (await context.tenant()).connection(child, { first, after, last, before }, { filter, parent: { typename: parentTypename, id: parent.id } });
+  };
+}
+
+/** Merges resolver maps type by type (a later field wins; a scalar replaces). */
+export function mergeResolvers(...maps: Resolvers[]): Resolvers {
+  const plain = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+  const merged: Record<string, unknown> = {};
+  for (const map of maps) {
+    for (const [type, fields] of Object.entries(map)) {
+      const existing = merged[type];
+      merged[type] = plain(existing) && plain(fields) ? { ...existing, ...fields } : fields;
+    }
+  }
+  return merged as Resolvers;
+}

@@ -1,0 +1,68 @@
+/**
+ * Field helpers every resource mapper shares, written once (CONTRACT.md section 4:
+ * tolerant mapping). The upstream documents few record fields, so each helper says
+ * what it accepts and answers null for anything else.
+ */
+
+/** A record as a plain object, or null when it is not one. */
+export function asObject(item: unknown): Record<string, unknown> | null {
+  return typeof item === 'object' && item !== null && !Array.isArray(item) ? (item as Record<string, unknown>) : null;
+}
+
+/** An id: a non-empty string, or a finite number (served as its string). */
+export function idOf(value: unknown): string | null {
+  if (typeof value === 'string' && value.length > 0) return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return null;
+}
+
+/** "An id or `{ id }`": how the upstream refers to another record (a shift's `location`, its `user`). */
+export function referenceId(value: unknown): string | null {
+  const object = asObject(value);
+  return object ? idOf(object.id) : idOf(value);
+}
+
+export function optionalString(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?\s*(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)$/;
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+/**
+ * An ISO 8601 date-time with an offset, in the RFC 3339 form our `DateTime` scalar
+ * serves, keeping its offset: `2026-11-23 09:00+0100` becomes
+ * `2026-11-23T09:00:00+01:00`. Null when it is not one: a time without an offset names
+ * no instant, and impossible dates (`2026-02-30`, `T24:00`) are refused here, since
+ * `Date.parse` quietly rolls them over.
+ */
+export function normalizeDateTime(value: string): string | null {
+  const match = ISO_DATE_TIME.exec(value.trim());
+  if (!match) return null;
+  const [, y, mo, d, h, mi, s = '00', fraction = '', zulu, sign, oh, om = '00'] = match as unknown as string[];
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return null;
+  if (!zulu && (Number(oh) > 23 || Number(om) > 59)) return null;
+  const offset = zulu ? 'Z' : `${sign}${oh}:${om}`;
+  return `${y}-${mo}-${d}T${h}:${mi}:${s}${fraction}${offset}`;
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** Whether a value is already an RFC 3339 date-time with an offset, and a possible one (the `DateTime` scalar's rule). */
+export function isRfc3339DateTime(value: unknown): value is string {
+  return typeof value === 'string' && RFC3339.test(value) && normalizeDateTime(value) !== null;
+}
+
+/** The instant of a date-time in epoch ms, or null when it is not one. */
+export function instantOf(value: string | null | undefined): number | null {
+  if (!value) return null;
+  const normalized = normalizeDateTime(value);
+  return normalized === null ? null : Date.parse(normalized);
+}

@@ -127,8 +127,8 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
             const held = filtered && !query ? index.page(ref, pageSize) : undefined;
             const page = held ?? (await fetchPage(resource as Resource<R>, ref, pageSize, query));
             const records = page.items.filter((item): item is R => !isMalformed(item));
-            if (!query) index.keepPage(page);
-            index.prime(records);
+            if (query) index.prime(records);
+            else index.keepPage(page, pageSize);
             for (const record of records) loader.prime(record.id, record);
             return page;
           },

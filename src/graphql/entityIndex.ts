@@ -41,17 +41,16 @@ export class EntityIndex<T extends { id: string }> {
     for (const record of records) this.records.set(record.id, record);
   }
 
-  /** A page this index holds (read at UPSTREAM_PAGE_SIZE from `ref`), or undefined. */
+  /** A page this index holds (asked for at UPSTREAM_PAGE_SIZE from `ref`), or undefined. */
   page(ref: PageRef | null, pageSize: number): ListPage<T> | undefined {
     this.expireIfStale();
     return pageSize === UPSTREAM_PAGE_SIZE ? this.pages.get(ref ?? '') : undefined;
   }
 
-  /** Keeps a page read at UPSTREAM_PAGE_SIZE, and its records. */
-  keepPage(page: ListPage<T>): void {
-    if (page.pageSize !== UPSTREAM_PAGE_SIZE) return;
+  /** Keeps a page's records, and the page itself when it was asked for at UPSTREAM_PAGE_SIZE. */
+  keepPage(page: ListPage<T>, requestedSize: number): void {
     this.expireIfStale();
-    this.pages.set(page.ref ?? '', page);
+    if (requestedSize === UPSTREAM_PAGE_SIZE) this.pages.set(page.ref ?? '', page);
     for (const item of page.items) if (!isMalformed(item)) this.records.set(item.id, item);
   }
 
@@ -81,7 +80,7 @@ export class EntityIndex<T extends { id: string }> {
     while (missing.size > 0 && this.resume !== null) {
       const ref = this.resume ?? null;
       const page = await fetch(ref, UPSTREAM_PAGE_SIZE);
-      this.keepPage(page);
+      this.keepPage(page, UPSTREAM_PAGE_SIZE);
       for (const item of page.items) if (!isMalformed(item)) missing.delete(item.id);
       this.resume = page.hasMore ? page.next : null;
     }

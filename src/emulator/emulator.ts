@@ -8,11 +8,16 @@ import { demoTenants } from './seed';
 import { createShardHandler } from './shard';
 import { freshCounters, validateSettings, type EmulatorState } from './state';
 import { TokenAuthority } from './tokens';
+import { ResourceSet } from '../upstream/resources';
 import type { Emulator, EmulatorOptions, EmulatorTenant } from './types';
 
 // Copies, so moving a tenant or a test editing its fixtures never affects the other.
-function copyTenants(tenants: readonly EmulatorTenant[], shardCount: number): EmulatorTenant[] {
-  const copies = tenants.map((t) => ({ ...t, grantedScopes: [...t.grantedScopes], locations: [...t.locations], shifts: [...t.shifts] }));
+function copyTenants(tenants: readonly EmulatorTenant[], shardCount: number, resources: ResourceSet): EmulatorTenant[] {
+  const copies = tenants.map((t) => {
+    const copy: EmulatorTenant = { ...t, grantedScopes: [...t.grantedScopes] };
+    for (const { name } of resources.all()) if (Array.isArray(t[name])) copy[name] = [...(t[name] as unknown[])];
+    return copy;
+  });
   const ids = new Set<string>();
   const clients = new Set<string>();
   for (const tenant of copies) {
@@ -70,7 +75,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   };
   validateSettings(settings);
   if (settings.defaultPageSize > settings.maxPageSize) throw new RangeError('emulator: defaultPageSize must not exceed maxPageSize');
-  const tenants = copyTenants(options.tenants ?? demoTenants(), shardPorts.length);
+  const resources = ResourceSet.withExtras(options.resources);
+  const tenants = copyTenants(options.tenants ?? demoTenants(), shardPorts.length, resources);
 
   const authServer = createServer();
   const shardServers = shardPorts.map(() => createServer());
@@ -90,9 +96,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     tenants,
     tenantsById: new Map(tenants.map((t) => [t.tenantId, t])),
     tenantsByClientId: new Map(tenants.map((t) => [t.clientId, t])),
+    resources,
     shardOrigins: ports.map((port) => originFor(host, port)),
-    counters: freshCounters(shardPorts.length),
-    faults: new FaultQueue(),
+    counters: freshCounters(shardPorts.length, resources),
+    faults: new FaultQueue(resources.all().map((resource) => resource.name)),
     tokens: new TokenAuthority(authUrl, options.now ?? Date.now),
     timers: new Timers(),
     cursorKey: randomBytes(32),
@@ -114,7 +121,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     },
     resetCounters() {
       // In place: whoever holds a reference to the counters object sees the reset.
-      Object.assign(state.counters, freshCounters(shardPorts.length));
+      Object.assign(state.counters, freshCounters(shardPorts.length, resources));
     },
     configure(patch) {
       validateSettings(patch);

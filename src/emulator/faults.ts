@@ -1,14 +1,18 @@
 import type { Reply } from './http';
 import type { FaultSpec } from './types';
 
-const ENDPOINTS = new Set<FaultSpec['endpoint']>(['token', 'locations', 'shifts']);
-
 /** Injected faults, first in first out; each one is used up after `times` requests. */
 export class FaultQueue {
   private queue: Array<{ spec: FaultSpec; remaining: number }> = [];
+  private readonly endpoints: ReadonlySet<string>;
+
+  /** `lists`: the names of the served lists; `token` is always an endpoint. */
+  constructor(lists: Iterable<string>) {
+    this.endpoints = new Set(['token', ...lists]);
+  }
 
   add(spec: FaultSpec): void {
-    if (!ENDPOINTS.has(spec.endpoint)) throw new RangeError(`injectFault: unknown endpoint ${String(spec.endpoint)}`);
+    if (!this.endpoints.has(spec.endpoint)) throw new RangeError(`injectFault: unknown endpoint ${String(spec.endpoint)}`);
     const times = spec.times ?? 1;
     if (!(times >= 1) || (Number.isFinite(times) && !Number.isInteger(times))) {
       throw new RangeError(`injectFault: times must be a positive integer or Infinity, got ${times}`);

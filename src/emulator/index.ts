@@ -18,5 +18,6 @@ export type {
   EmulatorTenant,
   EnvelopeRewriter,
   FaultSpec,
+  ListCounts,
   PageReferenceFormat,
 } from './types';

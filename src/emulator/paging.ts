@@ -1,9 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { PageReferenceFormat } from './types';
 
-/** The two list endpoints. */
-export type ListName = 'locations' | 'shifts';
-
 /** A page to serve: records [offset, offset + pageSize). */
 export interface PageRequest {
   offset: number;
@@ -12,13 +9,13 @@ export interface PageRequest {
 
 /** What a cursor is bound to: a cursor of another list or tenant is refused. */
 export interface CursorScope {
-  list: ListName;
+  list: string;
   tenantId: string;
   key: Buffer;
 }
 
 interface CursorPayload {
-  l: ListName;
+  l: string;
   t: string;
   o: number;
   s: number;

@@ -1,21 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { faultReply } from './faults';
 import { detailReply, jsonReply, send, type Reply } from './http';
-import { buildEnvelope, parsePageRequest, type ListName } from './paging';
-import { LAST_QUERIES_KEPT, type EmulatorState } from './state';
+import { buildEnvelope, parsePageRequest } from './paging';
+import { LAST_QUERIES_KEPT, zeroCounts, type EmulatorState } from './state';
 import { claimedTenant } from './tokens';
-
-/** The list paths; they end with a slash, and the slash-less form is a 404 like any other path. */
-export const LIST_PATHS: Readonly<Record<string, ListName>> = {
-  '/api/public/v1/locations/': 'locations',
-  '/api/public/v1/shifts/': 'shifts',
-};
 
 // RFC 6750 section 3: what a bearer-protected resource says when it refuses a token.
 const INVALID_TOKEN = { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' };
-const INSUFFICIENT_SCOPE = { 'www-authenticate': 'Bearer realm="api", error="insufficient_scope", scope="shifts.read"' };
+const insufficientScope = (scope: string) => ({ 'www-authenticate': `Bearer realm="api", error="insufficient_scope", scope="${scope}"` });
 
-/** One shard server: serves the lists of the tenants that currently live on it. */
+/**
+ * One shard server: serves every registered list (the registry's path and scope) of
+ * the tenants that currently live on it, from the tenant's field named after the list.
+ * Paths end with a slash, and the slash-less form is a 404 like any other path.
+ */
 export function createShardHandler(state: EmulatorState, shard: number) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     handle(state, shard, req, res).catch(() => send(res, detailReply(500, 'internal error')));
@@ -28,8 +26,9 @@ async function handle(state: EmulatorState, shard: number, req: IncomingMessage,
   req.resume(); // GETs carry no body we need; drain it so the socket stays reusable
   const rawUrl = req.url ?? '/';
   const url = new URL(rawUrl, 'http://emulator');
-  const list = Object.hasOwn(LIST_PATHS, url.pathname) ? LIST_PATHS[url.pathname] : undefined;
-  if (!list) return reply(state, res, detailReply(404, 'Not found'));
+  const resource = state.resources.atPath(url.pathname);
+  const list = resource?.name;
+  if (!resource || !list) return reply(state, res, detailReply(404, 'Not found'));
   if (req.method !== 'GET') return reply(state, res, detailReply(405, 'Method not allowed', { allow: 'GET' }));
 
   counters.listRequests[list] += 1;
@@ -42,7 +41,7 @@ async function handle(state: EmulatorState, shard: number, req: IncomingMessage,
   // A refused token still names a tenant, for the counters and for tenant-scoped faults.
   const tenantId = verification?.ok ? verification.claims.tenant_id : token && claimedTenant(token);
   if (tenantId && state.tenantsById.has(tenantId)) {
-    const perTenant = (counters.listRequestsByTenant[tenantId] ??= { locations: 0, shifts: 0 });
+    const perTenant = (counters.listRequestsByTenant[tenantId] ??= zeroCounts(state.resources));
     perTenant[list] += 1;
   }
 
@@ -59,14 +58,15 @@ async function handle(state: EmulatorState, shard: number, req: IncomingMessage,
   if (!tenant || tenant.shard !== shard || claims.api_base !== state.shardOrigins[shard]) {
     return reply(state, res, detailReply(401, 'token not valid for this host', INVALID_TOKEN));
   }
-  if (list === 'shifts' && !claims.scope.split(' ').includes('shifts.read')) {
-    return reply(state, res, detailReply(403, 'You do not have permission to perform this action.', INSUFFICIENT_SCOPE));
+  if (resource.scope && !claims.scope.split(' ').includes(resource.scope)) {
+    return reply(state, res, detailReply(403, 'You do not have permission to perform this action.', insufficientScope(resource.scope)));
   }
 
   const scope = { list, tenantId: tenant.tenantId, key: state.cursorKey };
   const page = parsePageRequest(url.searchParams, scope, state.settings);
   if (typeof page === 'string') return reply(state, res, detailReply(400, page));
-  const items: readonly unknown[] = list === 'locations' ? tenant.locations : tenant.shifts;
+  const seeded = tenant[list];
+  const items: readonly unknown[] = Array.isArray(seeded) ? seeded : [];
   const style = { format: state.settings.pageReferenceFormat, origin: state.shardOrigins[shard]!, path: url.pathname };
   let envelope = buildEnvelope(items, page, scope, style);
   if (state.rewriter) envelope = state.rewriter(envelope, { tenantId: tenant.tenantId, list });

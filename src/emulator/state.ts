@@ -1,7 +1,8 @@
+import type { ResourceSet } from '../upstream/resources';
 import type { FaultQueue } from './faults';
 import type { Timers } from './http';
 import type { TokenAuthority } from './tokens';
-import type { EmulatorCounters, EmulatorTenant, EnvelopeRewriter, PageReferenceFormat } from './types';
+import type { EmulatorCounters, EmulatorTenant, EnvelopeRewriter, ListCounts, PageReferenceFormat } from './types';
 
 /** The settings configure() may change while the emulator runs. */
 export interface LiveSettings {
@@ -18,6 +19,8 @@ export interface EmulatorState {
   readonly tenants: EmulatorTenant[];
   readonly tenantsById: ReadonlyMap<string, EmulatorTenant>;
   readonly tenantsByClientId: ReadonlyMap<string, EmulatorTenant>;
+  /** The lists served: the registry's, plus any extras from the options. */
+  readonly resources: ResourceSet;
   /** Filled in once the shard servers listen. */
   shardOrigins: string[];
   readonly counters: EmulatorCounters;
@@ -32,12 +35,17 @@ export interface EmulatorState {
 /** How many list queries `lastListQueries` keeps. */
 export const LAST_QUERIES_KEPT = 50;
 
+/** A zero count for every served list. */
+export function zeroCounts(resources: ResourceSet): ListCounts {
+  return Object.fromEntries(resources.all().map((resource) => [resource.name, 0])) as ListCounts;
+}
+
 /** All-zero counters for `shardCount` shards. */
-export function freshCounters(shardCount: number): EmulatorCounters {
+export function freshCounters(shardCount: number, resources: ResourceSet): EmulatorCounters {
   return {
     tokenRequests: 0,
     tokenRequestsByTenant: {},
-    listRequests: { locations: 0, shifts: 0 },
+    listRequests: zeroCounts(resources),
     listRequestsByTenant: {},
     requestsByShard: Array.from({ length: shardCount }, () => 0),
     unauthorized: 0,

@@ -1,3 +1,5 @@
+import type { AnyResource, ListName } from '../upstream/resources';
+
 /** A location record as the emulator serves it; extra fields prove clients ignore them. */
 export interface EmulatorLocation {
   object: 'location';
@@ -29,6 +31,12 @@ export interface EmulatorTenant {
   shard: number;
   locations: EmulatorLocation[];
   shifts: EmulatorShift[];
+  /**
+   * The records of every other list, by list name (`timesheets: [...]`): a resource
+   * added to the registry (or handed in as `EmulatorOptions.resources`) is served from
+   * the field named after it, so it needs only seed data here.
+   */
+  [list: string]: unknown;
 }
 
 /** How `next`/`previous` are written: a full URL, a path with query, or the bare cursor. */
@@ -58,11 +66,14 @@ export interface EmulatorOptions {
   defaultPageSize?: number;
   /** Clock in epoch milliseconds for token issue and expiry (tests move it forward). Default Date.now. */
   now?: () => number;
+  /** Lists served beyond the registry's (a resource the product does not ship, in a test). */
+  resources?: readonly AnyResource[];
 }
 
 /** A queued fault: replaces the normal response of the next matching request(s). */
 export interface FaultSpec {
-  endpoint: 'token' | 'locations' | 'shifts';
+  /** `token`, or a list name (`locations`, `shifts`, or any other served list). */
+  endpoint: 'token' | ListName | (string & {});
   /** e.g. 500, 429, 401, 403, 503; default 500. */
   status?: number;
   /** e.g. { 'retry-after': '1' } */
@@ -82,8 +93,9 @@ export interface EmulatorCounters {
   /** Every POST to the token endpoint. */
   tokenRequests: number;
   tokenRequestsByTenant: Record<string, number>;
-  listRequests: { locations: number; shifts: number };
-  listRequestsByTenant: Record<string, { locations: number; shifts: number }>;
+  /** Calls per list, every served list counted from 0. */
+  listRequests: ListCounts;
+  listRequestsByTenant: Record<string, ListCounts>;
   /** Every request that reached shard i. */
   requestsByShard: number[];
   /** 401s sent by shards (injected ones included). */
@@ -92,10 +104,13 @@ export interface EmulatorCounters {
   lastListQueries: string[];
 }
 
+/** A count per served list: the registry's by name, extras as well. */
+export type ListCounts = { [L in ListName]: number } & Record<string, number>;
+
 /** Rewrites a list envelope before it is sent (hostile-upstream tests). */
 export type EnvelopeRewriter = (
   envelope: Record<string, unknown>,
-  ctx: { tenantId: string; list: 'locations' | 'shifts' },
+  ctx: { tenantId: string; list: string },
 ) => Record<string, unknown>;
 
 /** A running emulator: one auth server and one server per shard. */

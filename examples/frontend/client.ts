@@ -85,32 +85,27 @@ export interface RotaRow {
 }
 
 /**
- * A week's rota, one row per location. The API has no date filter, so this pages
- * through the shifts and keeps those that start in the week.
+ * A week's rota at one location: the subgraph filters the shifts to those that start
+ * in the week; this only pages on while `hasNextPage` says so. Null row when the
+ * location does not exist.
  */
-export async function loadWeekRota(request: Request, weekStart: Date): Promise<{ rows: RotaRow[]; errors: ResponseError[] }> {
-  const weekEnd = weekStart.getTime() + 7 * 24 * 60 * 60 * 1000;
-  const rows = new Map<string, RotaRow>();
+export async function loadWeekRota(request: Request, locationId: string, weekStart: Date): Promise<{ row: RotaRow | null; errors: ResponseError[] }> {
+  const weekEnd = new Date(weekStart.getTime() + 7 * 24 * 60 * 60 * 1000);
   const errors: ResponseError[] = [];
+  let row: RotaRow | null = null;
   let after: string | null = null;
   do {
-    const result: Result<WeekRotaQuery> = await request(WeekRotaDocument, { first: 100, after });
+    const result: Result<WeekRotaQuery> = await request(WeekRotaDocument, { locationId, weekStart: weekStart.toISOString(), weekEnd: weekEnd.toISOString(), first: 100, after });
     errors.push(...result.errors);
-    for (const location of result.data?.locations?.nodes ?? []) {
-      if (!rows.has(location.id)) rows.set(location.id, { locationId: location.id, locationName: location.name, shifts: [] });
+    const location = result.data?.location;
+    if (!location) break;
+    row ??= { locationId: location.id, locationName: location.name, shifts: [] };
+    for (const shift of location.shifts?.nodes ?? []) {
+      if (shift.start) row.shifts.push({ id: shift.id, start: shift.start, end: shift.end ?? null, userId: shift.user?.id ?? null });
     }
-    const shifts = result.data?.shifts;
-    for (const shift of shifts?.nodes ?? []) {
-      if (!shift.start || !shift.location) continue;
-      const start = Date.parse(shift.start);
-      if (start < weekStart.getTime() || start >= weekEnd) continue;
-      const row: RotaRow = rows.get(shift.location.id) ?? { locationId: shift.location.id, locationName: shift.location.name, shifts: [] };
-      row.shifts.push({ id: shift.id, start: shift.start, end: shift.end, userId: shift.user?.id ?? null });
-      rows.set(row.locationId, row);
-    }
-    after = shifts?.pageInfo.hasNextPage ? shifts.pageInfo.endCursor : null;
+    after = location.shifts?.pageInfo.hasNextPage ? location.shifts.pageInfo.endCursor : null;
   } while (after);
-  return { rows: [...rows.values()], errors };
+  return { row, errors };
 }
 
 export type ShiftEdge = NonNullable<ShiftsPageQuery['shifts']>['edges'][number];

@@ -1,0 +1,63 @@
+import { createServer } from 'node:net';
+import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
+
+/**
+ * The shared test fixtures: tenants, token grants, sleep and free ports, written once.
+ * Tests that need another shape pass options instead of copying these.
+ */
+
+const SHARDS = { a: 0, b: 1, c: 1, d: 0, e: 1, f: 0 } as const;
+type Letter = keyof typeof SHARDS;
+const NUMBER: Record<Letter, number> = { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 };
+
+/**
+ * Test company `letter`: tenant id `aaaaaaaa-0000-4000-8000-000000000001` (b: …0002,
+ * and so on), client `client-a`, secret `secret-a-1` unless given; shard a, d, f: 0,
+ * b, c, e: 1 unless given.
+ */
+export function testTenant(
+  letter: Letter,
+  options: { locations: number; shifts: number; scopes?: string[]; shard?: number; secret?: string; idGroup?: string },
+): EmulatorTenant {
+  return makeTenant({
+    tenantId: `${letter.repeat(8)}-${options.idGroup ?? '0000'}-4000-8000-${String(NUMBER[letter]).padStart(12, '0')}`,
+    clientId: `client-${letter}`,
+    clientSecret: options.secret ?? `secret-${letter}-1`,
+    ...(options.scopes && { grantedScopes: options.scopes }),
+    shard: options.shard ?? SHARDS[letter],
+    locationCount: options.locations,
+    shiftCount: options.shifts,
+  });
+}
+
+/** The trusted-header identity of a tenant. */
+export const as = (tenant: Pick<EmulatorTenant, 'tenantId'>) => ({ 'x-tenant-id': tenant.tenantId });
+
+/** A token grant as the token endpoint's parser returns it; lives `lifeMs` from now. */
+export function tokenGrant(overrides: Partial<TokenGrant> & { lifeMs?: number } = {}): TokenGrant {
+  const { lifeMs = 60_000, ...rest } = overrides;
+  const now = Date.now();
+  return { accessToken: 'token', tenantId: 't1', apiBase: 'https://shard-1.example.com', scopes: [], obtainedAt: now, expiresAt: now + lifeMs, ...rest };
+}
+
+/**
+ * Waits `ms` of real time. Only for a test whose subject is time itself (a token
+ * expiring, a TTL passing); anything else waits on an event or a counter.
+ */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A port that was free a moment ago: listen on port 0, read the port, close. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => (port ? resolve(port) : reject(new Error('no port assigned'))));
+    });
+  });
+}

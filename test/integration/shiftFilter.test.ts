@@ -41,7 +41,7 @@ const CHILD = `query ($id: ID!, $first: Int, $after: String, $startsFrom: DateTi
 
 type Page = { edges: Array<{ cursor: string; node: { id: string } }>; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
 
-async function walk(subgraph: TestSubgraph, tenant: EmulatorTenant, fetch: (after: string | null) => Promise<Page>): Promise<Array<{ id: string; cursor: string }>> {
+async function walk(tenant: EmulatorTenant, fetch: (after: string | null) => Promise<Page>): Promise<Array<{ id: string; cursor: string }>> {
   const seen: Array<{ id: string; cursor: string }> = [];
   let after: string | null = null;
   for (let requests = 0; requests < 200; requests += 1) {
@@ -73,7 +73,7 @@ describe('shifts(filter:)', () => {
       const filter = { locationId: LOCATION, ...WEEK };
       const want = expected(A, filter);
       expect(want.length).toBeGreaterThan(10);
-      const seen = await walk(subgraph, A, (after) => root({ first: 4, after, filter }));
+      const seen = await walk(A, (after) => root({ first: 4, after, filter }));
       expect(seen.map((e) => e.id)).toEqual(want);
       for (const [index, edge] of seen.entries()) {
         const page = await root({ first: 3, after: edge.cursor, filter });
@@ -91,7 +91,7 @@ describe('shifts(filter:)', () => {
     const startsBefore = new Date(Date.parse(WEEK.startsBefore)).toISOString();
     const want = expected(A, { locationId: LOCATION, startsFrom, startsBefore });
     expect(want[0]).toBe(first.id);
-    const seen = await walk(subgraph, A, async (after) => {
+    const seen = await walk(A, async (after) => {
       const response = await subgraph.query(CHILD, { id: LOCATION, first: 5, after, startsFrom, startsBefore }, as(A));
       expect(response.errors).toBeUndefined();
       return response.data!.location.shifts as Page;
@@ -117,12 +117,12 @@ describe('shifts(filter:)', () => {
   });
 
   it('costs no upstream call when the per-tenant index holds the pages', async () => {
-    await walk(subgraph, A, (after) => root({ first: 50, after, filter: { locationId: LOCATION } }));
+    await walk(A, (after) => root({ first: 50, after, filter: { locationId: LOCATION } }));
     const pages = Math.ceil(A.shifts.length / 100);
     expect(subgraph.emulator.counters.listRequests.shifts).toBe(pages);
     subgraph.emulator.resetCounters();
     const other = A.locations[2]!.id;
-    const seen = await walk(subgraph, A, (after) => root({ first: 50, after, filter: { locationId: other, ...WEEK } }));
+    const seen = await walk(A, (after) => root({ first: 50, after, filter: { locationId: other, ...WEEK } }));
     expect(seen.map((e) => e.id)).toEqual(expected(A, { locationId: other, ...WEEK }));
     expect(subgraph.emulator.counters.listRequests.shifts).toBe(0);
   });

@@ -1,4 +1,5 @@
 import type { CodegenConfig } from '@graphql-codegen/cli';
+import { RESOURCES } from './src/upstream/resources';
 
 /**
  * Two outputs from one schema:
@@ -19,13 +20,17 @@ const config: CodegenConfig = {
         enumsAsTypes: true,
         contextType: '../graphql/context#GraphQLContext',
         scalars: { DateTime: 'string' },
+        // From the registry: each resource's GraphQL type maps to its record type
+        // (`Location` → `LocationRecord`, exported by src/upstream/resources), so a new
+        // resource needs no edit here.
         mappers: {
-          Location: '../upstream/resources#LocationRecord',
-          Shift: '../upstream/resources#ShiftRecord',
-          LocationConnection: '../graphql/connections#ConnectionPage<LocationRecord>',
-          ShiftConnection: '../graphql/connections#ConnectionPage<ShiftRecord>',
-          LocationEdge: '../graphql/connections#Edge<LocationRecord>',
-          ShiftEdge: '../graphql/connections#Edge<ShiftRecord>',
+          ...Object.fromEntries(
+            RESOURCES.flatMap(({ typename }) => [
+              [typename, `../upstream/resources#${typename}Record`],
+              [`${typename}Connection`, `../graphql/connections#ConnectionPage<${typename}Record>`],
+              [`${typename}Edge`, `../graphql/connections#Edge<${typename}Record>`],
+            ]),
+          ),
           User: '../upstream/records#UserReference',
         },
       },

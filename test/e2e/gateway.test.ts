@@ -9,6 +9,7 @@ import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/
 import { makeTenant, type EmulatorTenant } from '../../src/emulator';
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { as } from '../helpers/fixtures';
 
 /**
  * The supergraph end to end: our real subgraph (on the upstream emulator) and the
@@ -118,7 +119,6 @@ async function run(server: ApolloServer<GatewayContext>, query: string, headers:
   return response.body.singleResult as { data?: Record<string, any> | null; errors?: { message: string; path?: unknown[]; extensions?: { code?: string; serviceName?: string } }[] };
 }
 
-const as = (tenant: EmulatorTenant) => ({ 'x-tenant-id': tenant.tenantId });
 
 const ids = (nodes: { id: string }[] | undefined) => nodes?.map((node) => node.id);
 

@@ -13,7 +13,7 @@ const NUMBER: Record<Letter, number> = { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 };
 
 /**
  * Test company `letter`: tenant id `aaaaaaaa-0000-4000-8000-000000000001` (b: …0002,
- * and so on), client `client-a`, secret `secret-a-1` unless given; shard a, d, f: 0,
+ * and so on), client `client-a`, secret `secret-a-1` (b: `secret-b-2`, …) unless given; shard a, d, f: 0,
  * b, c, e: 1 unless given.
  */
 export function testTenant(
@@ -23,7 +23,7 @@ export function testTenant(
   return makeTenant({
     tenantId: `${letter.repeat(8)}-${options.idGroup ?? '0000'}-4000-8000-${String(NUMBER[letter]).padStart(12, '0')}`,
     clientId: `client-${letter}`,
-    clientSecret: options.secret ?? `secret-${letter}-1`,
+    clientSecret: options.secret ?? `secret-${letter}-${NUMBER[letter]}`,
     ...(options.scopes && { grantedScopes: options.scopes }),
     shard: options.shard ?? SHARDS[letter],
     locationCount: options.locations,

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './fixtures';
 
 export interface RedisTestServer {
   /** `redis://127.0.0.1:<port>` */
@@ -38,19 +39,6 @@ export async function startRedisServer(): Promise<RedisTestServer> {
     }
   }
   throw lastError ?? new Error('redis-server did not start');
-}
-
-/** A port that was free a moment ago: listen on port 0, read the port, close. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('no port assigned'))));
-    });
-  });
 }
 
 async function startOnce(port: number): Promise<RedisTestServer> {

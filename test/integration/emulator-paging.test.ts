@@ -1,8 +1,9 @@
 import { request } from 'undici';
+import { testTenant } from '../helpers/fixtures';
 import { demoTenants, makeTenant, startEmulator, type Emulator, type EmulatorTenant, type PageReferenceFormat } from '../../src/emulator';
 
-const A = makeTenant({ tenantId: 'aaaaaaaa-0000-4000-8000-000000000001', clientId: 'client-a', clientSecret: 'secret-a-1', shard: 0, locationCount: 23, shiftCount: 150 });
-const B = makeTenant({ tenantId: 'bbbbbbbb-0000-4000-8000-000000000002', clientId: 'client-b', clientSecret: 'secret-b-2', shard: 1, locationCount: 3, shiftCount: 4 });
+const A = testTenant('a', { locations: 23, shifts: 150 });
+const B = testTenant('b', { locations: 3, shifts: 4 });
 const LOCATIONS = '/api/public/v1/locations/';
 const SHIFTS = '/api/public/v1/shifts/';
 

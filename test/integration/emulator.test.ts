@@ -1,10 +1,11 @@
 import { decodeJwt } from 'jose';
 import { Agent, request } from 'undici';
-import { makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import { startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import { testTenant } from '../helpers/fixtures';
 
-const A = makeTenant({ tenantId: 'aaaaaaaa-0000-4000-8000-000000000001', clientId: 'client-a', clientSecret: 'secret-a-1', grantedScopes: ['locations.read', 'shifts.read'], shard: 0, locationCount: 5, shiftCount: 12 });
-const B = makeTenant({ tenantId: 'bbbbbbbb-0000-4000-8000-000000000002', clientId: 'client-b', clientSecret: 'secret-b-2', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 8 });
-const C = makeTenant({ tenantId: 'cccccccc-0000-4000-8000-000000000003', clientId: 'client-c', clientSecret: 'secret-c-3', grantedScopes: ['locations.read'], shard: 1, locationCount: 2, shiftCount: 3 });
+const A = testTenant('a', { scopes: ['locations.read', 'shifts.read'], locations: 5, shifts: 12 });
+const B = testTenant('b', { scopes: ['shifts.read'], locations: 4, shifts: 8 });
+const C = testTenant('c', { scopes: ['locations.read'], locations: 2, shifts: 3 });
 const LOCATIONS = '/api/public/v1/locations/';
 const SHIFTS = '/api/public/v1/shifts/';
 

@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
-import { makeTenant } from '../../src/emulator';
+import { testTenant } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
-const A = makeTenant({ tenantId: 'aaaaaaaa-1111-4000-8000-000000000001', clientId: 'client-a', clientSecret: 'secret-a-1', grantedScopes: ['shifts.read'], shard: 0, locationCount: 4, shiftCount: 4 });
-const B = makeTenant({ tenantId: 'bbbbbbbb-1111-4000-8000-000000000002', clientId: 'client-b', clientSecret: 'secret-b-1', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 4 });
+const A = testTenant('a', { idGroup: '1111', scopes: ['shifts.read'], locations: 4, shifts: 4 });
+const B = testTenant('b', { idGroup: '1111', scopes: ['shifts.read'], locations: 4, shifts: 4 });
 const QUERY = '{ locations { nodes { id } } }';
 
 let subgraph: TestSubgraph;

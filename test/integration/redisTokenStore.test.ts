@@ -4,7 +4,8 @@ import type { TenantCredentials } from '../../src/config';
 import { createRedisTokenStore, type RedisTokenStoreHandle, type RedisTokenStoreOperation, type RedisTokenStoreOptions } from '../../src/upstream/redisTokenStore';
 import { TokenCache } from '../../src/upstream/tokenCache';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
-import { freePort, startRedisServer, type RedisTestServer } from '../helpers/redisServer';
+import { freePort, sleep, tokenGrant } from '../helpers/fixtures';
+import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 
 /*
  * Against a real redis-server: the store's keys, TTLs and Lua scripts, and two
@@ -45,8 +46,7 @@ async function connect(options: RedisTokenStoreOptions = {}, url = server.url): 
 }
 
 function grant(accessToken: string, lifeMs = 60_000, tenantId = 't1'): TokenGrant {
-  const now = Date.now();
-  return { accessToken, tenantId, apiBase: 'https://s.example.com', scopes: ['shifts.read'], obtainedAt: now, expiresAt: now + lifeMs };
+  return tokenGrant({ accessToken, lifeMs, tenantId, apiBase: 'https://s.example.com', scopes: ['shifts.read'] });
 }
 
 function errorLog() {
@@ -54,7 +54,6 @@ function errorLog() {
   return { errors, onError: (operation: RedisTokenStoreOperation, error: Error) => errors.push({ operation, error }) };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('RedisTokenStore', () => {
   it('round-trips a grant under wfs:token:<tenant>, expiring with the token', async () => {

@@ -1,14 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import type { EmulatorTenant } from '../../src/emulator';
+import { as, sleep, testTenant } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
 
-const A = makeTenant({ tenantId: 'aaaaaaaa-0000-4000-8000-000000000001', clientId: 'client-a', clientSecret: 'secret-a-7f3e9c1d', grantedScopes: ['shifts.read'], shard: 0, locationCount: 35, shiftCount: 120 });
-const B = makeTenant({ tenantId: 'bbbbbbbb-0000-4000-8000-000000000002', clientId: 'client-b', clientSecret: 'secret-b-2a8d4f6e', grantedScopes: ['shifts.read'], shard: 1, locationCount: 20, shiftCount: 100 });
-const C = makeTenant({ tenantId: 'cccccccc-0000-4000-8000-000000000003', clientId: 'client-c', clientSecret: 'secret-c-9b1e7a3c', grantedScopes: [], shard: 1, locationCount: 3, shiftCount: 5 });
+const A = testTenant('a', { secret: 'secret-a-7f3e9c1d', scopes: ['shifts.read'], locations: 35, shifts: 120 });
+const B = testTenant('b', { secret: 'secret-b-2a8d4f6e', scopes: ['shifts.read'], locations: 20, shifts: 100 });
+const C = testTenant('c', { secret: 'secret-c-9b1e7a3c', scopes: [], locations: 3, shifts: 5 });
 const tenants: EmulatorTenant[] = [A, B, C];
-const as = (tenant: EmulatorTenant) => ({ 'x-tenant-id': tenant.tenantId });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const LOCATIONS_PAGE = `query ($first: Int, $after: String, $last: Int, $before: String) {
   locations(first: $first, after: $after, last: $last, before: $before) {
@@ -254,7 +253,7 @@ describe('batching', () => {
   });
 
   it('resolves _entities for 50 locations with at most 2 list calls, unknown ids as null', async () => {
-    const big = makeTenant({ tenantId: 'dddddddd-0000-4000-8000-000000000004', clientId: 'client-d', clientSecret: 'secret-d-5c2b8e1f', grantedScopes: ['shifts.read'], shard: 0, locationCount: 150, shiftCount: 10 });
+    const big = testTenant('d', { secret: 'secret-d-5c2b8e1f', scopes: ['shifts.read'], locations: 150, shifts: 10 });
     subgraph = await startTestSubgraph({ tenants: [big] });
     const wanted = big.locations.filter((_, i) => i % 3 === 0).slice(0, 50).map((l) => l.id);
     const representations = [...wanted.map((id) => ({ __typename: 'Location', id })), { __typename: 'Location', id: 'loc_missing' }];

@@ -4,6 +4,7 @@ import { normalizeDateTime } from '../../src/upstream/records';
 import { locations, shifts } from '../../src/upstream/resources';
 import { TokenCache } from '../../src/upstream/tokenCache';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
+import { tokenGrant } from '../helpers/fixtures';
 
 const origin = 'https://shard-1.example.com';
 const path = '/api/public/v1/locations/';
@@ -14,7 +15,7 @@ function setup(scopes: string[] = ['shifts.read']) {
   let issued = 0;
   const fetchToken = jest.fn(async (): Promise<TokenGrant> => {
     issued += 1;
-    return { accessToken: `tok-${issued}`, tenantId: 't1', apiBase: origin, scopes, obtainedAt: Date.now(), expiresAt: Date.now() + 900_000 };
+    return tokenGrant({ accessToken: `tok-${issued}`, apiBase: origin, scopes, lifeMs: 900_000 });
   });
   const tokens = new TokenCache({ tenants: [{ tenantId: 't1', clientId: 'c', clientSecret: 's', scope: '' }], fetchToken });
   const client = new WfsClient({ tokens, dispatcher: agent, maxRetryAfterSeconds: 1 });

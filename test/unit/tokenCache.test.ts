@@ -2,6 +2,7 @@ import { TokenCache, usableUntil, refreshFrom } from '../../src/upstream/tokenCa
 import { UpstreamError } from '../../src/upstream/errors';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
 import type { TenantCredentials } from '../../src/config';
+import { tokenGrant } from '../helpers/fixtures';
 
 const tenant: TenantCredentials = { tenantId: 't1', clientId: 'c1', clientSecret: 's1', scope: 'shifts.read' };
 
@@ -55,7 +56,7 @@ describe('TokenCache', () => {
   });
 
   it('keeps a margin that shrinks with short lifetimes (a 4 s token is used for 3.6 s)', () => {
-    const grant = (life: number): TokenGrant => ({ accessToken: 'x', tenantId: 't', apiBase: 'x', scopes: [], obtainedAt: 0, expiresAt: life * 1000 });
+    const grant = (life: number): TokenGrant => tokenGrant({ accessToken: 'x', tenantId: 't', apiBase: 'x', obtainedAt: 0, expiresAt: life * 1000 });
     expect(usableUntil(grant(4))).toBe(3_600);
     expect(usableUntil(grant(900))).toBe(870_000);
     expect(refreshFrom(grant(900))).toBe(675_000);

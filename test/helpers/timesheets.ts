@@ -3,7 +3,7 @@ import type { EmulatorTenant } from '../../src/emulator';
 import type { GraphQLContext } from '../../src/graphql/context';
 import { childConnection } from '../../src/graphql/resourceResolvers';
 import type { SchemaExtension } from '../../src/graphql/schema';
-import { defineResource, locations, shifts, type MalformedRecord } from '../../src/upstream/resources';
+import { defineResource, isMalformed, locations, recordWithId, referenceId, shifts, type MalformedRecord } from '../../src/upstream/resources';
 
 /**
  * A resource the product does not ship, defined the way a developer adds one (README,
@@ -26,10 +26,10 @@ export const timesheets = defineResource<TimesheetRecord, TimesheetFilter>({
   path: '/api/public/v1/timesheets/',
   scope: 'timesheets.read',
   map(item): TimesheetRecord | MalformedRecord {
-    const raw = item as Record<string, unknown> | null;
-    if (typeof raw !== 'object' || raw === null || typeof raw.id !== 'string') return { malformed: true, reason: 'timesheet without an id' };
-    const ref = (value: unknown) => (typeof value === 'string' ? value : typeof (value as { id?: unknown })?.id === 'string' ? (value as { id: string }).id : null);
-    return { id: raw.id, minutes: typeof raw.minutes === 'number' ? raw.minutes : null, shiftId: ref(raw.shift), locationId: ref(raw.location) };
+    const record = recordWithId(item, 'timesheet');
+    if (isMalformed(record)) return record;
+    const { raw, id } = record;
+    return { id, minutes: typeof raw.minutes === 'number' ? raw.minutes : null, shiftId: referenceId(raw.shift), locationId: referenceId(raw.location) };
   },
   matches: (record, filter) => filter.locationId === undefined || record.locationId === filter.locationId,
   filterFrom: (input) => (input.locationId == null ? {} : { locationId: String(input.locationId) }),

@@ -4,6 +4,8 @@
  * what it accepts and answers null for anything else.
  */
 
+import type { MalformedRecord } from './resource';
+
 /** A record as a plain object, or null when it is not one. */
 export function asObject(item: unknown): Record<string, unknown> | null {
   return typeof item === 'object' && item !== null && !Array.isArray(item) ? (item as Record<string, unknown>) : null;
@@ -20,6 +22,20 @@ export function idOf(value: unknown): string | null {
 export function referenceId(value: unknown): string | null {
   const object = asObject(value);
   return object ? idOf(object.id) : idOf(value);
+}
+
+/**
+ * The common start of every mapper: an object whose `object` field, when present, names
+ * the expected kind, with an id; else the MalformedRecord saying why not.
+ */
+export function recordWithId(item: unknown, object: string): { raw: Record<string, unknown>; id: string } | MalformedRecord {
+  const raw = asObject(item);
+  if (!raw) return { malformed: true, reason: `${object} item is not an object` };
+  if (raw.object !== undefined && raw.object !== object) {
+    return { malformed: true, reason: `expected object "${object}", got ${JSON.stringify(raw.object)}` };
+  }
+  const id = idOf(raw.id);
+  return id ? { raw, id } : { malformed: true, reason: `${object} without an id` };
 }
 
 export function optionalString(value: unknown): string | null {

@@ -1,5 +1,5 @@
-import { asObject, idOf } from './fields';
-import { defineResource, type MalformedRecord } from './resource';
+import { recordWithId } from './fields';
+import { defineResource, isMalformed, type MalformedRecord } from './resource';
 
 export interface LocationRecord {
   readonly id: string;
@@ -7,13 +7,9 @@ export interface LocationRecord {
 }
 
 function toLocationRecord(item: unknown): LocationRecord | MalformedRecord {
-  const raw = asObject(item);
-  if (!raw) return { malformed: true, reason: 'location item is not an object' };
-  if (raw.object !== undefined && raw.object !== 'location') {
-    return { malformed: true, reason: `expected object "location", got ${JSON.stringify(raw.object)}` };
-  }
-  const id = idOf(raw.id);
-  if (!id) return { malformed: true, reason: 'location without an id' };
+  const record = recordWithId(item, 'location');
+  if (isMalformed(record)) return record;
+  const { raw, id } = record;
   if (typeof raw.name !== 'string') return { malformed: true, reason: `location ${id} without a name` };
   return { id, name: raw.name };
 }

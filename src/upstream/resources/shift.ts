@@ -1,5 +1,5 @@
-import { asObject, idOf, instantOf, optionalString, referenceId } from './fields';
-import { defineResource, type MalformedRecord } from './resource';
+import { instantOf, optionalString, recordWithId, referenceId } from './fields';
+import { defineResource, isMalformed, type MalformedRecord } from './resource';
 
 export interface ShiftRecord {
   readonly id: string;
@@ -22,13 +22,9 @@ export interface ShiftFilter {
 }
 
 function toShiftRecord(item: unknown): ShiftRecord | MalformedRecord {
-  const raw = asObject(item);
-  if (!raw) return { malformed: true, reason: 'shift item is not an object' };
-  if (raw.object !== undefined && raw.object !== 'shift') {
-    return { malformed: true, reason: `expected object "shift", got ${JSON.stringify(raw.object)}` };
-  }
-  const id = idOf(raw.id);
-  if (!id) return { malformed: true, reason: 'shift without an id' };
+  const record = recordWithId(item, 'shift');
+  if (isMalformed(record)) return record;
+  const { raw, id } = record;
   return {
     id,
     start: optionalString(raw.start),

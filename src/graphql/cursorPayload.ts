@@ -18,11 +18,19 @@ export interface CursorPosition {
  * record, the next reference. References shrink three ways, each exactly reversible:
  * a trailing `page_size` equal to the size is dropped; runs of base64url (the usual
  * stuff of upstream page tokens) are stored as the bytes they encode; and the whole
- * is raw-deflated when that is shorter (a page's `next` mostly repeats its reference).
+ * of a page's last edge, whose `next` mostly repeats its reference, is raw-deflated when
+ * that is shorter.
  */
 
 /** Plaintexts shorter than this are never worth a deflate attempt. */
 const DEFLATE_FROM = 96;
+/**
+ * A small window and little memory: zlib's defaults allocate about 256 KiB per call,
+ * which costs more than the deflating of a few hundred bytes. Cursors are short; a
+ * 512-byte window still finds a `next` repeating its reference.
+ */
+const DEFLATE_OPTIONS = { windowBits: 9, memLevel: 1 } as const;
+
 /** The longest plaintext we inflate: cursors are sealed by us, so this is a second fence. */
 const MAX_PLAIN_BYTES = 16_384;
 
@@ -151,8 +159,10 @@ export function pack(position: CursorPosition): Buffer {
   if (ref) body.reference(ref.text);
   if (next) body.reference(next.text);
   const plain = body.bytes();
-  if (plain.length >= DEFLATE_FROM) {
-    const deflated = deflateRawSync(plain);
+  // Only a page's last edge carries two references, mostly alike: worth a deflate (which
+  // costs more than the rest of sealing a cursor), and it is one edge per upstream page.
+  if (next && plain.length >= DEFLATE_FROM) {
+    const deflated = deflateRawSync(plain, DEFLATE_OPTIONS);
     if (deflated.length < plain.length) return Buffer.concat([Buffer.of(flags | DEFLATED), deflated]);
   }
   return Buffer.concat([Buffer.of(flags), plain]);
@@ -162,7 +172,7 @@ export function unpack(plain: Buffer): CursorPosition {
   const flags = plain[0];
   if (flags === undefined) throw new RangeError('empty');
   const rest = plain.subarray(1);
-  const body = new Reader(flags & DEFLATED ? inflateRawSync(rest, { maxOutputLength: MAX_PLAIN_BYTES }) : rest);
+  const body = new Reader(flags & DEFLATED ? inflateRawSync(rest, { maxOutputLength: MAX_PLAIN_BYTES, windowBits: 9 }) : rest);
   const size = body.varint();
   const index = body.varint();
   const id = body.text();

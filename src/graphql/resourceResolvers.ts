@@ -2,6 +2,7 @@ import type { GraphQLResolverMap } from '@apollo/subgraph';
 import type { AnyResource, UpstreamRecord } from '../upstream/resources';
 import type { ConnectionArgs, ConnectionPage } from './connections';
 import type { GraphQLContext } from './context';
+import { badUserInput } from './errors';
 
 type Resolvers = GraphQLResolverMap<GraphQLContext>;
 
@@ -22,7 +23,7 @@ export function resourceResolvers(resources: Iterable<AnyResource>): Resolvers {
   for (const resource of resources) {
     query[resource.name] = async (_parent: unknown, args: ConnectionArgs & { filter?: Record<string, unknown> | null }, context: GraphQLContext) => {
       const tenant = await context.tenant();
-      const filter = args.filter && resource.filterFrom ? resource.filterFrom(args.filter) : undefined;
+      const filter = args.filter && resource.filterFrom ? filterOf(resource, args.filter) : undefined;
       return tenant.connection(resource, pagingOf(args), filter ? { filter } : {});
     };
     query[lookupField(resource)] = async (_parent: unknown, { id }: { id: string }, context: GraphQLContext) =>
@@ -36,6 +37,15 @@ export function resourceResolvers(resources: Iterable<AnyResource>): Resolvers {
     };
   }
   return resolvers as Resolvers;
+}
+
+/** A resource's filter from client arguments; one it refuses is BAD_USER_INPUT, before any upstream call. */
+function filterOf(resource: AnyResource, input: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return resource.filterFrom!(input);
+  } catch (error) {
+    throw badUserInput(`invalid filter for ${resource.name}: ${(error as Error).message}`);
+  }
 }
 
 function pagingOf(args: ConnectionArgs): ConnectionArgs {
@@ -52,7 +62,7 @@ export function childConnection(child: AnyResource, parentTypename: string, pare
   return async (parent: { id: string }, args: ConnectionArgs & Record<string, unknown>, context: GraphQLContext) => {
     if (!child.filterFrom) throw new Error(`the resource "${child.name}" has no filterFrom(), so it cannot be a child connection`);
     const { first, after, last, before, ...rest } = args;
-    const filter = child.filterFrom({ ...rest, [parentKey]: parent.id });
+    const filter = filterOf(child, { ...rest, [parentKey]: parent.id });
     return (await context.tenant()).connection(child, { first, after, last, before }, { filter, parent: { typename: parentTypename, id: parent.id } });
   };
 }

@@ -116,4 +116,15 @@ describe('WfsClient', () => {
       expect.objectContaining({ malformed: true }),
     ]);
   });
+
+  it('sends the page size, reference and a resource\'s upstream query from one options object', async () => {
+    const { agent, pool, client } = setup();
+    pool.intercept({ path: `${path}?page_size=30&site=north` }).reply(200, envelope([], { has_more: true, next: '?page=2&page_size=30' }));
+    pool.intercept({ path: `${path}?page=2&page_size=30` }).reply(200, envelope([]));
+    const first = await client.listPage('t1', locations, { pageSize: 30, query: { site: 'north' } });
+    expect(first).toMatchObject({ ref: null, pageSize: 30, next: 'page=2&page_size=30' });
+    // A reference carries its own query: the resource's is not added again.
+    await client.listPage('t1', locations, { ref: first.next, pageSize: 30, query: { site: 'north' } });
+    agent.assertNoPendingInterceptors();
+  });
 });

@@ -136,3 +136,48 @@ describe('Relay connections over upstream pages', () => {
     expect(checkConnectionArgs({})).toEqual({ direction: 'forward', count: 100, cursor: null });
   });
 });
+
+describe('filtered connections', () => {
+  // 1 000 items in pages of 100; every 97th matches.
+  const matching = (item: Item) => Number(item.id.slice(1)) % 97 === 0;
+  const filtered = (scanBound: number) => {
+    const setup = source(1_000, 100);
+    return { ...setup, src: { ...setup.src, filter: { matches: matching, scanBound } } satisfies ConnectionSource<Item> };
+  };
+  const want = Array.from({ length: 1_000 }, (_, i) => `i${i}`).filter((id) => matching({ id }));
+
+  it('returns only matches, in order, reading pages of 100 whatever first is', async () => {
+    const { src, sizes } = filtered(20);
+    const page = await resolveConnection(src, checkConnectionArgs({ first: 3 }));
+    expect(ids(page)).toEqual(want.slice(0, 3));
+    expect(new Set(sizes)).toEqual(new Set([100]));
+  });
+
+  it('stops forward at the scan bound with an endCursor that resumes the scan', async () => {
+    const { src, fetched } = filtered(2);
+    const first = await resolveConnection(src, checkConnectionArgs({ first: 5 }));
+    expect(ids(first)).toEqual(want.filter((id) => Number(id.slice(1)) < 200));
+    expect(first.pageInfo.hasNextPage).toBe(true);
+    expect(fetched).toHaveLength(2);
+    const seen = [...ids(first)];
+    let after = first.pageInfo.endCursor;
+    while (after) {
+      const page = await resolveConnection(src, checkConnectionArgs({ first: 5, after }));
+      seen.push(...ids(page));
+      after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null;
+    }
+    expect(seen).toEqual(want);
+  });
+
+  it('stops backward at the scan bound with a startCursor that resumes the scan', async () => {
+    const { src } = filtered(2);
+    const all = await resolveConnection({ ...src, filter: { matches: matching, scanBound: 100 } }, checkConnectionArgs({ first: 100 }));
+    const back = await resolveConnection(src, checkConnectionArgs({ last: 5, before: all.edges.at(-1)!.cursor }));
+    expect(ids(back)).toEqual(want.filter((id) => Number(id.slice(1)) >= 800 && Number(id.slice(1)) < 970));
+    expect(back.pageInfo).toMatchObject({ hasPreviousPage: true });
+    // The cursor's own page is read again (it names a record on it), then one page before it.
+    const further = await resolveConnection(src, checkConnectionArgs({ last: 100, before: back.pageInfo.startCursor }));
+    expect(ids(further)).toEqual(want.filter((id) => Number(id.slice(1)) >= 700 && Number(id.slice(1)) < 800));
+    expect(further.pageInfo.hasPreviousPage).toBe(true);
+  });
+});

@@ -1,5 +1,5 @@
 import { recordWithId } from './fields';
-import { defineResource, isMalformed, type MalformedRecord } from './resource';
+import { defineResource, isMalformed, type ListFilter, type MalformedRecord } from './resource';
 
 export interface LocationRecord {
   readonly id: string;
@@ -18,7 +18,7 @@ function toLocationRecord(item: unknown): LocationRecord | MalformedRecord {
  * Locations (upstream-api.md 4.2). The documentation names no scope for them, so they
  * are never refused for a scope we cannot know (CONTRACT.md section 4).
  */
-export const locations = defineResource<LocationRecord>({
+export const locations = defineResource<LocationRecord, ListFilter, 'locations'>({
   name: 'locations',
   typename: 'Location',
   path: '/api/public/v1/locations/',

@@ -26,9 +26,9 @@ export interface UpstreamRecord {
  */
 export type ListFilter = Readonly<Record<string, string | number | boolean | null | undefined>>;
 
-export interface Resource<R extends UpstreamRecord = UpstreamRecord, F extends ListFilter = ListFilter> {
+export interface Resource<R extends UpstreamRecord = UpstreamRecord, F extends ListFilter = ListFilter, N extends string = string> {
   /** The list's name: the upstream path segment and the root connection field (`locations`). */
-  readonly name: string;
+  readonly name: N;
   /** The GraphQL type its records map to (`Location`); connection types are `${typename}Connection`. */
   readonly typename: string;
   /** The list path on the shard, ending with a slash (upstream-api.md section 4). */
@@ -64,7 +64,7 @@ export type AnyResource = Resource<any, any>;
 export type RecordOfResource<T> = T extends Resource<infer R, ListFilter> ? R : never;
 
 /** Defines a resource, checking its shape once. */
-export function defineResource<R extends UpstreamRecord, F extends ListFilter = ListFilter>(resource: Resource<R, F>): Resource<R, F> {
+export function defineResource<R extends UpstreamRecord, F extends ListFilter = ListFilter, N extends string = string>(resource: Resource<R, F, N>): Resource<R, F, N> {
   if (!/^[a-z][a-z0-9_]*$/.test(resource.name)) throw new Error(`resource name "${resource.name}" must be a lower-case identifier`);
   if (!/^[A-Z][A-Za-z0-9]*$/.test(resource.typename)) throw new Error(`resource typename "${resource.typename}" must be a GraphQL type name`);
   if (!resource.path.startsWith('/') || !resource.path.endsWith('/')) throw new Error(`resource path "${resource.path}" must start and end with "/"`);

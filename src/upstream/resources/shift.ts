@@ -67,7 +67,7 @@ function filterFrom(input: Readonly<Record<string, unknown>>): ShiftFilter {
  * documentation shows no query parameters for the list, so the filter is applied
  * while scanning; the day it documents one, `upstreamQuery` is where it goes.
  */
-export const shifts = defineResource<ShiftRecord, ShiftFilter>({
+export const shifts = defineResource<ShiftRecord, ShiftFilter, 'shifts'>({
   name: 'shifts',
   typename: 'Shift',
   path: '/api/public/v1/shifts/',

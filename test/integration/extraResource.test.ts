@@ -1,4 +1,5 @@
-import type { PageReferenceFormat } from '../../src/emulator';
+import { request } from 'undici';
+import type { EmulatorTenant, PageReferenceFormat } from '../../src/emulator';
 import { as, testTenant } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { timesheetExtension, timesheets, withTimesheets } from '../helpers/timesheets';
@@ -101,5 +102,22 @@ describe('a resource added in test code: timesheets', () => {
     const plain = await subgraph.query(PAGE, { first: 2, after: cursor }, as(A));
     expect(errorCodes(plain)).toEqual(['BAD_USER_INPUT']);
     expect(calls()).toMatchObject({ timesheets: 0, locations: 0 });
+  });
+
+  it('is served by the emulator from seed data alone, with the scope the descriptor names', async () => {
+    const token = async (tenant: EmulatorTenant) => {
+      const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret });
+      const response = await request(subgraph.emulator.tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
+      return ((await response.body.json()) as { access_token: string }).access_token;
+    };
+    const list = async (tenant: EmulatorTenant) =>
+      request(`${subgraph.emulator.shardUrls[tenant.shard]}${timesheets.path}?page_size=100`, { headers: { authorization: `Bearer ${await token(tenant)}` } });
+    const granted = await list(A);
+    expect(granted.statusCode).toBe(200);
+    expect(((await granted.body.json()) as { data: Array<{ id: string }> }).data.map((t) => t.id)).toEqual(SHEETS.map((t) => t.id));
+    const refused = await list(B);
+    await refused.body.dump();
+    expect(refused.statusCode).toBe(403);
+    expect(refused.headers['www-authenticate']).toContain('scope="timesheets.read"');
   });
 });

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { EmulatorTenant } from '../../src/emulator';
-import { as, sleep, testTenant } from '../helpers/fixtures';
+import { as, testTenant } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
 
 const A = testTenant('a', { secret: 'secret-a-7f3e9c1d', scopes: ['shifts.read'], locations: 35, shifts: 120 });
@@ -31,10 +31,13 @@ describe('token flow', () => {
   });
 
   it('fetches exactly one more token after expiry', async () => {
-    subgraph = await startTestSubgraph({ tenants, tokenLifetimeSeconds: 2 });
+    // One clock for the emulator and the subgraph, moved by the test instead of waited for.
+    let clock = Date.now();
+    const now = () => clock;
+    subgraph = await startTestSubgraph({ tenants, tokenLifetimeSeconds: 2, now }, {}, { now });
     await subgraph.query('{ locations(first: 1) { nodes { id } } }', {}, as(A));
     expect(subgraph.emulator.counters.tokenRequests).toBe(1);
-    await sleep(2_100);
+    clock += 2_100;
     const after = await subgraph.query('{ locations(first: 1) { nodes { id } } }', {}, as(A));
     expect(after.errors).toBeUndefined();
     expect(subgraph.emulator.counters.tokenRequests).toBe(2);

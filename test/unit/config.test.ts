@@ -107,7 +107,7 @@ describe('loadConfig', () => {
     expect(loadConfig({}).demo).toBe(true);
     expect(failure({ NODE_ENV: 'production' }).variable).toBe('WFS_AUTH_URL');
     expect(loadConfig({ NODE_ENV: 'production', WFS_DEMO: 'true' }).demo).toBe(true);
-    for (const setting of [{ WFS_TENANTS_FILE: tenantsFile(good) }, { WFS_REDIS_URL: 'redis://r' }, jwt, { WFS_JWT_AUDIENCE: 'a' }, { WFS_API_BASE_ALLOW: 'x.example.com' }]) {
+    for (const setting of <Array<Record<string, string>>>[{ WFS_TENANTS_FILE: tenantsFile(good) }, { WFS_REDIS_URL: 'redis://r' }, jwt, { WFS_JWT_AUDIENCE: 'a' }, { WFS_API_BASE_ALLOW: 'x.example.com' }]) {
       const { variable, message } = failure(setting);
       expect(variable).toBe('WFS_AUTH_URL');
       expect(message).toContain(Object.keys(setting)[0]);

@@ -57,6 +57,8 @@ export interface Config {
   readonly authUrl: string | null;
   /** Demo mode: no WFS_AUTH_URL, outside production or with WFS_DEMO=true. */
   readonly demo: boolean;
+  /** NODE_ENV=production. */
+  readonly production: boolean;
   readonly tenants: readonly TenantCredentials[];
   readonly tenantHeader: string;
   readonly jwt: JwtIdentityConfig | null;
@@ -134,6 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: nonEmpty(env.HOST) ?? '127.0.0.1',
     authUrl,
     demo,
+    production: env.NODE_ENV === 'production',
     tenants: authUrl && tenantsFile ? readTenantsFile(tenantsFile) : [],
     tenantHeader: (nonEmpty(env.WFS_TENANT_HEADER) ?? 'x-tenant-id').toLowerCase(),
     jwt: jwtConfig(env),

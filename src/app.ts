@@ -54,6 +54,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     ? createRedisTokenStore(config.redisUrl, {
         encryptionKey: config.redisKey ?? '',
         apiBaseAllow: config.apiBaseAllow,
+        ...(overrides.now && { now: overrides.now }),
         onError: (operation, error) => logger.warn({ operation, err: error.message }, 'shared token store unavailable; using this replica\'s own tokens'),
       })
     : undefined;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { closest } from 'fastest-levenshtein';
+import ipaddr from 'ipaddr.js';
 
 /**
  * Every `WFS_*` variable this subgraph reads. Any other `WFS_*` name in the environment
@@ -163,8 +164,7 @@ function checkNames(env: Env): void {
 function apiBaseAllow(value: string | undefined): string[] {
   const entries = (nonEmpty(value) ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
   for (const entry of entries) {
-    const [address, bits, extra] = entry.split('/');
-    const valid = bits === undefined ? /^(\*\.)?[a-z0-9.[\]:-]+$/.test(entry) : isIP(address!) !== 0 && /^\d{1,3}$/.test(bits) && extra === undefined;
+    const valid = entry.includes('/') ? ipaddr.isValidCIDR(entry) : /^(\*\.)?[a-z0-9.[\]:-]+$/.test(entry);
     if (!valid) throw new ConfigError('WFS_API_BASE_ALLOW', `"${entry.slice(0, 80)}" is not a host, *.suffix, host:port or CIDR range`);
   }
   return entries;

@@ -9,7 +9,7 @@ import type { SchemaExtension } from './graphql/schema';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { WfsClient } from './upstream/client';
-import { createUpstreamAgent } from './upstream/http';
+import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
 import { createRedisTokenStore } from './upstream/redisTokenStore';
 import { ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/tokenCache';
@@ -49,9 +49,16 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   const authUrl = config.authUrl;
   if (!authUrl) throw new Error('createApp needs config.authUrl (demo mode fills it from the embedded emulator)');
   const ownsDispatcher = !overrides.dispatcher;
-  const dispatcher = overrides.dispatcher ?? createUpstreamAgent();
+  // Data calls go where a token's api_base says, so their connections are guarded
+  // (private networks refused, at connect time); the token endpoint is the operator's
+  // own WFS_AUTH_URL and may well live on a private network.
+  const dispatcher = overrides.dispatcher ?? createUpstreamAgent(DEFAULT_TIMEOUTS, { allowList: config.apiBaseAllow });
+  const authDispatcher = overrides.dispatcher ?? createUpstreamAgent();
   const redis = config.redisUrl
     ? createRedisTokenStore(config.redisUrl, {
+        encryptionKey: config.redisKey ?? '',
+        apiBaseAllow: config.apiBaseAllow,
+        ...(overrides.now && { now: overrides.now }),
         onError: (operation, error) => logger.warn({ operation, err: error.message }, 'shared token store unavailable; using this replica\'s own tokens'),
       })
     : undefined;
@@ -63,17 +70,21 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     fetchToken: (tenant) =>
       requestToken(tenant, {
         authUrl,
-        dispatcher,
+        dispatcher: authDispatcher,
         apiBaseAllow: config.apiBaseAllow,
         signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
         ...(overrides.now && { now: overrides.now }),
       }),
-    onTokenRequest: (tenantId, outcome) => {
+    onTokenRequest: (tenantId, outcome, error) => {
       metrics.tokenRequests.inc({ outcome });
       if (outcome === 'ok') logger.debug({ tenantId }, 'token obtained');
       else if (outcome === 'UPSTREAM_MISCONFIGURED' || outcome === 'UPSTREAM_UNAUTHORIZED') {
-        logger.error({ tenantId, code: outcome }, 'configuration error: the token for this tenant was refused or is unusable; check WFS_TENANTS_FILE and WFS_API_BASE_ALLOW');
-      } else logger.warn({ tenantId, code: outcome }, 'token request failed');
+        // The operator's hint lives here, not in the error API clients see.
+        logger.error(
+          { tenantId, code: outcome, reason: error?.message },
+          'configuration error: the token for this tenant was refused or is unusable; check its entry in WFS_TENANTS_FILE and WFS_API_BASE_ALLOW',
+        );
+      } else logger.warn({ tenantId, code: outcome, reason: error?.message }, 'token request failed');
     },
   });
 
@@ -95,6 +106,9 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       jwt: config.jwt,
       tenantHeader: config.tenantHeader,
       defaultTenant: overrides.defaultTenant,
+      onDefaultTenant: once(() =>
+        logger.warn({ tenantId: overrides.defaultTenant, header: config.tenantHeader }, `demo mode: a request named no tenant and was answered for the first demo company (extensions.demoTenant says so); send the "${config.tenantHeader}" header`),
+      ),
       isConfigured: (tenantId) => tokens.hasTenant(tenantId),
       ...(overrides.jwks && { jwks: overrides.jwks }),
     }),
@@ -120,7 +134,16 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     },
     async close() {
       await redis?.close();
-      if (ownsDispatcher) await dispatcher.close();
+      if (ownsDispatcher) await Promise.all([dispatcher.close(), authDispatcher.close()]);
     },
+  };
+}
+
+function once(action: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    action();
   };
 }

@@ -1,5 +1,37 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { closest } from 'fastest-levenshtein';
+import ipaddr from 'ipaddr.js';
+
+/**
+ * Every `WFS_*` variable this subgraph reads. Any other `WFS_*` name in the environment
+ * stops start-up, naming the closest of these (a typo such as `WFS_AUTH_ULR` must not
+ * silently start demo mode). Add a new variable here, in the README configuration
+ * table, and where it is read.
+ */
+export const KNOWN_ENV_VARIABLES = [
+  'WFS_AUTH_URL',
+  'WFS_TENANTS_FILE',
+  'WFS_TENANT_HEADER',
+  'WFS_JWKS_URL',
+  'WFS_JWT_ISSUER',
+  'WFS_JWT_AUDIENCE',
+  'WFS_JWT_NO_AUDIENCE',
+  'WFS_TENANT_CLAIM',
+  'WFS_ROUTER_SECRET',
+  'WFS_REDIS_URL',
+  'WFS_REDIS_KEY',
+  'WFS_CURSOR_SECRET',
+  'WFS_API_BASE_ALLOW',
+  'WFS_EXPLORER',
+  'WFS_DEMO',
+  'WFS_INTROSPECTION',
+  'WFS_UPSTREAM_CALL_BUDGET',
+] as const;
+
+/** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
+const UPSTREAM_SETTINGS = ['WFS_TENANTS_FILE', 'WFS_REDIS_URL', 'WFS_REDIS_KEY', 'WFS_JWKS_URL', 'WFS_JWT_ISSUER', 'WFS_JWT_AUDIENCE', 'WFS_TENANT_CLAIM', 'WFS_API_BASE_ALLOW'];
 
 /** One company's client credentials, from WFS_TENANTS_FILE. */
 export interface TenantCredentials {
@@ -12,7 +44,8 @@ export interface TenantCredentials {
 
 export interface JwtIdentityConfig {
   readonly jwksUrl: string;
-  readonly issuer: string | undefined;
+  readonly issuer: string;
+  /** Undefined only with WFS_JWT_NO_AUDIENCE=true (warned at start). */
   readonly audience: string | undefined;
   readonly tenantClaim: string;
 }
@@ -21,13 +54,19 @@ export interface JwtIdentityConfig {
 export interface Config {
   readonly port: number;
   readonly host: string;
-  /** Unset: demo mode, on the embedded emulator. */
+  /** Unset: demo mode, on the embedded emulator (asked for; see `demo`). */
   readonly authUrl: string | null;
+  /** Demo mode: no WFS_AUTH_URL, outside production or with WFS_DEMO=true. */
+  readonly demo: boolean;
+  /** NODE_ENV=production. */
+  readonly production: boolean;
   readonly tenants: readonly TenantCredentials[];
   readonly tenantHeader: string;
   readonly jwt: JwtIdentityConfig | null;
   readonly routerSecret: string | null;
   readonly redisUrl: string | null;
+  /** Encrypts the token records in Redis; set whenever `redisUrl` is. */
+  readonly redisKey: string | null;
   readonly cursorSecret: Buffer;
   /** True when WFS_CURSOR_SECRET was not set and a random one was drawn. */
   readonly cursorSecretGenerated: boolean;
@@ -57,8 +96,21 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  * value stops start-up with a line that names the variable.
  */
 export function loadConfig(env: Env = process.env): Config {
+  checkNames(env);
   const authUrl = optionalUrl(env, 'WFS_AUTH_URL');
   const tenantsFile = nonEmpty(env.WFS_TENANTS_FILE);
+  const demo = authUrl === null;
+  if (demo) {
+    const upstreamSetting = UPSTREAM_SETTINGS.find((name) => nonEmpty(env[name]) !== undefined);
+    if (upstreamSetting) {
+      throw new ConfigError('WFS_AUTH_URL', `is not set but ${upstreamSetting} is; set WFS_AUTH_URL to the identity provider (demo mode takes no upstream settings)`);
+    }
+    if (env.NODE_ENV === 'production' && !flag(env, 'WFS_DEMO', false)) {
+      throw new ConfigError('WFS_AUTH_URL', 'is required with NODE_ENV=production (set WFS_DEMO=true to run the demo on the embedded emulator on purpose)');
+    }
+  } else if (flag(env, 'WFS_DEMO', false)) {
+    throw new ConfigError('WFS_DEMO', 'is true but WFS_AUTH_URL is set; demo mode runs without an upstream');
+  }
   if (authUrl && !tenantsFile) {
     throw new ConfigError('WFS_TENANTS_FILE', 'required when WFS_AUTH_URL is set (a JSON array of { tenantId, clientId, clientSecret, scope })');
   }
@@ -74,22 +126,48 @@ export function loadConfig(env: Env = process.env): Config {
   if (routerSecret !== null && routerSecret.length < 16) {
     throw new ConfigError('WFS_ROUTER_SECRET', 'must be at least 16 characters');
   }
+  const redis = redisUrl(env.WFS_REDIS_URL);
+  const redisKey = nonEmpty(env.WFS_REDIS_KEY) ?? null;
+  if (redis && (redisKey === null || redisKey.length < 32)) {
+    throw new ConfigError('WFS_REDIS_KEY', `${redisKey === null ? 'is required with WFS_REDIS_URL' : 'must be at least 32 characters'}: it encrypts the tokens kept in Redis (for example \`openssl rand -hex 32\`)`);
+  }
+  if (!redis && redisKey !== null) throw new ConfigError('WFS_REDIS_KEY', 'is set but WFS_REDIS_URL is not');
   const config: Config = {
     port: port(env.PORT),
     host: nonEmpty(env.HOST) ?? '127.0.0.1',
     authUrl,
+    demo,
+    production: env.NODE_ENV === 'production',
     tenants: authUrl && tenantsFile ? readTenantsFile(tenantsFile) : [],
     tenantHeader: (nonEmpty(env.WFS_TENANT_HEADER) ?? 'x-tenant-id').toLowerCase(),
     jwt: jwtConfig(env),
     routerSecret,
-    redisUrl: redisUrl(env.WFS_REDIS_URL),
+    redisUrl: redis,
+    redisKey: redis ? redisKey : null,
     cursorSecret: cursorSecretText ? Buffer.from(cursorSecretText, 'utf8') : randomBytes(32),
     cursorSecretGenerated: cursorSecretText === undefined,
-    apiBaseAllow: (nonEmpty(env.WFS_API_BASE_ALLOW) ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    apiBaseAllow: apiBaseAllow(env.WFS_API_BASE_ALLOW),
     explorer: flag(env, 'WFS_EXPLORER', env.NODE_ENV !== 'production'),
     logLevel,
   };
   return Object.freeze(config);
+}
+
+/** An unknown `WFS_*` name is a typo until proven otherwise: stop, and name the closest known one. */
+function checkNames(env: Env): void {
+  for (const name of Object.keys(env)) {
+    if (!name.startsWith('WFS_') || (KNOWN_ENV_VARIABLES as readonly string[]).includes(name)) continue;
+    throw new ConfigError(name, `is not a known setting; did you mean ${closest(name, [...KNOWN_ENV_VARIABLES])}?`);
+  }
+}
+
+function apiBaseAllow(value: string | undefined): string[] {
+  const entries = (nonEmpty(value) ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  for (const entry of entries) {
+    const valid = entry.includes('/') ? ipaddr.isValidCIDR(entry) : /^(\*\.)?[a-z0-9.[\]:-]+$/.test(entry);
+    if (!valid) throw new ConfigError('WFS_API_BASE_ALLOW', `"${entry.slice(0, 80)}" is not a host, *.suffix, host:port or CIDR range`);
+  }
+  return entries;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -123,8 +201,17 @@ function optionalUrl(env: Env, name: string): string | null {
     throw new ConfigError(name, `must be an absolute http(s) URL, got "${text}"`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, 'must be an http(s) URL');
+  // Client secrets go to WFS_AUTH_URL and tenant identities come from WFS_JWKS_URL:
+  // neither may cross a network in clear text.
+  if (url.protocol === 'http:' && !isLoopbackHostname(url.hostname)) throw new ConfigError(name, 'must be https (plain http only on a loopback host)');
   if (url.username || url.password) throw new ConfigError(name, 'must not carry credentials in the URL');
   return text.replace(/\/+$/, '');
+}
+
+function isLoopbackHostname(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host === '::1') return true;
+  return isIP(host) === 4 && host.startsWith('127.');
 }
 
 function redisUrl(value: string | undefined): string | null {
@@ -137,15 +224,23 @@ function redisUrl(value: string | undefined): string | null {
 function jwtConfig(env: Env): JwtIdentityConfig | null {
   const jwksUrl = optionalUrl(env, 'WFS_JWKS_URL');
   if (!jwksUrl) {
-    for (const name of ['WFS_JWT_ISSUER', 'WFS_JWT_AUDIENCE', 'WFS_TENANT_CLAIM']) {
+    for (const name of ['WFS_JWT_ISSUER', 'WFS_JWT_AUDIENCE', 'WFS_JWT_NO_AUDIENCE', 'WFS_TENANT_CLAIM']) {
       if (nonEmpty(env[name])) throw new ConfigError(name, 'is set but WFS_JWKS_URL is not; set WFS_JWKS_URL to use verified-identity mode');
     }
     return null;
   }
+  const issuer = nonEmpty(env.WFS_JWT_ISSUER);
+  if (issuer === undefined) throw new ConfigError('WFS_JWT_ISSUER', 'is required with WFS_JWKS_URL: only tokens from this issuer are accepted');
+  const audience = nonEmpty(env.WFS_JWT_AUDIENCE);
+  const noAudience = flag(env, 'WFS_JWT_NO_AUDIENCE', false);
+  if (audience === undefined && !noAudience) {
+    throw new ConfigError('WFS_JWT_AUDIENCE', 'is required with WFS_JWKS_URL, so a token issued for another application is refused (set WFS_JWT_NO_AUDIENCE=true for a provider that issues none)');
+  }
+  if (audience !== undefined && noAudience) throw new ConfigError('WFS_JWT_NO_AUDIENCE', 'is true but WFS_JWT_AUDIENCE is set; use one of them');
   return {
     jwksUrl,
-    issuer: nonEmpty(env.WFS_JWT_ISSUER),
-    audience: nonEmpty(env.WFS_JWT_AUDIENCE),
+    issuer,
+    audience,
     tenantClaim: nonEmpty(env.WFS_TENANT_CLAIM) ?? 'tenant_id',
   };
 }

@@ -39,7 +39,7 @@ export function demoBanner(demo: Demo, graphqlUrl: string): string {
       ? `  Explorer:  ${graphqlUrl.replace(/\/graphql$/, '/')}  (open in a browser)`
       : '  Explorer:  off (NODE_ENV=production); set WFS_EXPLORER=true to serve it at /',
     '',
-    `Demo tenants (send one in the "${header}" header; without it you get the first one):`,
+    `Demo tenants (send one in the "${header}" header; without it you get the first one, and extensions.demoTenant says so):`,
     ...demo.emulator.tenants.map((t) => `  ${t.tenantId}  ${t.name}  [${t.grantedScopes.join(' ')}]`),
     '',
     'Try:',

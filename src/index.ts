@@ -15,6 +15,12 @@ async function main(): Promise<void> {
   if (config.cursorSecretGenerated && !demo) {
     logger.warn('WFS_CURSOR_SECRET is not set: cursors are signed with a random key and stop working on restart or on another replica');
   }
+  if (config.jwt && config.jwt.audience === undefined) {
+    logger.warn('WFS_JWT_NO_AUDIENCE=true: tokens are accepted without an audience check, so a token the same identity provider issued for another application is accepted too');
+  }
+  if (demo && config.production) {
+    logger.warn('WFS_DEMO=true with NODE_ENV=production: serving the embedded emulator\'s fake demo companies, not a real upstream');
+  }
   if (!config.jwt && !demo) {
     logger.info({ header: config.tenantHeader }, 'trusted-header mode: the tenant comes from a request header; expose this subgraph only to the router, on a private network');
   }

@@ -9,6 +9,7 @@ import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
 import { createExplorer } from './explorer';
 import { createContext, type ContextServices, type GraphQLContext } from './graphql/context';
+import { demoTenantPlugin } from './graphql/demoTenant';
 import { createErrorFormatter } from './graphql/errors';
 import { createSubgraphSchema } from './graphql/schema';
 import { createLogger, type Logger } from './logger';
@@ -81,6 +82,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginDrainHttpServer({ httpServer }),
       itemErrorsAndMetrics(metrics),
+      ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
     ],
   });
   await apollo.start();

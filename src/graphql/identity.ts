@@ -12,10 +12,22 @@ export interface IdentityOptions {
   readonly tenantHeader: string;
   /** Demo mode: the tenant of a request that names none. */
   readonly defaultTenant?: string | undefined;
+  /** Told each time a request gets the demo default tenant (demo mode only). */
+  readonly onDefaultTenant?: (() => void) | undefined;
   readonly isConfigured: (tenantId: string) => boolean;
   /** For tests: a key source instead of fetching WFS_JWKS_URL. */
   readonly jwks?: JWTVerifyGetKey;
+  /** For tests: the clock `exp` and `nbf` are checked against (epoch ms). */
+  readonly now?: () => number;
 }
+
+/**
+ * Only asymmetric signatures: a symmetric (HS*) key would be the public JWKS key
+ * itself, which anyone can fetch and sign with; `none` is no signature at all.
+ */
+export const ACCEPTED_JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+/** Seconds of clock difference tolerated on `exp` and `nbf` between us and the identity provider. */
+export const JWT_CLOCK_TOLERANCE_SECONDS = 30;
 
 /**
  * Trusted-header mode reads the tenant from a header the router sets (so it must
@@ -38,14 +50,20 @@ export function createIdentityResolver(options: IdentityOptions): IdentityResolv
       if (!match) throw graphQLError('UNAUTHENTICATED', 'send an Authorization: Bearer token that names your tenant');
       let claims: Record<string, unknown>;
       try {
+        // jose checks `exp` and `nbf` whenever present; `requiredClaims` makes `exp` a
+        // must, so a token cannot be valid forever.
         const verified = await jwtVerify(match[1]!, keys, {
-          ...(jwt.issuer !== undefined && { issuer: jwt.issuer }),
+          issuer: jwt.issuer,
           ...(jwt.audience !== undefined && { audience: jwt.audience }),
+          algorithms: ACCEPTED_JWT_ALGORITHMS,
+          requiredClaims: ['exp'],
+          clockTolerance: JWT_CLOCK_TOLERANCE_SECONDS,
+          ...(options.now && { currentDate: new Date(options.now()) }),
         });
         claims = verified.payload;
       } catch (error) {
         const code = (error as { code?: unknown }).code;
-        throw graphQLError('UNAUTHENTICATED', `the bearer token could not be verified${typeof code === 'string' ? ` (${code})` : ''}`);
+        throw graphQLError('UNAUTHENTICATED', `the bearer token could not be verified${typeof code === 'string' && /^ERR_[A-Z_]{1,60}$/.test(code) ? ` (${code})` : ''}`);
       }
       const tenantId = claims[jwt.tenantClaim];
       if (typeof tenantId !== 'string' || tenantId === '') {
@@ -58,7 +76,10 @@ export function createIdentityResolver(options: IdentityOptions): IdentityResolv
     const value = headers[options.tenantHeader];
     const tenantId = (Array.isArray(value) ? value[0] : value)?.trim();
     if (tenantId) return checkConfigured(tenantId);
-    if (options.defaultTenant) return options.defaultTenant;
+    if (options.defaultTenant) {
+      options.onDefaultTenant?.();
+      return options.defaultTenant;
+    }
     throw graphQLError('UNAUTHENTICATED', `send the "${options.tenantHeader}" header naming your tenant`);
   };
 }

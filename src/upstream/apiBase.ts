@@ -1,11 +1,15 @@
 import { isIP } from 'node:net';
+import { checkAddress, hostMatches, rangeAllows } from './addressPolicy';
 import { UpstreamError } from './errors';
 
 /**
  * The `api_base` claim decides where our bearer token goes, so it is checked before
  * any use (CONTRACT.md section 4, "api_base claim"): an https origin, or plain http on
- * a loopback host only; no userinfo, no path beyond `/`, no query or fragment; and,
- * when an allow-list is configured, a host on it.
+ * a loopback host only; no userinfo, no path beyond `/`, no query or fragment; an IP
+ * literal (however written: WHATWG URL parsing normalises decimal, octal and hex IPv4
+ * forms) must be public unicast or loopback (addressPolicy.ts); and, when an allow-list
+ * is configured, a host or address range on it. Names are checked again on every
+ * connection, against the addresses they resolve to (the guarded connector, http.ts).
  *
  * @returns the normalised origin, e.g. `https://shard-3.example.com`.
  */
@@ -30,8 +34,10 @@ export function checkApiBase(value: unknown, allowList: readonly string[] = []):
   } else if (url.protocol !== 'https:') {
     refuse(`scheme ${url.protocol} is not https`);
   }
-  if (allowList.length > 0 && !allowList.some((allowed) => hostMatches(url.host, url.hostname, allowed))) {
-    refuse(`host ${url.host} is not in WFS_API_BASE_ALLOW`);
+  checkAddress(url.hostname, url.hostname, allowList);
+  if (allowList.length > 0 && !allowList.some((allowed) => hostMatches(url.host, url.hostname, allowed)) && !rangeAllows(allowList, url.hostname)) {
+    // Messages reach API clients: the allow-list is named in the operator's log, not here.
+    refuse(`host ${url.host} is not on the allow-list`);
   }
   return url.origin;
 }
@@ -41,11 +47,4 @@ function isLoopbackHost(hostname: string): boolean {
   if (host === 'localhost') return true;
   if (isIP(host) === 4) return host.startsWith('127.');
   return host === '::1';
-}
-
-/** An allow-list entry is a host (`api.example.com`, with or without port) or a suffix `*.example.com`. */
-function hostMatches(hostWithPort: string, hostname: string, allowed: string): boolean {
-  const entry = allowed.trim().toLowerCase();
-  if (entry.startsWith('*.')) return hostname.endsWith(entry.slice(1));
-  return entry === hostWithPort || entry === hostname;
 }

@@ -70,7 +70,10 @@ export class WfsClient {
     for (;;) {
       checkScope(grant, resource);
       const outcome = await this.send(grant, resource, ref, pageSize, query, combined);
-      if (outcome.kind === 'page') return outcome.page;
+      if (outcome.kind === 'page') {
+        this.options.tokens.markUsed(grant);
+        return outcome.page;
+      }
       if (outcome.kind === 'unauthorized') {
         if (renewed) {
           throw new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refused a freshly issued token for tenant ${tenantId} (401 twice)`, { status: 401 });
@@ -129,6 +132,8 @@ export class WfsClient {
       this.options.onListCall?.(list, 0, performance.now() - started);
       if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
       if (isTooLarge(error)) throw tooLarge(list);
+      // The connector refused the address (a private network): never retried.
+      if (error instanceof UpstreamError) throw error;
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream could not be reached for ${list} (${describeNetworkError(error)})`) };
     }
     const status = response.statusCode;

@@ -1,4 +1,7 @@
-import { Agent, type Dispatcher } from 'undici';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
+import { checkAddress } from './addressPolicy';
 
 /** Timeouts in milliseconds for every upstream call. */
 export interface HttpTimeouts {
@@ -9,17 +12,71 @@ export interface HttpTimeouts {
 
 export const DEFAULT_TIMEOUTS: HttpTimeouts = { connectMs: 3_000, headersMs: 8_000, bodyMs: 8_000 };
 
+/** `dns.lookup`'s shape, so tests can resolve names without a DNS server. */
+export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
+
+/** Where data calls may connect: the `api_base` address rules (addressPolicy.ts). */
+export interface AddressGuard {
+  /** WFS_API_BASE_ALLOW entries. */
+  readonly allowList: readonly string[];
+  /** Resolves names; default `dns.lookup` with `all: true`. */
+  readonly resolve?: Resolve;
+  /** Observes each connection the connector is asked for (host name as given), before any check. */
+  readonly onConnect?: (hostname: string) => void;
+}
+
+const systemResolve: Resolve = (hostname) =>
+  new Promise((resolve, reject) => dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))));
+
 /**
- * One undici Agent for the process: it keeps a keep-alive pool per origin, so each
- * shard host and the identity provider get their own warm connections.
+ * A connector that checks the address actually connected to: an IP literal before
+ * connecting, a name through the DNS lookup the socket itself uses, so a name that
+ * resolves to a public address first and to a private one later (DNS rebinding)
+ * cannot pass. A refusal is an UpstreamError (UPSTREAM_MISCONFIGURED), and no
+ * connection is attempted.
  */
-export function createUpstreamAgent(timeouts: HttpTimeouts = DEFAULT_TIMEOUTS): Dispatcher {
+export function guardedConnector(guard: AddressGuard, timeoutMs: number): buildConnector.connector {
+  const resolve = guard.resolve ?? systemResolve;
+  const lookup = (hostname: string, options: LookupOptions, callback: (error: Error | null, address: string | LookupAddress[], family?: number) => void) => {
+    resolve(hostname).then(
+      (addresses) => {
+        for (const { address } of addresses) checkAddress(hostname, address, guard.allowList);
+        const wanted = options.family ? addresses.filter((a) => a.family === options.family) : addresses;
+        if (wanted.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
+        if (options.all) callback(null, wanted);
+        else callback(null, wanted[0]!.address, wanted[0]!.family);
+      },
+      (error: Error) => callback(error, []),
+    ).catch((error: Error) => callback(error, []));
+  };
+  const connect = buildConnector({ timeout: timeoutMs, lookup } as buildConnector.BuildOptions);
+  return (options, callback) => {
+    guard.onConnect?.(options.hostname);
+    const host = options.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host) !== 0) {
+      try {
+        checkAddress(host, host, guard.allowList);
+      } catch (error) {
+        return callback(error as Error, null);
+      }
+    }
+    connect(options, callback);
+  };
+}
+
+/**
+ * An undici Agent: it keeps a keep-alive pool per origin, so each shard host and the
+ * identity provider get their own warm connections. With a `guard`, every connection
+ * goes through `guardedConnector` (data calls to `api_base`); without one it is the
+ * plain agent the operator-configured token endpoint uses.
+ */
+export function createUpstreamAgent(timeouts: HttpTimeouts = DEFAULT_TIMEOUTS, guard?: AddressGuard): Dispatcher {
   return new Agent({
     connections: 64,
     pipelining: 1,
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 120_000,
-    connect: { timeout: timeouts.connectMs },
+    connect: guard ? guardedConnector(guard, timeouts.connectMs) : { timeout: timeouts.connectMs },
     headersTimeout: timeouts.headersMs,
     bodyTimeout: timeouts.bodyMs,
     maxResponseSize: MAX_BODY_BYTES,

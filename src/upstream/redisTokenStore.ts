@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { SharedTokenStore } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
+import { openRecord, recordKey, sealRecord, verifyRecord } from './tokenRecord';
 
 /*
  * The shared token cache and refresh lock for several replicas (CONTRACT.md section 4,
  * "token lifetime": at most one token request per tenant in flight across replicas).
  *
- *   {prefix}token:{tenantId}  JSON of the TokenGrant, expiring with the token (PX)
+ *   {prefix}token:{tenantId}  the TokenGrant sealed with AES-256-GCM (tokenRecord.ts), expiring with the token (PX)
  *   {prefix}lock:{tenantId}   a random id of the replica refreshing, SET NX PX
  *
  * SECURITY: the token key holds a live bearer token for the tenant's data. Redis must
@@ -25,6 +26,10 @@ import type { TokenGrant } from './tokenEndpoint';
 export type RedisTokenStoreOperation = 'read' | 'write' | 'discard' | 'lock' | 'release' | 'connection';
 
 export interface RedisTokenStoreOptions {
+  /** WFS_REDIS_KEY (32+ characters): seals every record; a record that does not open is no token. */
+  readonly encryptionKey: string;
+  /** WFS_API_BASE_ALLOW: a record's api_base is checked with it, as a token response's is. */
+  readonly apiBaseAllow?: readonly string[];
   /** Prepended to every key, so several deployments can share one Redis. Default `wfs:`. */
   readonly keyPrefix?: string;
   /** Epoch milliseconds; the key TTL is `expiresAt - now()`. Default `Date.now`. */
@@ -44,10 +49,7 @@ export interface RedisTokenStoreOptions {
  */
 const RELEASE_LOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
-const DISCARD_TOKEN = `local value = redis.call('GET', KEYS[1])
-if not value then return 0 end
-local ok, grant = pcall(cjson.decode, value)
-if ok and type(grant) == 'table' and grant.accessToken == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+const DISCARD_TOKEN = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
 /** A `SharedTokenStore` on Redis: share tokens and take the refresh lock across replicas. */
@@ -55,11 +57,15 @@ export class RedisTokenStore implements SharedTokenStore {
   private readonly keyPrefix: string;
   private readonly now: () => number;
   private readonly onError: RedisTokenStoreOptions['onError'];
+  private readonly key: Buffer;
+  private readonly apiBaseAllow: readonly string[];
 
   constructor(
     private readonly redis: Redis,
-    options: RedisTokenStoreOptions = {},
+    options: RedisTokenStoreOptions,
   ) {
+    this.key = recordKey(options.encryptionKey);
+    this.apiBaseAllow = options.apiBaseAllow ?? [];
     this.keyPrefix = options.keyPrefix ?? 'wfs:';
     this.now = options.now ?? Date.now;
     this.onError = options.onError;
@@ -75,8 +81,9 @@ export class RedisTokenStore implements SharedTokenStore {
     }
     if (value === null) return null;
     // Whatever is in Redis came over the network from a store others can write to:
-    // a value of the wrong shape (an older version, a hand edit) is no token at all.
-    const grant = parseGrant(value, tenantId);
+    // a record that does not open with our key, or whose token is not bound to this
+    // tenant and its api_base, is no token at all (the cache then fetches its own).
+    const grant = verifyRecord(openRecord(this.key, this.tokenKey(tenantId), value), tenantId, this.apiBaseAllow, this.now());
     if (!grant) this.report('read', new Error(`the shared token of tenant ${tenantId} is not a valid token record; ignoring it`));
     return grant;
   }
@@ -85,24 +92,24 @@ export class RedisTokenStore implements SharedTokenStore {
     // Math.floor: the key must be gone by expiresAt, never a millisecond after.
     const ttlMs = Math.floor(grant.expiresAt - this.now());
     if (!(ttlMs > 0)) return;
-    const record: TokenGrant = {
-      accessToken: grant.accessToken,
-      tenantId: grant.tenantId,
-      apiBase: grant.apiBase,
-      scopes: [...grant.scopes],
-      obtainedAt: grant.obtainedAt,
-      expiresAt: grant.expiresAt,
-    };
+    const key = this.tokenKey(grant.tenantId);
     try {
-      await this.redis.set(this.tokenKey(grant.tenantId), JSON.stringify(record), 'PX', ttlMs);
+      await this.redis.set(key, sealRecord(this.key, key, grant), 'PX', ttlMs);
     } catch (error) {
       this.report('write', error);
     }
   }
 
   async discard(tenantId: string, accessToken: string): Promise<void> {
+    const key = this.tokenKey(tenantId);
     try {
-      await this.redis.eval(DISCARD_TOKEN, 1, this.tokenKey(tenantId), accessToken);
+      // The record is sealed, so the compare happens here and the delete on the
+      // server only if the value is still the one we opened.
+      const value = await this.redis.get(key);
+      if (value === null) return;
+      const record = openRecord(this.key, key, value) as { accessToken?: unknown } | null;
+      if (record?.accessToken !== accessToken) return;
+      await this.redis.eval(DISCARD_TOKEN, 1, key, value);
     } catch (error) {
       this.report('discard', error);
     }
@@ -177,24 +184,6 @@ function sanitize(error: unknown): Error {
   return clean;
 }
 
-function parseGrant(value: string, tenantId: string): TokenGrant | null {
-  let data: unknown;
-  try {
-    data = JSON.parse(value);
-  } catch {
-    return null;
-  }
-  if (typeof data !== 'object' || data === null) return null;
-  const { accessToken, tenantId: boundTo, apiBase, scopes, obtainedAt, expiresAt } = data as Record<string, unknown>;
-  if (typeof accessToken !== 'string' || accessToken.length === 0) return null;
-  if (boundTo !== tenantId) return null;
-  if (typeof apiBase !== 'string' || apiBase.length === 0) return null;
-  if (!Array.isArray(scopes) || !scopes.every((scope): scope is string => typeof scope === 'string')) return null;
-  if (typeof obtainedAt !== 'number' || !Number.isFinite(obtainedAt)) return null;
-  if (typeof expiresAt !== 'number' || !Number.isFinite(expiresAt) || expiresAt <= obtainedAt) return null;
-  return { accessToken, tenantId, apiBase, scopes, obtainedAt, expiresAt };
-}
-
 const DISCONNECT_TIMEOUT_MS = 200;
 
 export interface RedisTokenStoreHandle {
@@ -209,7 +198,7 @@ export interface RedisTokenStoreHandle {
  * fail a command at once rather than hold a GraphQL request (the store then degrades
  * to this replica's own tokens), while the client keeps reconnecting in the background.
  */
-export function createRedisTokenStore(url: string, options: RedisTokenStoreOptions = {}): RedisTokenStoreHandle {
+export function createRedisTokenStore(url: string, options: RedisTokenStoreOptions): RedisTokenStoreHandle {
   const redisOptions: RedisOptions = {
     lazyConnect: false,
     // Disconnected: reject commands immediately instead of queueing them until Redis

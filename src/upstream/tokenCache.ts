@@ -15,14 +15,18 @@ export interface SharedTokenStore {
   tryLock(tenantId: string, ttlMs: number): Promise<(() => Promise<void>) | null>;
 }
 
-/** Called for each token request actually sent, with its outcome (for metrics and logs). */
-export type TokenRequestListener = (tenantId: string, outcome: 'ok' | UpstreamError['code']) => void;
+/**
+ * Called for each token request actually sent, with its outcome (for metrics and
+ * logs) and, when it failed, the error (its message names no secret).
+ */
+export type TokenRequestListener = (tenantId: string, outcome: 'ok' | UpstreamError['code'], error?: UpstreamError) => void;
 
 export interface TokenCacheOptions {
   readonly tenants: readonly TenantCredentials[];
   /** Sends one token request; in production `requestToken` bound to the auth URL and agent. */
   readonly fetchToken: (tenant: TenantCredentials) => Promise<TokenGrant>;
   readonly store?: SharedTokenStore | undefined;
+  /** Epoch milliseconds. Default `Date.now`; tests freeze it. */
   readonly now?: () => number;
   readonly onTokenRequest?: TokenRequestListener;
   /** How long, in ms, a replica waits for another replica's refresh before giving up. Default 10 000. */
@@ -36,24 +40,56 @@ export interface TokenCacheOptions {
   readonly lockPollMs?: number;
 }
 
+interface PendingRefresh {
+  readonly promise: Promise<TokenGrant>;
+  /** Epoch ms when it started: a query does not wait on a request that has outlived the endpoint's usual answer time. */
+  readonly startedAt: number;
+  readonly seq: number;
+}
+
 interface TenantState {
   readonly tenant: TenantCredentials;
   current: TokenGrant | undefined;
-  pending: Promise<TokenGrant> | undefined;
+  /** The current token has served at least one successful call (see `markUsed`). */
+  currentUsed: boolean;
+  pending: PendingRefresh | undefined;
+  /** Sequence numbers: an older refresh never overwrites the result of a newer one. */
+  seq: number;
+  appliedSeq: number;
   /** Tokens the upstream answered 401 to: never taken back from the shared store. */
   rejected: Set<string>;
-  /** A failed token request is remembered until `until`, so a refusing endpoint is not hammered. */
+  /** While `until` is ahead, no token request is sent and a query without a usable token fails fast. */
   failure: { error: UpstreamError; until: number } | undefined;
-  /** The token the last 401 renewal brought, and when. */
-  lastRenewal?: { accessToken: string; at: number } | undefined;
+  /** Consecutive failed token requests (transient), for the backoff. */
+  failedAttempts: number;
+  /** Consecutive tokens refused (401) before serving a single call, for the 401 cool-down. */
+  refusedUnused: number;
+  /** How long, in ms, the last few successful token requests took. */
+  answerTimes: number[];
 }
 
 /** At most this much of a token's life, in ms, is given up as safety margin. */
 const MAX_EXPIRY_MARGIN_MS = 30_000;
-/** After a renewal, ms during which a 401 on the renewed token fails instead of renewing again. */
-const RENEWAL_COOLDOWN_MS = 10_000;
 /** The share of a token's life after which a request triggers a background refresh. */
 const REFRESH_AHEAD_FRACTION = 0.75;
+
+/** First and longest cool-down, in ms, after consecutive tokens were refused (401) on their first use. */
+export const UNAUTHORIZED_COOLDOWN_MS = { first: 1_000, max: 10_000 } as const;
+/** Backoff, in ms, between token requests after transient failures (5xx, timeouts, unusable answers). */
+export const TOKEN_BACKOFF_MS = { first: 1_500, max: 15_000 } as const;
+/** The token endpoint refused our credentials or gave an unusable binding: ms before asking again. */
+const REFUSED_CREDENTIALS_MS = 10_000;
+/** The longest Retry-After from the token endpoint we honour, in ms (a hostile value must not lock a tenant out for days). */
+const MAX_RETRY_AFTER_MS = 300_000;
+/**
+ * A query without a usable token waits on a token request at most this factor times
+ * the slowest of the endpoint's recent answers, and never less than `MIN_WAIT_MS`;
+ * after a failed attempt, at most `RETRY_WAIT_MS`.
+ */
+const WAIT_FACTOR = 3;
+const MIN_WAIT_MS = 1_000;
+const RETRY_WAIT_MS = 1_000;
+const ANSWER_HISTORY = 5;
 
 /**
  * When a token stops being used: shortly before `expiresAt`, by a margin that
@@ -70,24 +106,37 @@ export function refreshFrom(grant: TokenGrant): number {
   return grant.obtainedAt + (grant.expiresAt - grant.obtainedAt) * REFRESH_AHEAD_FRACTION;
 }
 
-/** How long, in ms, a failed token request is remembered before the next attempt. */
-function cooldownMs(error: UpstreamError): number {
+/**
+ * How long, in ms, after a failed token request no other is sent: the endpoint's
+ * Retry-After (429 or 503) when it gave one, a fixed wait when it refused our
+ * credentials, otherwise an exponential backoff from 1.5 s to 15 s.
+ */
+function failureWindowMs(error: UpstreamError, failedAttempts: number): number {
+  const backoff = Math.min(TOKEN_BACKOFF_MS.max, TOKEN_BACKOFF_MS.first * 2 ** Math.max(0, failedAttempts - 1));
+  if (error.details.retryAfterSeconds !== undefined) return Math.max(backoff, Math.min(MAX_RETRY_AFTER_MS, error.details.retryAfterSeconds * 1000));
   switch (error.code) {
     case 'UPSTREAM_UNAUTHORIZED':
     case 'UPSTREAM_MISCONFIGURED':
-      return 10_000;
+    case 'FORBIDDEN':
+      return REFUSED_CREDENTIALS_MS;
     case 'UPSTREAM_RATE_LIMITED':
-      return Math.min(60, error.details.retryAfterSeconds ?? 5) * 1000;
+      return Math.max(backoff, 5_000);
     default:
-      return 1_000;
+      return backoff;
   }
 }
 
 /**
- * Per-tenant access tokens: one token per company, reused until shortly before it
- * expires, refreshed ahead of need, at most one token request per tenant in flight
- * (across replicas when a shared store is given), and a single shared renewal when
- * the upstream answers 401.
+ * Per-tenant access tokens, in the manner of jose's remote JWKS: one token per
+ * company, reused until shortly before it expires, refreshed ahead of need, one
+ * pending token request per tenant (across replicas when a shared store is given)
+ * cleared when it settles, sequence numbers so an older answer never overwrites a
+ * newer one, typed errors (`UpstreamError.code`) and an injectable clock.
+ *
+ * Faults of the token endpoint never cost a request per query: after a failure no
+ * token request is sent until its window ends (Retry-After, or a growing backoff),
+ * and a query that has no usable token does not wait on a request that has outlived
+ * the endpoint's usual answer time (that request goes on, and serves the next query).
  */
 export class TokenCache {
   private readonly states = new Map<string, TenantState>();
@@ -96,7 +145,19 @@ export class TokenCache {
   constructor(private readonly options: TokenCacheOptions) {
     this.now = options.now ?? Date.now;
     for (const tenant of options.tenants) {
-      this.states.set(tenant.tenantId, { tenant, current: undefined, pending: undefined, rejected: new Set(), failure: undefined });
+      this.states.set(tenant.tenantId, {
+        tenant,
+        current: undefined,
+        currentUsed: false,
+        pending: undefined,
+        seq: 0,
+        appliedSeq: 0,
+        rejected: new Set(),
+        failure: undefined,
+        failedAttempts: 0,
+        refusedUnused: 0,
+        answerTimes: [],
+      });
     }
   }
 
@@ -110,39 +171,57 @@ export class TokenCache {
     const current = state.current;
     const now = this.now();
     if (current && now < usableUntil(current)) {
-      if (now >= refreshFrom(current) && !state.pending && !this.coolingDown(state)) {
+      if (now >= refreshFrom(current) && !state.pending && !this.blocked(state, now)) {
         // Ahead of need: the caller goes on with the current token.
         this.refresh(state).catch(() => undefined);
       }
       return current;
     }
-    state.current = undefined;
-    return this.refresh(state);
+    if (current) this.dropCurrent(state);
+    return this.waitForFresh(state);
+  }
+
+  /** The upstream accepted `grant` for a call: a later 401 on it means it was revoked, not that it never worked. */
+  markUsed(grant: TokenGrant): void {
+    const state = this.states.get(grant.tenantId);
+    if (!state) return;
+    if (state.current?.accessToken === grant.accessToken) state.currentUsed = true;
+    state.refusedUnused = 0;
   }
 
   /**
    * The upstream answered 401 to `rejected`: drop it (here and in the shared store)
-   * and return a fresh token. Every request that saw the same 401 shares one
-   * token request.
+   * and return a fresh token. Every request that saw the same 401 shares one token
+   * request. A token that had served calls was revoked: it is renewed at once. A
+   * token refused on its first use after another such one (wrong credentials, clock
+   * trouble) starts a cool-down (1 s, doubling to 10 s) with no token request.
    */
   async renewAfterUnauthorized(tenantId: string, rejected: TokenGrant): Promise<TokenGrant> {
     const state = this.state(tenantId);
-    const renewal = state.lastRenewal;
-    if (renewal && renewal.accessToken === rejected.accessToken && this.now() - renewal.at < RENEWAL_COOLDOWN_MS) {
-      // The token a renewal just brought is refused too: asking for yet another one on
-      // every request would call the token endpoint per request. Fail until the cool-down ends.
-      throw new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refuses freshly issued tokens for tenant ${tenantId} (401); check the tenant's credentials and scopes`, { status: 401 });
+    if (state.current?.accessToken !== rejected.accessToken) {
+      // Another request saw this 401 first (or a refresh replaced the token): use what it brought.
+      state.rejected.add(rejected.accessToken);
+      return this.getToken(tenantId);
     }
+    const wasUsed = state.currentUsed;
     state.rejected.add(rejected.accessToken);
-    if (state.current?.accessToken === rejected.accessToken) state.current = undefined;
+    this.dropCurrent(state);
     await this.options.store?.discard(tenantId, rejected.accessToken).catch(() => undefined);
-    let grant = await this.getToken(tenantId);
-    // A refresh that was already under way may have picked up the rejected token.
-    if (grant.accessToken === rejected.accessToken) {
-      state.current = undefined;
-      grant = await this.refresh(state);
+    if (!wasUsed) {
+      state.refusedUnused += 1;
+      if (state.refusedUnused >= 2) {
+        const ms = Math.min(UNAUTHORIZED_COOLDOWN_MS.max, UNAUTHORIZED_COOLDOWN_MS.first * 2 ** (state.refusedUnused - 2));
+        const error = new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refuses freshly issued tokens for tenant ${tenantId} (401)`, { status: 401 });
+        state.failure = { error, until: this.now() + ms };
+        throw error;
+      }
     }
-    state.lastRenewal = { accessToken: grant.accessToken, at: this.now() };
+    let grant = await this.waitForFresh(state);
+    // A refresh that was already under way may have picked up the rejected token.
+    if (state.rejected.has(grant.accessToken)) {
+      if (state.current?.accessToken === grant.accessToken) this.dropCurrent(state);
+      grant = await this.waitForFresh(state);
+    }
     return grant;
   }
 
@@ -152,18 +231,79 @@ export class TokenCache {
     return state;
   }
 
-  private coolingDown(state: TenantState): boolean {
-    return state.failure !== undefined && this.now() < state.failure.until;
+  private dropCurrent(state: TenantState): void {
+    state.current = undefined;
+    state.currentUsed = false;
+  }
+
+  private blocked(state: TenantState, now: number): boolean {
+    return state.failure !== undefined && now < state.failure.until;
+  }
+
+  /** The remembered failure, with the seconds left of its window when the endpoint named one. */
+  private failFast(state: TenantState, now: number): UpstreamError {
+    const { error, until } = state.failure!;
+    if (error.details.retryAfterSeconds === undefined) return error;
+    return new UpstreamError(error.code, error.message, { ...error.details, retryAfterSeconds: Math.max(1, Math.ceil((until - now) / 1000)) });
+  }
+
+  /**
+   * How long, in ms from its start, a query may wait on a token request: about a
+   * second after a failed attempt, otherwise a few times the endpoint's recent
+   * answers (at least a second). Undefined with no history: a cold tenant waits for
+   * the request itself, so a slow but working endpoint still serves its first query.
+   */
+  private waitLimitMs(state: TenantState): number | undefined {
+    if (state.failedAttempts > 0) return RETRY_WAIT_MS;
+    if (state.answerTimes.length === 0) return undefined;
+    return Math.max(MIN_WAIT_MS, WAIT_FACTOR * Math.max(...state.answerTimes));
+  }
+
+  private waitForFresh(state: TenantState): Promise<TokenGrant> {
+    const now = this.now();
+    if (!state.pending) {
+      if (this.blocked(state, now)) return Promise.reject(this.failFast(state, now));
+      this.refresh(state).catch(() => undefined);
+    }
+    const pending = state.pending!;
+    const limit = this.waitLimitMs(state);
+    if (limit === undefined) return pending.promise;
+    const remaining = pending.startedAt + limit - now;
+    const gaveUp = () =>
+      new UpstreamError('UPSTREAM_UNAVAILABLE', `the token endpoint has not answered for tenant ${state.tenant.tenantId} yet; retry shortly`);
+    if (remaining <= 0) return Promise.reject(gaveUp());
+    return new Promise<TokenGrant>((resolve, reject) => {
+      // The request goes on after we stop waiting: its answer serves the next query.
+      const timer = setTimeout(() => reject(gaveUp()), remaining);
+      timer.unref?.();
+      pending.promise.then(
+        (grant) => {
+          clearTimeout(timer);
+          resolve(grant);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
   }
 
   /** Single flight: concurrent callers share one pending refresh, cleared when it settles. */
   private refresh(state: TenantState): Promise<TokenGrant> {
-    if (state.pending) return state.pending;
-    if (state.failure && this.coolingDown(state)) return Promise.reject(state.failure.error);
-    const pending = this.obtain(state)
+    if (state.pending) return state.pending.promise;
+    const seq = ++state.seq;
+    const promise = this.obtain(state)
       .then((grant) => {
-        state.current = grant;
         state.failure = undefined;
+        state.failedAttempts = 0;
+        if (seq > state.appliedSeq) {
+          state.appliedSeq = seq;
+          if (state.current?.accessToken !== grant.accessToken) {
+            state.current = grant;
+            state.currentUsed = false;
+          }
+        }
         if (!state.rejected.has(grant.accessToken)) state.rejected.clear();
         return grant;
       })
@@ -171,14 +311,15 @@ export class TokenCache {
         const failure = isUpstreamError(error)
           ? error
           : new UpstreamError('UPSTREAM_UNAVAILABLE', `token refresh failed for tenant ${state.tenant.tenantId}`);
-        state.failure = { error: failure, until: this.now() + cooldownMs(failure) };
+        state.failedAttempts += 1;
+        state.failure = { error: failure, until: this.now() + failureWindowMs(failure, state.failedAttempts) };
         throw failure;
       })
       .finally(() => {
-        if (state.pending === pending) state.pending = undefined;
+        if (state.pending?.seq === seq) state.pending = undefined;
       });
-    state.pending = pending;
-    return pending;
+    state.pending = { promise, startedAt: this.now(), seq };
+    return promise;
   }
 
   private async obtain(state: TenantState): Promise<TokenGrant> {
@@ -229,12 +370,15 @@ export class TokenCache {
 
   private async fetch(state: TenantState): Promise<TokenGrant> {
     const tenantId = state.tenant.tenantId;
+    const started = this.now();
     try {
       const grant = await this.options.fetchToken(state.tenant);
+      state.answerTimes = [...state.answerTimes.slice(1 - ANSWER_HISTORY), this.now() - started];
       this.options.onTokenRequest?.(tenantId, 'ok');
       return grant;
     } catch (error) {
-      this.options.onTokenRequest?.(tenantId, isUpstreamError(error) ? error.code : 'UPSTREAM_UNAVAILABLE');
+      const failure = isUpstreamError(error) ? error : undefined;
+      this.options.onTokenRequest?.(tenantId, failure ? failure.code : 'UPSTREAM_UNAVAILABLE', failure);
       throw error;
     }
   }

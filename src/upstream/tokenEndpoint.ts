@@ -4,6 +4,7 @@ import type { TenantCredentials } from '../config';
 import { checkApiBase } from './apiBase';
 import { UpstreamError } from './errors';
 import { describeNetworkError, readJson, retryAfterSeconds } from './http';
+import { tokenLifetime } from './tokenLifetime';
 
 /** A token as we keep it: what the token response and its claims told us. */
 export interface TokenGrant {
@@ -14,7 +15,7 @@ export interface TokenGrant {
   readonly scopes: readonly string[];
   /** Epoch milliseconds: when we asked for the token (lifetime counts from there). */
   readonly obtainedAt: number;
-  /** Epoch milliseconds: obtainedAt + expires_in. */
+  /** Epoch milliseconds: obtainedAt + the lifetime `tokenLifetime` settled on. */
   readonly expiresAt: number;
 }
 
@@ -66,13 +67,16 @@ function tokenEndpointError(tenant: TenantCredentials, status: number, body: unk
   if (status === 429) {
     return new UpstreamError('UPSTREAM_RATE_LIMITED', `the token endpoint is rate limiting tenant ${tenant.tenantId}`, { status, ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }) });
   }
-  if (status >= 500) return new UpstreamError('UPSTREAM_UNAVAILABLE', `the token endpoint answered ${status} for tenant ${tenant.tenantId}`, { status });
+  if (status >= 500) {
+    return new UpstreamError('UPSTREAM_UNAVAILABLE', `the token endpoint answered ${status} for tenant ${tenant.tenantId}`, {
+      status,
+      ...(status === 503 && retryAfter !== undefined && { retryAfterSeconds: retryAfter }),
+    });
+  }
   if (status === 400 || status === 401 || status === 403) {
-    return new UpstreamError(
-      'UPSTREAM_UNAUTHORIZED',
-      `the token endpoint refused the credentials of tenant ${tenant.tenantId}${reason}: check its clientId, clientSecret and scope in WFS_TENANTS_FILE`,
-      { status },
-    );
+    // Messages reach API clients: no configuration names here. The operator's hint
+    // (which file to check) is logged by the token cache's listener (app.ts).
+    return new UpstreamError('UPSTREAM_UNAUTHORIZED', `the token endpoint refused the credentials of tenant ${tenant.tenantId}${reason}`, { status });
   }
   return new UpstreamError('UPSTREAM_BAD_RESPONSE', `the token endpoint answered ${status} for tenant ${tenant.tenantId}`, { status });
 }
@@ -85,8 +89,6 @@ function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt
   const { access_token: accessToken, token_type: tokenType, expires_in: expiresIn, scope } = body as Record<string, unknown>;
   if (typeof accessToken !== 'string' || accessToken.length === 0) return bad('no access_token');
   if (typeof tokenType === 'string' && tokenType.toLowerCase() !== 'bearer') bad(`token_type ${JSON.stringify(tokenType).slice(0, 40)} is not Bearer`);
-  const lifetime = typeof expiresIn === 'string' && /^\d+$/.test(expiresIn) ? Number(expiresIn) : expiresIn;
-  if (typeof lifetime !== 'number' || !Number.isFinite(lifetime) || lifetime <= 0) return bad('expires_in is not a positive number');
 
   let claims: Record<string, unknown>;
   try {
@@ -98,12 +100,11 @@ function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt
   const granted = typeof scope === 'string' ? scope : tenant.scope;
   // Tenant ids are UUID-like: compared without regard to case.
   if (typeof claims.tenant_id !== 'string' || claims.tenant_id.toLowerCase() !== tenant.tenantId.toLowerCase()) {
-    throw new UpstreamError(
-      'UPSTREAM_MISCONFIGURED',
-      `the token issued for tenant ${tenant.tenantId} is bound to another tenant: the credentials in WFS_TENANTS_FILE belong to a different company`,
-    );
+    throw new UpstreamError('UPSTREAM_MISCONFIGURED', `the token issued for tenant ${tenant.tenantId} is bound to another tenant`);
   }
   const apiBase = checkApiBase(claims.api_base, allowList);
+  // Counted from when we asked, whatever the source: clock skew with the provider does not matter.
+  const lifetime = tokenLifetime(expiresIn, claims, obtainedAt).seconds;
   return {
     accessToken,
     tenantId: tenant.tenantId,

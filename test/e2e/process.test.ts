@@ -85,6 +85,30 @@ describe('node dist/index.js', () => {
     expect(running.stderr()).toContain('WFS_TENANTS_FILE');
   });
 
+  it.each([
+    ['a typo in production', { NODE_ENV: 'production', WFS_AUTH_ULR: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_ULR.*did you mean WFS_AUTH_URL/],
+    ['production without an upstream', { NODE_ENV: 'production' }, /WFS_AUTH_URL.*WFS_DEMO=true/],
+    ['an upstream setting without WFS_AUTH_URL', { WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_URL.*WFS_TENANTS_FILE/],
+    ['a plain-http auth URL off loopback', { WFS_AUTH_URL: 'http://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_URL.*https/],
+  ])('never starts demo mode by accident: %s stops start-up with one line', async (_name, env, line) => {
+    running = run(env as Record<string, string>);
+    expect(await running.exit).toBe(1);
+    expect(running.stderr().trim().split('\n')).toHaveLength(1);
+    expect(running.stderr()).toMatch(line);
+    expect(running.stdout()).not.toMatch(/demo mode/i);
+  });
+
+  it('runs the demo in production only when asked for, and says so', async () => {
+    running = run({ NODE_ENV: 'production', WFS_DEMO: 'true' });
+    const url = await waitFor(() => /GraphQL:\s+(http:\S+)/.exec(running!.stdout())?.[1], 'the banner');
+    const answer = await post(url, '{ locations(first: 1) { nodes { id } } }');
+    expect(answer.body.data.locations.nodes).toHaveLength(1);
+    expect(answer.body.extensions?.demoTenant).toEqual(expect.any(String));
+    expect(running.stdout()).toMatch(/WFS_DEMO=true with NODE_ENV=production/);
+    running.child.kill('SIGTERM');
+    expect(await running.exit).toBe(0);
+  });
+
   describe('against an upstream', () => {
     let emulator: Emulator;
     beforeAll(async () => {

@@ -84,8 +84,10 @@ export interface ForeignTenantSpec {
   readonly claims?: (shardOrigin: string, evilOrigin: string) => Record<string, unknown>;
   /** Takes over a list response when it returns true. */
   readonly fault?: (ctx: FaultContext) => boolean;
-  /** Takes over a token response when it returns true. */
-  readonly tokenFault?: (req: IncomingMessage, res: ServerResponse, attempt: number) => boolean;
+  /** Takes over a token response when it returns (or resolves to) true; resolving false later lets the request be answered normally. */
+  readonly tokenFault?: (req: IncomingMessage, res: ServerResponse, attempt: number) => boolean | Promise<boolean>;
+  /** Rewrites the token response body (odd `expires_in` and the like); the token itself is issued as usual. */
+  readonly tokenResponse?: (body: Record<string, unknown>) => Record<string, unknown>;
   /** The shard answers 401 to every data call. */
   readonly alwaysUnauthorized?: boolean;
 }
@@ -199,7 +201,7 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
       if (!tenant) return sendJson(res, 401, { error: 'invalid_client' });
       tenant.tokenRequests += 1;
       tenant.tokenRequestLog.push({ form, authorization: req.headers.authorization, contentType: req.headers['content-type'] });
-      if (tenant.tokenFault?.(req, res, tenant.tokenRequests)) return;
+      if (await tenant.tokenFault?.(req, res, tenant.tokenRequests)) return;
       if (form.get('grant_type') !== 'client_credentials' || form.get('client_secret') !== tenant.clientSecret) {
         return sendJson(res, 401, { error: 'invalid_client' });
       }
@@ -225,12 +227,13 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
         .sign(signingKey);
       tokens.set(accessToken, tenant);
       issuedTokens.push(accessToken);
-      sendJson(res, 200, {
+      const answer = {
         access_token: accessToken,
         token_type: 'Bearer',
         expires_in: 900,
         ...(tenant.omitScope ? {} : { scope: granted }),
-      });
+      };
+      sendJson(res, 200, tenant.tokenResponse ? tenant.tokenResponse(answer) : answer);
     })().catch(() => {
       if (!res.headersSent) sendJson(res, 500, { error: 'server_error' });
     });

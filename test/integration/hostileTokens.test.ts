@@ -124,10 +124,23 @@ describe('token responses that are not usable', () => {
   it.each([
     ['no access_token', () => ({ token_type: 'Bearer', expires_in: 900 })],
     ['not a JWT', () => ({ access_token: 'opaque', token_type: 'Bearer', expires_in: 900 })],
-    ['a negative lifetime', () => ({ access_token: new UnsecuredJWT({ tenant_id: TENANT, api_base: shardOrigin }).encode(), token_type: 'Bearer', expires_in: -5 })],
   ])('%s is UPSTREAM_BAD_RESPONSE with no data call', async (_name, body) => {
     await restartSubgraph([]);
     tokenBody = body;
     await expectRefused('UPSTREAM_BAD_RESPONSE');
+  });
+});
+
+describe('a token with no usable expires_in and no exp claim', () => {
+  it.each([
+    ['negative', -5],
+    ['zero', 0],
+    ['missing', undefined],
+  ])('expires_in %s: served on the documented default lifetime, one token request', async (_name, expiresIn) => {
+    await restartSubgraph([]);
+    tokenBody = () => ({ access_token: new UnsecuredJWT({ tenant_id: TENANT, api_base: shardOrigin }).encode(), token_type: 'Bearer', ...(expiresIn !== undefined && { expires_in: expiresIn }) });
+    for (let i = 0; i < 10; i += 1) expect((await locations()).errors).toBeUndefined();
+    expect(tokenRequests).toBe(1);
+    expect(shardHits).toHaveLength(10);
   });
 });

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { SignJWT, UnsecuredJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
 import { testTenant } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
@@ -18,12 +18,16 @@ describe('verified-identity mode (JWT against a real JWKS endpoint)', () => {
   let sign: (claims: Record<string, unknown>, options?: { issuer?: string; audience?: string; expiresIn?: string }) => Promise<string>;
   let signWithOtherKey: (claims: Record<string, unknown>) => Promise<string>;
   let jwksUrl: string;
+  let privateKey: CryptoKey;
+  let publicKey: CryptoKey;
+  let jwksRequests = 0;
 
   beforeAll(async () => {
-    const { publicKey, privateKey } = await generateKeyPair('ES256');
+    ({ publicKey, privateKey } = await generateKeyPair('ES256'));
     const other = await generateKeyPair('ES256');
     const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
     jwks = createServer((_req, res) => {
+      jwksRequests += 1;
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ keys: [jwk] }));
     });
@@ -72,6 +76,37 @@ describe('verified-identity mode (JWT against a real JWKS endpoint)', () => {
     ];
     for (const [headers, code] of cases) expect(errorCodes(await subgraph.query(QUERY, {}, headers))).toEqual([code]);
     expect(subgraph.emulator.counters.tokenRequests).toBe(0);
+  });
+
+  it('refuses forged tokens: no exp, wrong or missing audience, alg none, HS256 with the public key, expired, unknown key, not yet valid', async () => {
+    subgraph = await startTestSubgraph({ tenants: [A, B] }, env());
+    const claims = { tenant_id: A.tenantId };
+    const base = () => new SignJWT(claims).setIssuer('https://idp.example.com').setAudience('wfs-subgraph').setIssuedAt();
+    const spki = await exportSPKI(publicKey);
+    const jwkText = JSON.stringify(await exportJWK(publicKey));
+    const forged: Array<[string, string]> = [
+      ['no exp', await base().setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(privateKey)],
+      ['wrong audience', await sign(claims, { audience: 'another-app' })],
+      ['no audience', await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('https://idp.example.com').setExpirationTime('5m').sign(privateKey)],
+      ['wrong issuer', await sign(claims, { issuer: 'https://evil.example.com' })],
+      ['alg none', new UnsecuredJWT(claims).setIssuer('https://idp.example.com').setAudience('wfs-subgraph').setExpirationTime('5m').encode()],
+      ['HS256 with the public key (PEM)', await base().setExpirationTime('5m').setProtectedHeader({ alg: 'HS256', kid: 'k1' }).sign(new TextEncoder().encode(spki))],
+      ['HS256 with the public key (JWK)', await base().setExpirationTime('5m').setProtectedHeader({ alg: 'HS256', kid: 'k1' }).sign(new TextEncoder().encode(jwkText))],
+      ['expired', await sign(claims, { expiresIn: '-2m' })],
+      ['unknown key', await signWithOtherKey(claims)],
+      ['unknown kid', await base().setExpirationTime('5m').setProtectedHeader({ alg: 'ES256', kid: 'no-such-key' }).sign(privateKey)],
+      ['not yet valid', await base().setExpirationTime('10m').setNotBefore('5m').setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(privateKey)],
+    ];
+    for (const [name, token] of forged) {
+      const response = await subgraph.query(QUERY, {}, { authorization: `Bearer ${token}` });
+      expect([name, errorCodes(response)]).toEqual([name, ['UNAUTHENTICATED']]);
+      expect(response.data?.locations ?? null).toBeNull();
+    }
+    expect(subgraph.emulator.counters.tokenRequests).toBe(0);
+    // A valid token still passes, within the small clock tolerance.
+    const fresh = await subgraph.query(QUERY, {}, { authorization: `Bearer ${await sign(claims)}` });
+    expect(errorCodes(fresh)).toEqual([]);
+    expect(jwksRequests).toBeGreaterThan(0);
   });
 });
 

@@ -1,11 +1,13 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
+import { UnsecuredJWT } from 'jose';
 import type { TenantCredentials } from '../../src/config';
 import { createRedisTokenStore, type RedisTokenStoreHandle, type RedisTokenStoreOperation, type RedisTokenStoreOptions } from '../../src/upstream/redisTokenStore';
 import { TokenCache } from '../../src/upstream/tokenCache';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
-import { freePort, sleep, tokenGrant } from '../helpers/fixtures';
+import { freePort, sleep } from '../helpers/fixtures';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
+import { openRecord, recordKey, sealRecord } from '../../src/upstream/tokenRecord';
 
 /*
  * Against a real redis-server: the store's keys, TTLs and Lua scripts, and two
@@ -38,15 +40,30 @@ let prefixes = 0;
 const uniquePrefix = () => `test${++prefixes}:`;
 
 /** A store on its own connection (a "replica"), ready before the test uses it. */
-async function connect(options: RedisTokenStoreOptions = {}, url = server.url): Promise<RedisTokenStoreHandle> {
-  const handle = createRedisTokenStore(url, options);
+const ENCRYPTION_KEY = 'test-redis-record-key-0123456789abcdef';
+const SHARD = 'https://s.example.com';
+
+async function connect(options: Partial<RedisTokenStoreOptions> = {}, url = server.url): Promise<RedisTokenStoreHandle> {
+  const handle = createRedisTokenStore(url, { encryptionKey: ENCRYPTION_KEY, ...options });
   handles.push(handle);
   if (handle.redis.status !== 'ready') await once(handle.redis, 'ready');
   return handle;
 }
 
-function grant(accessToken: string, lifeMs = 60_000, tenantId = 't1'): TokenGrant {
-  return tokenGrant({ accessToken, lifeMs, tenantId, apiBase: 'https://s.example.com', scopes: ['shifts.read'] });
+/** A token as the endpoint issues it: a JWT bound to its tenant and shard (`name` makes it unique). */
+function jwt(name: string, tenantId = 't1', apiBase = SHARD): string {
+  return new UnsecuredJWT({ name, tenant_id: tenantId, api_base: apiBase }).encode();
+}
+
+function grant(name: string, lifeMs = 60_000, tenantId = 't1'): TokenGrant {
+  const now = Date.now();
+  return { accessToken: jwt(name, tenantId), tenantId, apiBase: SHARD, scopes: ['shifts.read'], obtainedAt: now, expiresAt: now + lifeMs };
+}
+
+/** The access token of the record under `key`, opened with the test key. */
+async function storedToken(key: string): Promise<unknown> {
+  const value = await admin.get(key);
+  return value === null ? null : (openRecord(recordKey(ENCRYPTION_KEY), key, value) as { accessToken?: unknown } | null)?.accessToken;
 }
 
 function errorLog() {
@@ -75,25 +92,52 @@ describe('RedisTokenStore', () => {
     expect(await store.read('t1')).toBeNull();
   });
 
-  it('reads a value of the wrong shape or bound to another tenant as no token, and reports it', async () => {
+  it('keeps every record sealed: no bearer token in clear in Redis', async () => {
+    const keyPrefix = uniquePrefix();
+    const { store } = await connect({ keyPrefix });
+    const written = grant('sealed-token');
+    await store.write(written);
+    const raw = (await admin.get(`${keyPrefix}token:t1`))!;
+    expect(raw).toMatch(/^v1\./);
+    expect(raw).not.toContain(written.accessToken);
+    expect(raw).not.toContain(written.accessToken.split('.')[1]!);
+    expect(await store.read('t1')).toEqual(written);
+    // Another deployment's key (or none) opens nothing.
+    const other = await connect({ keyPrefix, encryptionKey: 'another-deployment-key-0123456789abcdef' });
+    expect(await other.store.read('t1')).toBeNull();
+  });
+
+  it('ignores and reports poisoned records: garbage, plain JSON, another tenant, a foreign api_base', async () => {
     const keyPrefix = uniquePrefix();
     const log = errorLog();
-    const { store } = await connect({ keyPrefix, onError: log.onError });
+    const evil = 'https://evil.example.net';
+    const { store } = await connect({ keyPrefix, onError: log.onError, apiBaseAllow: ['s.example.com'] });
     const key = `${keyPrefix}token:t1`;
+    const k = recordKey(ENCRYPTION_KEY);
     const good = grant('shape-token');
-    for (const corrupt of [
+    const t2 = grant('t2-token', 60_000, 't2');
+    const poisoned = [
       'not json',
-      '"a string"',
-      JSON.stringify({ ...good, tenantId: 't2' }),
-      JSON.stringify({ ...good, scopes: 'shifts.read' }),
-      JSON.stringify({ ...good, accessToken: '' }),
-      JSON.stringify({ ...good, expiresAt: '2030-01-01' }),
-    ]) {
-      await admin.set(key, corrupt);
+      'v1.AAAA',
+      `v1.${Buffer.alloc(64, 7).toString('base64url')}`,
+      JSON.stringify(good),
+      // Another tenant's record, sealed for its own key, copied here.
+      sealRecord(k, `${keyPrefix}token:t2`, t2),
+      // Sealed for this key, but the token inside is bound to another tenant.
+      sealRecord(k, key, { ...good, accessToken: jwt('stolen', 't2') }),
+      // A foreign api_base, in the record and in the token's claims alike.
+      sealRecord(k, key, { ...good, accessToken: jwt('foreign', 't1', evil), apiBase: evil }),
+      // The record's api_base disagrees with the token's own claim.
+      sealRecord(k, key, { ...good, apiBase: evil }),
+      // An absurd lifetime.
+      sealRecord(k, key, { ...good, expiresAt: good.obtainedAt + 400 * 86_400_000 }),
+    ];
+    for (const value of poisoned) {
+      await admin.set(key, value);
       expect(await store.read('t1')).toBeNull();
     }
-    expect(log.errors.map((e) => e.operation)).toEqual(Array(6).fill('read'));
-    await admin.set(key, JSON.stringify(good));
+    expect(log.errors.map((e) => e.operation)).toEqual(Array(poisoned.length).fill('read'));
+    await admin.set(key, sealRecord(k, key, good));
     expect(await store.read('t1')).toEqual(good);
   });
 
@@ -102,9 +146,9 @@ describe('RedisTokenStore', () => {
     const { store } = await connect({ keyPrefix });
     const newer = grant('newer-token');
     await store.write(newer);
-    await store.discard('t1', 'older-token');
+    await store.discard('t1', jwt('older-token'));
     expect(await store.read('t1')).toEqual(newer);
-    await store.discard('t1', 'newer-token');
+    await store.discard('t1', newer.accessToken);
     expect(await store.read('t1')).toBeNull();
     expect(await admin.exists(`${keyPrefix}token:t1`)).toBe(0);
   });
@@ -163,9 +207,8 @@ describe('TokenCache replicas sharing one Redis', () => {
     let calls = 0;
     const fetchToken = jest.fn(async (): Promise<TokenGrant> => {
       calls += 1;
-      const accessToken = `token-${calls}-${Math.random().toString(36).slice(2)}`;
       await sleep(50);
-      return grant(accessToken, 900_000);
+      return grant(`token-${calls}-${Math.random().toString(36).slice(2)}`, 900_000);
     });
     return fetchToken;
   }
@@ -182,7 +225,7 @@ describe('TokenCache replicas sharing one Redis', () => {
     const firstTokens = new Set(first.map((g) => g.accessToken));
     expect(firstTokens.size).toBe(1);
     const [firstToken] = firstTokens;
-    expect(JSON.parse((await admin.get(`${keyPrefix}token:t1`))!).accessToken).toBe(firstToken);
+    expect(await storedToken(`${keyPrefix}token:t1`)).toBe(firstToken);
 
     // Both replicas see the upstream refuse the same token, many requests each.
     const renewed = await Promise.all(Array.from({ length: 20 }, (_, i) => replicas[i % 2]!.renewAfterUnauthorized('t1', first[i]!)));
@@ -190,14 +233,14 @@ describe('TokenCache replicas sharing one Redis', () => {
     const renewedTokens = new Set(renewed.map((g) => g.accessToken));
     expect(renewedTokens.size).toBe(1);
     expect(renewedTokens.has(firstToken!)).toBe(false);
-    expect(JSON.parse((await admin.get(`${keyPrefix}token:t1`))!).accessToken).toBe([...renewedTokens][0]);
+    expect(await storedToken(`${keyPrefix}token:t1`)).toBe([...renewedTokens][0]);
     expect(await admin.exists(`${keyPrefix}lock:t1`)).toBe(0);
   });
 
   it('keeps serving tokens from a replica whose Redis is unreachable, quickly, and reports it', async () => {
     const closedPort = await freePort();
     const log = errorLog();
-    const handle = createRedisTokenStore(`redis://127.0.0.1:${closedPort}`, { onError: log.onError });
+    const handle = createRedisTokenStore(`redis://127.0.0.1:${closedPort}`, { encryptionKey: ENCRYPTION_KEY, onError: log.onError });
     handles.push(handle);
     const fetchToken = countingEndpoint();
     const cache = new TokenCache({ tenants: [tenant], fetchToken, store: handle.store, lockWaitMs: 200, lockPollMs: 20 });

@@ -25,7 +25,7 @@ describe('replicas sharing Redis', () => {
     await client.flushall();
     await client.quit();
     emulator = await startEmulator({ maxPageSize: 5 });
-    const env = { WFS_REDIS_URL: redis.url, WFS_CURSOR_SECRET: 'shared-replica-cursor-secret-0123456789' };
+    const env = { WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'replica-redis-record-key-0123456789abcdef', WFS_CURSOR_SECRET: 'shared-replica-cursor-secret-0123456789' };
     replicas = [await startTestSubgraph({}, env, {}, emulator), await startTestSubgraph({}, env, {}, emulator)];
   });
   afterEach(async () => {

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config';
+import { ConfigError, KNOWN_ENV_VARIABLES, loadConfig } from '../../src/config';
 
 const dir = mkdtempSync(join(tmpdir(), 'wfs-config-'));
 function tenantsFile(content: unknown): string {
@@ -10,6 +10,8 @@ function tenantsFile(content: unknown): string {
   return path;
 }
 const good = [{ tenantId: 't1', clientId: 'c1', clientSecret: 'super-secret-value', scope: 'shifts.read' }];
+const upstream = () => ({ WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: tenantsFile(good) });
+const jwt = { WFS_JWKS_URL: 'https://id.example.com/jwks.json', WFS_JWT_ISSUER: 'https://id.example.com', WFS_JWT_AUDIENCE: 'wfs-subgraph' };
 
 function failure(env: Record<string, string>): { variable: string; message: string } {
   try {
@@ -38,9 +40,9 @@ describe('loadConfig', () => {
     [{ WFS_AUTH_URL: 'https://id.example.com' }, 'WFS_TENANTS_FILE'],
     [{ WFS_AUTH_URL: 'not a url', WFS_TENANTS_FILE: 'x' }, 'WFS_AUTH_URL'],
     [{ PORT: 'eighty' }, 'PORT'],
-    [{ WFS_REDIS_URL: 'http://redis' }, 'WFS_REDIS_URL'],
+    [{ ...upstream(), WFS_REDIS_URL: 'http://redis' }, 'WFS_REDIS_URL'],
     [{ WFS_CURSOR_SECRET: 'short' }, 'WFS_CURSOR_SECRET'],
-    [{ WFS_JWT_ISSUER: 'https://issuer' }, 'WFS_JWT_ISSUER'],
+    [{ ...upstream(), WFS_JWT_ISSUER: 'https://issuer' }, 'WFS_JWT_ISSUER'],
     [{ WFS_EXPLORER: 'maybe' }, 'WFS_EXPLORER'],
   ])('names the variable that is wrong: %p', (env, variable) => {
     expect(failure(env as Record<string, string>).variable).toBe(variable);
@@ -60,8 +62,71 @@ describe('loadConfig', () => {
   });
 
   it('enables verified-identity mode with the default claim', () => {
-    expect(loadConfig({ WFS_JWKS_URL: 'https://id.example.com/jwks.json' }).jwt).toEqual({
-      jwksUrl: 'https://id.example.com/jwks.json', issuer: undefined, audience: undefined, tenantClaim: 'tenant_id',
+    expect(loadConfig({ ...upstream(), ...jwt }).jwt).toEqual({
+      jwksUrl: 'https://id.example.com/jwks.json', issuer: 'https://id.example.com', audience: 'wfs-subgraph', tenantClaim: 'tenant_id',
     });
+  });
+
+  it('refuses verified-identity mode without an issuer or an audience, unless the audience is opted out explicitly', () => {
+    expect(failure({ ...upstream(), ...jwt, WFS_JWT_ISSUER: '' }).variable).toBe('WFS_JWT_ISSUER');
+    expect(failure({ ...upstream(), ...jwt, WFS_JWT_AUDIENCE: '' }).variable).toBe('WFS_JWT_AUDIENCE');
+    expect(loadConfig({ ...upstream(), ...jwt, WFS_JWT_AUDIENCE: '', WFS_JWT_NO_AUDIENCE: 'true' }).jwt?.audience).toBeUndefined();
+    expect(failure({ ...upstream(), ...jwt, WFS_JWT_NO_AUDIENCE: 'true' }).variable).toBe('WFS_JWT_NO_AUDIENCE');
+  });
+
+  it.each([
+    ['WFS_AUTH_URL', 'http://id.example.com'],
+    ['WFS_AUTH_URL', 'http://10.0.0.5:8080'],
+    ['WFS_JWKS_URL', 'http://id.example.com/jwks.json'],
+  ])('refuses plain http off loopback for %s (%s)', (variable, url) => {
+    const { variable: named, message } = failure({ ...upstream(), ...jwt, [variable]: url });
+    expect(named).toBe(variable);
+    expect(message).toMatch(/https/);
+  });
+
+  it('accepts plain http on a loopback host', () => {
+    for (const host of ['127.0.0.1:8080', 'localhost:8080', '[::1]:8080']) {
+      expect(loadConfig({ ...upstream(), WFS_AUTH_URL: `http://${host}` }).authUrl).toBe(`http://${host}`);
+    }
+  });
+
+  it('stops on an unknown WFS_* variable and names the closest known one', () => {
+    const { variable, message } = failure({ NODE_ENV: 'production', WFS_AUTH_ULR: 'https://id.example.com', WFS_TENANTS_FILE: tenantsFile(good) });
+    expect(variable).toBe('WFS_AUTH_ULR');
+    expect(message).toContain('did you mean WFS_AUTH_URL?');
+    expect(failure({ WFS_TENANTS_FLE: 'x' }).message).toContain('WFS_TENANTS_FILE');
+    // Other prefixes are not ours to judge.
+    expect(() => loadConfig({ OTEL_SERVICE_NAME: 'x', WFSX: 'y' })).not.toThrow();
+  });
+
+  it('keeps one exported list of known names, including those other modules read', () => {
+    expect(KNOWN_ENV_VARIABLES).toEqual(expect.arrayContaining(['WFS_INTROSPECTION', 'WFS_UPSTREAM_CALL_BUDGET', 'WFS_REDIS_KEY', 'WFS_DEMO', 'WFS_JWT_NO_AUDIENCE']));
+  });
+
+  it('runs demo mode only when asked for', () => {
+    expect(loadConfig({}).demo).toBe(true);
+    expect(failure({ NODE_ENV: 'production' }).variable).toBe('WFS_AUTH_URL');
+    expect(loadConfig({ NODE_ENV: 'production', WFS_DEMO: 'true' }).demo).toBe(true);
+    for (const setting of <Array<Record<string, string>>>[{ WFS_TENANTS_FILE: tenantsFile(good) }, { WFS_REDIS_URL: 'redis://r' }, jwt, { WFS_JWT_AUDIENCE: 'a' }, { WFS_API_BASE_ALLOW: 'x.example.com' }]) {
+      const { variable, message } = failure(setting);
+      expect(variable).toBe('WFS_AUTH_URL');
+      expect(message).toContain(Object.keys(setting)[0]);
+    }
+    expect(failure({ ...upstream(), WFS_DEMO: 'true' }).variable).toBe('WFS_DEMO');
+    expect(loadConfig(upstream()).demo).toBe(false);
+  });
+
+  it('needs WFS_REDIS_KEY (32+ characters) with WFS_REDIS_URL', () => {
+    expect(failure({ ...upstream(), WFS_REDIS_URL: 'redis://r' }).variable).toBe('WFS_REDIS_KEY');
+    expect(failure({ ...upstream(), WFS_REDIS_URL: 'redis://r', WFS_REDIS_KEY: 'short' }).variable).toBe('WFS_REDIS_KEY');
+    expect(failure({ ...upstream(), WFS_REDIS_KEY: 'k'.repeat(32) }).variable).toBe('WFS_REDIS_KEY');
+    expect(loadConfig({ ...upstream(), WFS_REDIS_URL: 'redis://r', WFS_REDIS_KEY: 'k'.repeat(32) }).redisKey).toBe('k'.repeat(32));
+  });
+
+  it('reads allow-list entries: hosts, suffixes, host:port and CIDR ranges', () => {
+    expect(loadConfig({ ...upstream(), WFS_API_BASE_ALLOW: 'Shard.internal, *.example.com,10.0.0.0/8, fd12::/16, 127.0.0.1:4011' }).apiBaseAllow).toEqual([
+      'shard.internal', '*.example.com', '10.0.0.0/8', 'fd12::/16', '127.0.0.1:4011',
+    ]);
+    expect(failure({ ...upstream(), WFS_API_BASE_ALLOW: '10.0.0.0/x' }).variable).toBe('WFS_API_BASE_ALLOW');
   });
 });

@@ -87,17 +87,137 @@ describe('TokenCache', () => {
     expect(t.fetchToken).toHaveBeenCalledTimes(2);
   });
 
-  it('does not fetch a token per request when fresh tokens keep getting 401', async () => {
+  it('renews at once when a token that served calls is refused: two revocations in a row lock nobody out', async () => {
     const t = setup();
     const first = await t.cache.getToken('t1');
+    t.cache.markUsed(first);
     const second = await t.cache.renewAfterUnauthorized('t1', first);
+    expect(second.accessToken).toBe('token-2');
+    t.cache.markUsed(second);
+    // Revoked again, a moment later: renewed at once, no cool-down.
+    const third = await t.cache.renewAfterUnauthorized('t1', second);
+    expect(third.accessToken).toBe('token-3');
+    expect((await t.cache.getToken('t1')).accessToken).toBe('token-3');
+    expect(t.fetchToken).toHaveBeenCalledTimes(3);
+  });
+
+  it('cools down on tokens refused on their first use, 1 s doubling to 10 s, one token request per cool-down', async () => {
+    const t = setup();
+    let token = await t.cache.getToken('t1');
+    // The first refusal renews at once (a stale token is no proof the credentials are wrong).
+    token = await t.cache.renewAfterUnauthorized('t1', token);
     expect(t.fetchToken).toHaveBeenCalledTimes(2);
-    for (let i = 0; i < 5; i += 1) {
-      await expect(t.cache.renewAfterUnauthorized('t1', second)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
+    const cooldowns: number[] = [];
+    for (let round = 0; round < 6; round += 1) {
+      await expect(t.cache.renewAfterUnauthorized('t1', token)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
+      const requests = t.fetchToken.mock.calls.length;
+      // Every query during the cool-down fails fast, without a token request.
+      let waited = 0;
+      for (;;) {
+        const outcome = await t.cache.getToken('t1').then((g) => g, (e: UpstreamError) => e);
+        if (!(outcome instanceof UpstreamError)) {
+          token = outcome;
+          break;
+        }
+        expect(outcome.code).toBe('UPSTREAM_UNAUTHORIZED');
+        expect(t.fetchToken).toHaveBeenCalledTimes(requests);
+        t.advance(250);
+        waited += 250;
+      }
+      expect(t.fetchToken).toHaveBeenCalledTimes(requests + 1);
+      cooldowns.push(waited);
     }
+    expect(cooldowns).toEqual([1_000, 2_000, 4_000, 8_000, 10_000, 10_000]);
+    // A call that succeeds ends the streak: the next refusal renews at once.
+    t.cache.markUsed(token);
+    await expect(t.cache.renewAfterUnauthorized('t1', token)).resolves.toMatchObject({ accessToken: expect.any(String) });
+  });
+
+  it('keeps serving the still-valid token while the endpoint answers 503, with spaced attempts', async () => {
+    const t = setup(100);
+    await t.cache.getToken('t1');
+    t.advance(76_000); // inside the refresh window (75 % .. 90 % of 100 s)
+    t.failWith(new UpstreamError('UPSTREAM_UNAVAILABLE', 'the token endpoint answered 503', { status: 503 }));
+    const attemptsAt: number[] = [];
+    let served = 0;
+    for (let ms = 0; ms < 13_000; ms += 100) {
+      const before = t.fetchToken.mock.calls.length;
+      expect((await t.cache.getToken('t1')).accessToken).toBe('token-1');
+      served += 1;
+      await flush();
+      if (t.fetchToken.mock.calls.length > before) attemptsAt.push(ms);
+      t.advance(100);
+    }
+    expect(served).toBe(130);
+    // 1.5 s, then 3 s, then 6 s apart: never one per query.
+    const gaps = attemptsAt.slice(1).map((at, i) => at - attemptsAt[i]!);
+    expect(gaps).toEqual([1_500, 3_000, 6_000]);
+  });
+
+  it('honours Retry-After from the token endpoint: no attempt inside the window, fail fast with the seconds left', async () => {
+    const t = setup();
+    t.failWith(new UpstreamError('UPSTREAM_UNAVAILABLE', 'the token endpoint answered 503', { status: 503, retryAfterSeconds: 30 }));
+    await expect(t.cache.getToken('t1')).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+    t.advance(10_000);
+    await expect(t.cache.getToken('t1')).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', details: { retryAfterSeconds: 20 } });
+    t.failWith(new UpstreamError('UPSTREAM_RATE_LIMITED', 'rate limited', { status: 429, retryAfterSeconds: 30 }));
+    t.advance(19_000);
+    await expect(t.cache.getToken('t1')).rejects.toMatchObject({ details: { retryAfterSeconds: 1 } });
+    expect(t.fetchToken).toHaveBeenCalledTimes(1);
+    t.advance(1_000);
+    await expect(t.cache.getToken('t1')).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', details: { retryAfterSeconds: 30 } });
     expect(t.fetchToken).toHaveBeenCalledTimes(2);
-    t.advance(10_001);
-    await expect(t.cache.renewAfterUnauthorized('t1', second)).resolves.toMatchObject({ accessToken: 'token-3' });
+  });
+
+  it('does not hold a query on a token request that outlived the endpoint\'s usual answer time; that request serves the next query', async () => {
+    const t = setup(100);
+    await t.cache.getToken('t1'); // answered at once: the usual answer time is short
+    t.advance(80_000);
+    t.hold(); // the endpoint hangs from before the refresh point
+    expect((await t.cache.getToken('t1')).accessToken).toBe('token-1');
+    expect(t.fetchToken).toHaveBeenCalledTimes(2);
+    t.advance(20_000); // the token is no longer usable
+    for (let i = 0; i < 5; i += 1) await expect(t.cache.getToken('t1')).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+    expect(t.fetchToken).toHaveBeenCalledTimes(2);
+    t.releaseAll();
+    await flush();
+    expect((await t.cache.getToken('t1')).accessToken).toBe('token-2');
+  });
+
+  it('waits about a second, not more, on a retry to an endpoint whose last attempt failed', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'queueMicrotask', 'nextTick'] });
+    try {
+      const t = setup();
+      t.failWith(new UpstreamError('UPSTREAM_UNAVAILABLE', 'timed out'));
+      await expect(t.cache.getToken('t1')).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+      t.failWith(undefined);
+      t.advance(1_500);
+      t.hold();
+      let outcome: unknown;
+      const waiting = t.cache.getToken('t1').then((g) => (outcome = g), (e: unknown) => (outcome = e));
+      jest.advanceTimersByTime(999);
+      await flush();
+      expect(outcome).toBeUndefined();
+      jest.advanceTimersByTime(1);
+      await waiting;
+      expect(outcome).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+      // The request went on; its answer serves the next query.
+      t.releaseAll();
+      await flush();
+      expect((await t.cache.getToken('t1')).accessToken).toBe('token-1');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('lets a cold tenant wait for a slow but working endpoint', async () => {
+    const t = setup();
+    t.hold();
+    const first = t.cache.getToken('t1');
+    await flush();
+    t.advance(5_000); // five seconds for the first token
+    t.releaseAll();
+    expect((await first).accessToken).toBe('token-1');
   });
 
   it('does not hammer a token endpoint that refuses the credentials', async () => {

@@ -1,0 +1,90 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { decodeJwt } from 'jose';
+import { checkApiBase } from './apiBase';
+import { MAX_TOKEN_LIFETIME_SECONDS } from './tokenLifetime';
+import type { TokenGrant } from './tokenEndpoint';
+
+/*
+ * A token as it is kept in the shared store: sealed with AES-256-GCM, so Redis (its
+ * backups, a MONITOR session, a stolen dump) never holds a live bearer token in
+ * clear, and a record moved to another tenant's key does not open (the key name is
+ * the additional authenticated data). What opens is then checked as if it came from
+ * the token endpoint: the token's own claims must bind it to the tenant and name the
+ * record's `api_base`, which must pass `checkApiBase` with the allow-list.
+ *
+ *   v1.<base64url(iv[12] | tag[16] | ciphertext)>
+ */
+
+const VERSION = 'v1.';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+/** Clock difference between replicas we accept on `obtainedAt`, in ms. */
+const MAX_FUTURE_SKEW_MS = 60_000;
+
+/** The AES-256 key for the records, derived from WFS_REDIS_KEY (32+ characters). */
+export function recordKey(secret: string): Buffer {
+  if (secret.length < 32) throw new Error('the token store key must be at least 32 characters');
+  return Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), 'wfs-subgraph token record v1', 32));
+}
+
+export function sealRecord(key: Buffer, keyName: string, grant: TokenGrant): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(keyName, 'utf8'));
+  const record = {
+    accessToken: grant.accessToken,
+    tenantId: grant.tenantId,
+    apiBase: grant.apiBase,
+    scopes: [...grant.scopes],
+    obtainedAt: grant.obtainedAt,
+    expiresAt: grant.expiresAt,
+  };
+  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(record), 'utf8'), cipher.final()]);
+  return VERSION + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url');
+}
+
+/** The record's JSON, or null when it is not ours (wrong key, another key name, tampered, garbage). */
+export function openRecord(key: Buffer, keyName: string, value: string): unknown {
+  if (!value.startsWith(VERSION)) return null;
+  const bytes = Buffer.from(value.slice(VERSION.length), 'base64url');
+  if (bytes.length <= IV_BYTES + TAG_BYTES) return null;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(keyName, 'utf8'));
+    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    const text = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A grant read back from the store, checked like a token response: the right shape,
+ * bound to `tenantId` by its own `tenant_id` claim, an `api_base` claim that passes
+ * `checkApiBase` and equals the record's, and a sane lifetime. Null otherwise.
+ */
+export function verifyRecord(data: unknown, tenantId: string, allowList: readonly string[], now: number): TokenGrant | null {
+  if (typeof data !== 'object' || data === null) return null;
+  const { accessToken, tenantId: boundTo, apiBase, scopes, obtainedAt, expiresAt } = data as Record<string, unknown>;
+  if (typeof accessToken !== 'string' || accessToken.length === 0) return null;
+  if (boundTo !== tenantId) return null;
+  if (typeof apiBase !== 'string' || apiBase.length === 0) return null;
+  if (!Array.isArray(scopes) || !scopes.every((scope): scope is string => typeof scope === 'string')) return null;
+  if (typeof obtainedAt !== 'number' || !Number.isFinite(obtainedAt) || obtainedAt > now + MAX_FUTURE_SKEW_MS) return null;
+  if (typeof expiresAt !== 'number' || !Number.isFinite(expiresAt) || expiresAt <= obtainedAt) return null;
+  if (expiresAt - obtainedAt > MAX_TOKEN_LIFETIME_SECONDS * 1000) return null;
+  let claims: Record<string, unknown>;
+  try {
+    claims = decodeJwt(accessToken);
+  } catch {
+    return null;
+  }
+  if (typeof claims.tenant_id !== 'string' || claims.tenant_id.toLowerCase() !== tenantId.toLowerCase()) return null;
+  try {
+    if (checkApiBase(claims.api_base, allowList) !== apiBase) return null;
+  } catch {
+    return null;
+  }
+  return { accessToken, tenantId, apiBase, scopes, obtainedAt, expiresAt };
+}

@@ -1,5 +1,6 @@
 import type { ShiftConnectionResolvers, ShiftResolvers } from '../../__generated__/resolvers-types';
 import { UpstreamError } from '../../upstream/errors';
+import { nodeIdOf } from '../node';
 import { normalizeDateTime, type ShiftRecord } from '../../upstream/records';
 
 /** A date-time the upstream sent in a form we cannot serve fails that field alone. */
@@ -15,6 +16,7 @@ function dateTime(shift: ShiftRecord, field: 'start' | 'end'): string | null {
 
 export const Shift: ShiftResolvers = {
   __resolveReference: async ({ id }, context) => (await context.tenant()).shifts.load(String(id)),
+  nodeId: nodeIdOf('Shift'),
   start: (shift) => dateTime(shift, 'start'),
   end: (shift) => dateTime(shift, 'end'),
   location: async (shift, _args, context) => (shift.locationId ? (await context.tenant()).locations.load(shift.locationId) : null),

@@ -187,6 +187,34 @@ describe('relay-runtime with the examples/relay artifacts', () => {
     }
   });
 
+  it('pages the shifts backward with last/before (the bidirectional connection), each edge once', async () => {
+    const environment = environmentFor(numbered);
+    const operation = createOperationDescriptor(ShiftListPaginationQuery, { first: null, last: 60 });
+    const retained = environment.retain(operation);
+    try {
+      // The refetch query with `last` and no cursor: the list's last 60 shifts.
+      await run(environment, ShiftListPaginationQuery, { first: null, last: 60 });
+      const root = environment.lookup(operation.fragment).data;
+      interface Backward {
+        edges: ReadonlyArray<{ node: { nodeId: string } }>;
+        pageInfo: { hasPreviousPage: boolean; startCursor: string | null };
+      }
+      const shiftsOf = () => read<{ shifts: Backward }>(environment, ShiftListFragment, root).shifts;
+      let pages = 1;
+      while (shiftsOf().pageInfo.hasPreviousPage) {
+        await run(environment, ShiftListPaginationQuery, { first: null, last: 60, before: shiftsOf().pageInfo.startCursor });
+        pages += 1;
+      }
+      const ids = shiftsOf().edges.map((edge) => read<{ id: string }>(environment, ShiftCardFragment, edge.node).id);
+      expect(calls.map((call) => call.codes)).toEqual([[], [], [], []]);
+      // 230 shifts: 60, 60, 60, then the first 50.
+      expect(pages).toBe(4);
+      expect(ids).toEqual(numbered.shifts.map((shift) => shift.id));
+    } finally {
+      retained.dispose();
+    }
+  });
+
   it('refetches one Location and one Shift through node(nodeId:), the @refetchable queries', async () => {
     const environment = environmentFor(numbered);
     const location = numbered.locations[6]!;

@@ -8,7 +8,7 @@ import { ShiftList } from './ShiftList';
 export const AppQuery = graphql`
   query AppQuery {
     ...LocationList_query
-    ...ShiftList_query
+    ...ShiftList_query @arguments(first: 50)
   }
 `;
 

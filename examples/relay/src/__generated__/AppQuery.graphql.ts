@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<a177e0b9e0f68b5ab1e45abad3235a6e>>
+ * @generated SignedSource<<41c499b0c659093086fa638d6f13a2ec>>
  * @lightSyntaxTransform
  */
 
@@ -23,65 +23,65 @@ var v0 = [
   {
     "kind": "Literal",
     "name": "first",
+    "value": 50
+  }
+],
+v1 = [
+  {
+    "kind": "Literal",
+    "name": "first",
     "value": 20
   }
 ],
-v1 = {
+v2 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "cursor",
   "storageKey": null
 },
-v2 = {
+v3 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "nodeId",
   "storageKey": null
 },
-v3 = {
+v4 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "id",
   "storageKey": null
 },
-v4 = {
+v5 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "name",
   "storageKey": null
 },
-v5 = {
+v6 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "__typename",
   "storageKey": null
 },
-v6 = {
+v7 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "endCursor",
   "storageKey": null
 },
-v7 = {
+v8 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "hasNextPage",
   "storageKey": null
-},
-v8 = [
-  {
-    "kind": "Literal",
-    "name": "first",
-    "value": 50
-  }
-];
+};
 return {
   "fragment": {
     "argumentDefinitions": [],
@@ -95,7 +95,7 @@ return {
         "name": "LocationList_query"
       },
       {
-        "args": null,
+        "args": (v0/*:: as any*/),
         "kind": "FragmentSpread",
         "name": "ShiftList_query"
       }
@@ -111,7 +111,7 @@ return {
     "selections": [
       {
         "alias": null,
-        "args": (v0/*:: as any*/),
+        "args": (v1/*:: as any*/),
         "concreteType": "LocationConnection",
         "kind": "LinkedField",
         "name": "locations",
@@ -125,7 +125,7 @@ return {
             "name": "edges",
             "plural": true,
             "selections": [
-              (v1/*:: as any*/),
+              (v2/*:: as any*/),
               {
                 "alias": null,
                 "args": null,
@@ -134,10 +134,10 @@ return {
                 "name": "node",
                 "plural": false,
                 "selections": [
-                  (v2/*:: as any*/),
                   (v3/*:: as any*/),
                   (v4/*:: as any*/),
-                  (v5/*:: as any*/)
+                  (v5/*:: as any*/),
+                  (v6/*:: as any*/)
                 ],
                 "storageKey": null
               }
@@ -152,8 +152,8 @@ return {
             "name": "pageInfo",
             "plural": false,
             "selections": [
-              (v6/*:: as any*/),
-              (v7/*:: as any*/)
+              (v7/*:: as any*/),
+              (v8/*:: as any*/)
             ],
             "storageKey": null
           }
@@ -162,7 +162,7 @@ return {
       },
       {
         "alias": null,
-        "args": (v0/*:: as any*/),
+        "args": (v1/*:: as any*/),
         "filters": null,
         "handle": "connection",
         "key": "LocationList_locations",
@@ -171,7 +171,7 @@ return {
       },
       {
         "alias": null,
-        "args": (v8/*:: as any*/),
+        "args": (v0/*:: as any*/),
         "concreteType": "ShiftConnection",
         "kind": "LinkedField",
         "name": "shifts",
@@ -185,7 +185,7 @@ return {
             "name": "edges",
             "plural": true,
             "selections": [
-              (v1/*:: as any*/),
+              (v2/*:: as any*/),
               {
                 "alias": null,
                 "args": null,
@@ -194,8 +194,8 @@ return {
                 "name": "node",
                 "plural": false,
                 "selections": [
-                  (v2/*:: as any*/),
                   (v3/*:: as any*/),
+                  (v4/*:: as any*/),
                   {
                     "alias": null,
                     "args": null,
@@ -218,13 +218,13 @@ return {
                     "name": "location",
                     "plural": false,
                     "selections": [
-                      (v3/*:: as any*/),
                       (v4/*:: as any*/),
-                      (v2/*:: as any*/)
+                      (v5/*:: as any*/),
+                      (v3/*:: as any*/)
                     ],
                     "storageKey": null
                   },
-                  (v5/*:: as any*/)
+                  (v6/*:: as any*/)
                 ],
                 "storageKey": null
               }
@@ -239,8 +239,8 @@ return {
             "name": "pageInfo",
             "plural": false,
             "selections": [
-              (v6/*:: as any*/),
               (v7/*:: as any*/),
+              (v8/*:: as any*/),
               {
                 "alias": null,
                 "args": null,
@@ -263,7 +263,7 @@ return {
       },
       {
         "alias": null,
-        "args": (v8/*:: as any*/),
+        "args": (v0/*:: as any*/),
         "filters": null,
         "handle": "connection",
         "key": "ShiftList_shifts",
@@ -273,16 +273,16 @@ return {
     ]
   },
   "params": {
-    "cacheID": "619b8c8554b6dbfae04bcfe43d719585",
+    "cacheID": "eb1d26b75d1881f8e37ec61f46e501c1",
     "id": null,
     "metadata": {},
     "name": "AppQuery",
     "operationKind": "query",
-    "text": "query AppQuery {\n  ...LocationList_query\n  ...ShiftList_query\n}\n\nfragment LocationCard_location on Location {\n  id\n  name\n  nodeId\n}\n\nfragment LocationList_query on Query {\n  locations(first: 20) {\n    edges {\n      cursor\n      node {\n        nodeId\n        ...LocationCard_location\n        __typename\n      }\n    }\n    pageInfo {\n      endCursor\n      hasNextPage\n    }\n  }\n}\n\nfragment ShiftCard_shift on Shift {\n  id\n  start\n  end\n  location {\n    id\n    name\n    nodeId\n  }\n  nodeId\n}\n\nfragment ShiftList_query on Query {\n  shifts(first: 50) {\n    edges {\n      cursor\n      node {\n        nodeId\n        ...ShiftCard_shift\n        __typename\n      }\n    }\n    pageInfo {\n      endCursor\n      hasNextPage\n      hasPreviousPage\n      startCursor\n    }\n  }\n}\n"
+    "text": "query AppQuery {\n  ...LocationList_query\n  ...ShiftList_query_4xwbRO\n}\n\nfragment LocationCard_location on Location {\n  id\n  name\n  nodeId\n}\n\nfragment LocationList_query on Query {\n  locations(first: 20) {\n    edges {\n      cursor\n      node {\n        nodeId\n        ...LocationCard_location\n        __typename\n      }\n    }\n    pageInfo {\n      endCursor\n      hasNextPage\n    }\n  }\n}\n\nfragment ShiftCard_shift on Shift {\n  id\n  start\n  end\n  location {\n    id\n    name\n    nodeId\n  }\n  nodeId\n}\n\nfragment ShiftList_query_4xwbRO on Query {\n  shifts(first: 50) {\n    edges {\n      cursor\n      node {\n        nodeId\n        ...ShiftCard_shift\n        __typename\n      }\n    }\n    pageInfo {\n      endCursor\n      hasNextPage\n      hasPreviousPage\n      startCursor\n    }\n  }\n}\n"
   }
 };
 })();
 
-(node as any).hash = "dcd4ddd5c7a85febdada6ca618cee0f9";
+(node as any).hash = "6a872a35687e4bba4e8a63d32bd80f99";
 
 export default node;

@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<3f50456885d4b6ef308f12c3fa7602d9>>
+ * @generated SignedSource<<cd3ea27b4bce62b2afc8d4e5a4a6a831>>
  * @lightSyntaxTransform
  */
 
@@ -36,7 +36,7 @@ var v0 = [
     "name": "before"
   },
   {
-    "defaultValue": 50,
+    "defaultValue": null,
     "kind": "LocalArgument",
     "name": "first"
   },
@@ -238,16 +238,16 @@ return {
     ]
   },
   "params": {
-    "cacheID": "be24d1a3fd02584581ee01059fdc1395",
+    "cacheID": "1fcb7a6b0252f5cf4019492e61387658",
     "id": null,
     "metadata": {},
     "name": "ShiftListPaginationQuery",
     "operationKind": "query",
-    "text": "query ShiftListPaginationQuery(\n  $after: String\n  $before: String\n  $first: Int = 50\n  $last: Int\n) {\n  ...ShiftList_query_pbnwq\n}\n\nfragment ShiftCard_shift on Shift {\n  id\n  start\n  end\n  location {\n    id\n    name\n    nodeId\n  }\n  nodeId\n}\n\nfragment ShiftList_query_pbnwq on Query {\n  shifts(first: $first, after: $after, last: $last, before: $before) {\n    edges {\n      cursor\n      node {\n        nodeId\n        ...ShiftCard_shift\n        __typename\n      }\n    }\n    pageInfo {\n      endCursor\n      hasNextPage\n      hasPreviousPage\n      startCursor\n    }\n  }\n}\n"
+    "text": "query ShiftListPaginationQuery(\n  $after: String\n  $before: String\n  $first: Int\n  $last: Int\n) {\n  ...ShiftList_query_pbnwq\n}\n\nfragment ShiftCard_shift on Shift {\n  id\n  start\n  end\n  location {\n    id\n    name\n    nodeId\n  }\n  nodeId\n}\n\nfragment ShiftList_query_pbnwq on Query {\n  shifts(first: $first, after: $after, last: $last, before: $before) {\n    edges {\n      cursor\n      node {\n        nodeId\n        ...ShiftCard_shift\n        __typename\n      }\n    }\n    pageInfo {\n      endCursor\n      hasNextPage\n      hasPreviousPage\n      startCursor\n    }\n  }\n}\n"
   }
 };
 })();
 
-(node as any).hash = "9d73f3cf3ace6c096ee415d3f27c3456";
+(node as any).hash = "cb7f57abbd9d683a7f3ed3f5cdc00adb";
 
 export default node;

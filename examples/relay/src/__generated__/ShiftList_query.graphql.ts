@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<f3030f4aaa974d46cd49218c8c7d94c2>>
+ * @generated SignedSource<<cc4e6f952339e18209dfe050f539539c>>
  * @lightSyntaxTransform
  */
 
@@ -45,7 +45,7 @@ return {
       "name": "before"
     },
     {
-      "defaultValue": 50,
+      "defaultValue": null,
       "kind": "LocalArgument",
       "name": "first"
     },
@@ -187,6 +187,6 @@ return {
 };
 })();
 
-(node as any).hash = "9d73f3cf3ace6c096ee415d3f27c3456";
+(node as any).hash = "cb7f57abbd9d683a7f3ed3f5cdc00adb";
 
 export default node;

@@ -34,8 +34,9 @@ for dir in src/__generated__ operations/__generated__; do
   fi
 done
 
-echo "==> typecheck and build"
+echo "==> typecheck, schema lint (every type, field and argument described) and build"
 npm run --silent typecheck
+npm run --silent lint
 npm run --silent build
 
 echo "==> tests"

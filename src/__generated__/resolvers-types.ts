@@ -23,10 +23,14 @@ export type Scalars = {
 };
 
 /** A place where people work: a shop, a ward, a warehouse. */
-export type Location = {
+export type Location = Node & {
   __typename?: 'Location';
+  /** The upstream's id of the location (unique among the company's locations only); the federation key. */
   id: Scalars['ID']['output'];
+  /** The location's name, as the upstream has it. */
   name: Scalars['String']['output'];
+  /** An opaque id, unique across all types of this API; pass it to `Query.node`. */
+  nodeId: Scalars['ID']['output'];
   /**
    * The shifts at this location, in upstream order, optionally those starting in
    * [startsFrom, startsBefore). Needs the `shifts.read` scope. Cursors belong to this
@@ -44,35 +48,63 @@ export type LocationShiftsArgs = {
   startsFrom?: InputMaybe<Scalars['DateTime']['input']>;
 };
 
+/** A page of the company's locations (a Relay connection). */
 export type LocationConnection = {
   __typename?: 'LocationConnection';
+  /** The locations of this page with their cursors, in upstream order. */
   edges: Array<LocationEdge>;
+  /** The locations of this page, in upstream order (the same as `edges[].node`). */
   nodes: Array<Location>;
+  /** Whether there are more locations before or after this page, and the cursors to get them. */
   pageInfo: PageInfo;
 };
 
+/** One location in a page, with its cursor. */
 export type LocationEdge = {
   __typename?: 'LocationEdge';
   /** Opaque; pass it as `after` or `before` to resume right after or before this edge. */
   cursor: Scalars['String']['output'];
+  /** The location. */
   node: Location;
+};
+
+/**
+ * An object that `Query.node` can fetch again by its `nodeId` (Relay's global object
+ * identification, with Hive Gateway's field names). `nodeId` is unique across types;
+ * the upstream id stays in `id`.
+ */
+export type Node = {
+  /** An opaque id, unique across all types of this API; pass it to `Query.node`. It names no company: the same id answers only for the company it came from. */
+  nodeId: Scalars['ID']['output'];
 };
 
 /** Relay cursor-connection page information. */
 export type PageInfo = {
   __typename?: 'PageInfo';
+  /** The cursor of the last edge of this page; null when the page is empty. */
   endCursor?: Maybe<Scalars['String']['output']>;
+  /** Whether a page follows this one: pass `endCursor` as `after` to get it. */
   hasNextPage: Scalars['Boolean']['output'];
+  /** Whether a page precedes this one: pass `startCursor` as `before` to get it. */
   hasPreviousPage: Scalars['Boolean']['output'];
+  /** The cursor of the first edge of this page; null when the page is empty. */
   startCursor?: Maybe<Scalars['String']['output']>;
 };
 
+/** The entry points of the scheduling graph. Every field answers for the request's company (tenant) only. */
 export type Query = {
   __typename?: 'Query';
   /** One location by id, or null when the company has no such location. */
   location?: Maybe<Location>;
   /** The company's locations, in upstream order. Nullable: a failure nulls only this field. */
   locations?: Maybe<LocationConnection>;
+  /**
+   * Relay's global object identification: the location or shift that `nodeId` names,
+   * looked up within the request's company. Null when the company has no such object
+   * or the id names a type this field does not serve; `BAD_USER_INPUT` when `nodeId`
+   * is not a node id at all.
+   */
+  node?: Maybe<Node>;
   /** One shift by id, or null when the company has no such shift. */
   shift?: Maybe<Shift>;
   /**
@@ -85,11 +117,13 @@ export type Query = {
 };
 
 
+/** The entry points of the scheduling graph. Every field answers for the request's company (tenant) only. */
 export type QueryLocationArgs = {
   id: Scalars['ID']['input'];
 };
 
 
+/** The entry points of the scheduling graph. Every field answers for the request's company (tenant) only. */
 export type QueryLocationsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   before?: InputMaybe<Scalars['String']['input']>;
@@ -98,11 +132,19 @@ export type QueryLocationsArgs = {
 };
 
 
+/** The entry points of the scheduling graph. Every field answers for the request's company (tenant) only. */
+export type QueryNodeArgs = {
+  nodeId: Scalars['ID']['input'];
+};
+
+
+/** The entry points of the scheduling graph. Every field answers for the request's company (tenant) only. */
 export type QueryShiftArgs = {
   id: Scalars['ID']['input'];
 };
 
 
+/** The entry points of the scheduling graph. Every field answers for the request's company (tenant) only. */
 export type QueryShiftsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   before?: InputMaybe<Scalars['String']['input']>;
@@ -112,28 +154,39 @@ export type QueryShiftsArgs = {
 };
 
 /** A scheduled stretch of work at one location. */
-export type Shift = {
+export type Shift = Node & {
   __typename?: 'Shift';
+  /** When the shift ends (exclusive), with the location's UTC offset; null when the upstream has no end. */
   end?: Maybe<Scalars['DateTime']['output']>;
+  /** The upstream's id of the shift (unique among the company's shifts only); the federation key. */
   id: Scalars['ID']['output'];
   /** The location of the shift; null when the upstream no longer lists it. */
   location?: Maybe<Location>;
+  /** An opaque id, unique across all types of this API; pass it to `Query.node`. */
+  nodeId: Scalars['ID']['output'];
+  /** When the shift starts, with the location's UTC offset; null when the upstream has no start. */
   start?: Maybe<Scalars['DateTime']['output']>;
   /** The person working the shift, resolved by the subgraph that owns users; null for an open shift. */
   user?: Maybe<User>;
 };
 
+/** A page of the company's shifts (a Relay connection). */
 export type ShiftConnection = {
   __typename?: 'ShiftConnection';
+  /** The shifts of this page with their cursors, in upstream order. */
   edges: Array<ShiftEdge>;
+  /** The shifts of this page, in upstream order (the same as `edges[].node`). */
   nodes: Array<Shift>;
+  /** Whether there are more shifts before or after this page, and the cursors to get them. */
   pageInfo: PageInfo;
 };
 
+/** One shift in a page, with its cursor. */
 export type ShiftEdge = {
   __typename?: 'ShiftEdge';
   /** Opaque; pass it as `after` or `before` to resume right after or before this edge. */
   cursor: Scalars['String']['output'];
+  /** The shift. */
   node: Shift;
 };
 
@@ -147,8 +200,13 @@ export type ShiftFilter = {
   startsFrom?: InputMaybe<Scalars['DateTime']['input']>;
 };
 
+/**
+ * A person in the company. This subgraph knows only the id; another subgraph
+ * (examples/people-subgraph) owns and resolves the rest.
+ */
 export type User = {
   __typename?: 'User';
+  /** The person's id, shared with the subgraph that owns users. */
   id: Scalars['ID']['output'];
 };
 
@@ -248,6 +306,13 @@ export type FederationReferenceTypes = ResolversObject<{
 }>;
 
 
+/** Mapping of interface types */
+export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = ResolversObject<{
+  Node:
+    | ( LocationRecord )
+    | ( ShiftRecord )
+  ;
+}>;
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = ResolversObject<{
@@ -258,6 +323,7 @@ export type ResolversTypes = ResolversObject<{
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   LocationConnection: ResolverTypeWrapper<ConnectionPage<LocationRecord>>;
   LocationEdge: ResolverTypeWrapper<Edge<LocationRecord>>;
+  Node: ResolverTypeWrapper<ResolversInterfaceTypes<ResolversTypes>['Node']>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
@@ -277,6 +343,7 @@ export type ResolversParentTypes = ResolversObject<{
   Int: Scalars['Int']['output'];
   LocationConnection: ConnectionPage<LocationRecord>;
   LocationEdge: Edge<LocationRecord>;
+  Node: ResolversInterfaceTypes<ResolversParentTypes>['Node'];
   PageInfo: PageInfo;
   Boolean: Scalars['Boolean']['output'];
   Query: Record<PropertyKey, never>;
@@ -295,7 +362,9 @@ export type LocationResolvers<ContextType = GraphQLContext, ParentType extends R
   __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['Location']> | FederationReferenceType, FederationReferenceType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   shifts?: Resolver<Maybe<ResolversTypes['ShiftConnection']>, ParentType, ContextType, Partial<LocationShiftsArgs>>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 }>;
 
 export type LocationConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LocationConnection'] = ResolversParentTypes['LocationConnection']> = ResolversObject<{
@@ -309,6 +378,10 @@ export type LocationEdgeResolvers<ContextType = GraphQLContext, ParentType exten
   node?: Resolver<ResolversTypes['Location'], ParentType, ContextType>;
 }>;
 
+export type NodeResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Node'] = ResolversParentTypes['Node']> = ResolversObject<{
+  __resolveType: TypeResolveFn<'Location' | 'Shift', ParentType, ContextType>;
+}>;
+
 export type PageInfoResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = ResolversObject<{
   endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
@@ -319,6 +392,7 @@ export type PageInfoResolvers<ContextType = GraphQLContext, ParentType extends R
 export type QueryResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = ResolversObject<{
   location?: Resolver<Maybe<ResolversTypes['Location']>, ParentType, ContextType, RequireFields<QueryLocationArgs, 'id'>>;
   locations?: Resolver<Maybe<ResolversTypes['LocationConnection']>, ParentType, ContextType, Partial<QueryLocationsArgs>>;
+  node?: Resolver<Maybe<ResolversTypes['Node']>, ParentType, ContextType, RequireFields<QueryNodeArgs, 'nodeId'>>;
   shift?: Resolver<Maybe<ResolversTypes['Shift']>, ParentType, ContextType, RequireFields<QueryShiftArgs, 'id'>>;
   shifts?: Resolver<Maybe<ResolversTypes['ShiftConnection']>, ParentType, ContextType, Partial<QueryShiftsArgs>>;
 }>;
@@ -328,8 +402,10 @@ export type ShiftResolvers<ContextType = GraphQLContext, ParentType extends Reso
   end?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   location?: Resolver<Maybe<ResolversTypes['Location']>, ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   start?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   user?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 }>;
 
 export type ShiftConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ShiftConnection'] = ResolversParentTypes['ShiftConnection']> = ResolversObject<{
@@ -352,6 +428,7 @@ export type Resolvers<ContextType = GraphQLContext> = ResolversObject<{
   Location?: LocationResolvers<ContextType>;
   LocationConnection?: LocationConnectionResolvers<ContextType>;
   LocationEdge?: LocationEdgeResolvers<ContextType>;
+  Node?: NodeResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   Shift?: ShiftResolvers<ContextType>;

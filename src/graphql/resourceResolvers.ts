@@ -3,6 +3,7 @@ import type { AnyResource, UpstreamRecord } from '../upstream/resources';
 import type { ConnectionArgs, ConnectionPage } from './connections';
 import type { GraphQLContext } from './context';
 import { badUserInput } from './errors';
+import { nodeIdOf } from './node';
 
 type Resolvers = GraphQLResolverMap<GraphQLContext>;
 
@@ -31,6 +32,8 @@ export function resourceResolvers(resources: Iterable<AnyResource>): Resolvers {
     resolvers[resource.typename] = {
       // The router batches references; the DataLoader turns them into one index lookup.
       __resolveReference: async ({ id }: { id: unknown }, context: GraphQLContext) => (await context.tenant()).loader(resource).load(String(id)),
+      // Relay's global id, for a type that implements `Node` (ignored for one that does not).
+      nodeId: nodeIdOf(resource.typename),
     };
     resolvers[`${resource.typename}Connection`] = {
       nodes: (connection: ConnectionPage<UpstreamRecord>) => connection.edges.map((edge) => edge.node),

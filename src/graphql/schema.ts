@@ -5,6 +5,7 @@ import type { GraphQLSchema } from 'graphql';
 import { gql } from 'graphql-tag';
 import { RESOURCES, type AnyResource } from '../upstream/resources';
 import type { GraphQLContext } from './context';
+import { nodeResolvers } from './node';
 import { mergeResolvers, resourceResolvers } from './resourceResolvers';
 import { resolvers } from './resolvers';
 
@@ -34,7 +35,7 @@ export interface SchemaExtension {
 
 export function createSubgraphSchema(extension?: SchemaExtension): GraphQLSchema {
   const modules = [
-    { typeDefs: gql(loadTypeDefs()), resolvers: mergeResolvers(resourceResolvers(RESOURCES), resolvers as GraphQLResolverMap<GraphQLContext>) as GraphQLResolverMap<unknown> },
+    { typeDefs: gql(loadTypeDefs()), resolvers: mergeResolvers(resourceResolvers(RESOURCES), nodeResolvers as GraphQLResolverMap<GraphQLContext>, resolvers as GraphQLResolverMap<GraphQLContext>) as GraphQLResolverMap<unknown> },
   ];
   if (extension) {
     modules.push({

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parse, validate, type GraphQLSchema } from 'graphql';
+import { buildSchema, parse, printSchema, validate, type GraphQLInterfaceType, type GraphQLSchema } from 'graphql';
 import { parse as parseYaml } from 'yaml';
 
 /**
@@ -88,6 +88,20 @@ describe('supergraph composition', () => {
     expect(committed === result.supergraphSdl).toBe(true);
   });
 
+  it('keeps the committed client-facing supergraph.api.graphql equal to the fresh API schema, federation-free', () => {
+    const committed = readFileSync(path.join(repoRoot, 'supergraph.api.graphql'), 'utf8');
+    // A failure here means: run `npm run compose` and commit supergraph.api.graphql.
+    expect(committed.endsWith(printSchema(apiSchema(result)) + '\n')).toBe(true);
+    const committedSchema = buildSchema(committed);
+    expect(committedSchema.getQueryType()?.getFields()['_entities']).toBeUndefined();
+    expect(committedSchema.getQueryType()?.getFields()['_service']).toBeUndefined();
+    expect(committed).not.toMatch(/@key|@link|join__|link__|@shareable/);
+    // relay-compiler reads it: no schema extensions, and global object identification is there.
+    expect(committed).not.toMatch(/^extend /m);
+    expect(committedSchema.getQueryType()?.getFields()['node']?.args.map((arg) => arg.name)).toEqual(['nodeId']);
+    expect(committedSchema.getPossibleTypes(committedSchema.getType('Node') as GraphQLInterfaceType).map((type) => type.name).sort()).toEqual(['Location', 'Shift']);
+  });
+
   it('pins the same federation version in supergraph.yaml that npm run compose uses', () => {
     const installed = (require('@apollo/composition/package.json') as { version: string }).version;
     expect(readSupergraphConfig().federation_version).toBe(`=${installed}`);
@@ -111,6 +125,17 @@ describe('npm run compose (scripts/compose.mts)', () => {
     expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
     expect(run.stdout).toContain('Composed wfs, people');
     expect(readFileSync(out, 'utf8')).toBe(readFileSync(path.join(repoRoot, 'supergraph.graphql'), 'utf8'));
+    expect(readFileSync(path.join(workDir, 'supergraph.api.graphql'), 'utf8')).toBe(readFileSync(path.join(repoRoot, 'supergraph.api.graphql'), 'utf8'));
+  });
+
+  it('--check fails, naming the file, when the client-facing schema is stale', () => {
+    const out = path.join(workDir, 'supergraph.graphql');
+    writeFileSync(out, readFileSync(path.join(repoRoot, 'supergraph.graphql'), 'utf8'));
+    writeFileSync(path.join(workDir, 'supergraph.api.graphql'), 'type Query { stale: Int }\n');
+    const run = runComposeScript(['--out', out, '--check']);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('supergraph.api.graphql is out of date');
+    expect(run.stderr).not.toContain('supergraph.graphql is out of date');
   });
 
   it('fails with the composition errors, and writes nothing, when the subgraphs do not compose', () => {

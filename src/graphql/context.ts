@@ -7,6 +7,7 @@ import { isMalformed, type ListName, type LocationRecord, type RecordOf, type Sh
 import { checkConnectionArgs, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
 import type { EntityIndexes } from './entityIndex';
+import { noteCacheLookups } from '../observability/hits';
 import { graphQLError } from './errors';
 import type { IdentityResolver } from './identity';
 
@@ -56,6 +57,7 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
   const fetchPage = <L extends ListName>(list: L, ref: PageRef | null, pageSize: number): Promise<ListPage<RecordOf[L]>> => {
     const key = `${list}\u0000${pageSize}\u0000${ref ?? ''}`;
     let page = pages.get(key);
+    noteCacheLookups('request_pages', page ? 1 : 0, page ? 0 : 1);
     if (!page) {
       page = services.client.listPage(tenantId, list, ref, signal, pageSize);
       pages.set(key, page);

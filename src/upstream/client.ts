@@ -7,6 +7,7 @@ import { recordMappers, type ListName, type MalformedRecord, type RecordOf } fro
 import type { TokenCache } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
 import { describeNetworkError } from './tokenEndpoint';
+import { causeOfNetworkError, originOf, type CallOutcome } from './failureCause';
 
 /** One page of a list, validated and mapped. */
 export interface ListPage<T> {
@@ -21,8 +22,18 @@ export interface ListPage<T> {
   readonly previous: PageRef | null;
 }
 
-/** Observes each list call (for metrics): list, HTTP status or 0 for a network error, duration in ms. */
-export type ListCallListener = (list: ListName, status: number, durationMs: number) => void;
+/**
+ * Observes each HTTP attempt of a list call (for logs and metrics): list, HTTP status
+ * or 0 for a network error, duration in ms, and the shard origin with the attempt's
+ * outcome ('aborted' when the caller went away; see failureCause.ts).
+ */
+export type ListCallListener = (list: ListName, status: number, durationMs: number, attempt: ListAttempt) => void;
+
+/** One attempt as the listener sees it: never a path, query, cursor or token. */
+export interface ListAttempt {
+  readonly origin: string;
+  readonly outcome: CallOutcome;
+}
 
 export interface WfsClientOptions {
   readonly tokens: TokenCache;
@@ -118,7 +129,7 @@ export class WfsClient {
         signal,
       });
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started);
+      this.options.onListCall?.(list, 0, performance.now() - started, { origin: originOf(url), outcome: causeOfNetworkError(error, signal) });
       if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
       if (isTooLarge(error)) throw tooLarge(list);
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream could not be reached for ${list} (${describeNetworkError(error)})`) };
@@ -127,19 +138,19 @@ export class WfsClient {
     if (status !== 200) {
       // Status codes decide; error bodies are undocumented and never read.
       await response.body.dump().catch(() => undefined);
-      this.options.onListCall?.(list, status, performance.now() - started);
+      this.options.onListCall?.(list, status, performance.now() - started, { origin: originOf(url), outcome: 'http_status' });
       return classifyStatus(list, status, retryAfterSeconds(response.headers['retry-after']));
     }
     let body: unknown;
     try {
       body = await readJson(response.body);
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started);
+      this.options.onListCall?.(list, 0, performance.now() - started, { origin: originOf(url), outcome: causeOfNetworkError(error, signal) });
       if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
       if (isTooLarge(error)) throw tooLarge(list);
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
-    this.options.onListCall?.(list, status, performance.now() - started);
+    this.options.onListCall?.(list, status, performance.now() - started, { origin: originOf(url), outcome: 'ok' });
     return { kind: 'page', page: parseEnvelope(body, list, ref, sentSize, grant.apiBase) };
   }
 }

@@ -28,14 +28,6 @@ export function parseSamples(text: string): Sample[] {
   return samples;
 }
 
-/** Every metric family named by a `# TYPE` line, and every sample name. */
-export function exposedNames(text: string): Set<string> {
-  const names = new Set<string>();
-  for (const match of text.matchAll(/^# TYPE (\S+) /gm)) names.add(match[1]!);
-  for (const sample of parseSamples(text)) names.add(sample.name);
-  return names;
-}
-
 /** The sum of the samples of `name` whose labels match `where` (a string, or a RegExp on the value). */
 export function total(samples: Sample[], name: string, where: Record<string, string | RegExp> = {}): number {
   return samples

@@ -114,6 +114,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     }
     if (path === GRAPHQL_PATH) {
       if (routerSecret && !sameSecret(req.headers['router-authorization'], routerSecret)) {
+        metrics.graphqlErrors.inc({ code: 'UNAUTHENTICATED' });
         return sendJson(res, 401, { errors: [{ message: 'this subgraph only answers the router: the router-authorization header is missing or wrong', extensions: { code: 'UNAUTHENTICATED' } }] });
       }
       // Everything the request causes runs in its scope: request id on every log line, abort accounting, in-flight gauge.

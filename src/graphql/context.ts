@@ -7,7 +7,7 @@ import { isMalformed, type ListName, type LocationRecord, type RecordOf, type Sh
 import { checkConnectionArgs, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
 import type { EntityIndexes } from './entityIndex';
-import { noteCacheLookups } from '../observability/hits';
+import { noteCacheLookups, noteTenant } from '../observability/hits';
 import { graphQLError } from './errors';
 import type { IdentityResolver } from './identity';
 
@@ -45,7 +45,10 @@ export function createContext(services: ContextServices, headers: IncomingHttpHe
   return {
     itemErrors,
     tenant() {
-      tenant ??= services.identify(headers).then((tenantId) => tenantData(services, tenantId, signal, itemErrors));
+      tenant ??= services.identify(headers).then((tenantId) => {
+        noteTenant(tenantId);
+        return tenantData(services, tenantId, signal, itemErrors);
+      });
       return tenant;
     },
   };

@@ -29,3 +29,9 @@ export function noteCoalesced(list: string): void {
   scope.coalesced += 1;
   scope.metrics?.upstreamCoalesced.inc({ list });
 }
+
+/** Names the tenant of the request being served, for its log lines (the debug line, failures outside calls). */
+export function noteTenant(tenantId: string): void {
+  const scope = currentRequest();
+  if (scope) scope.tenantId = tenantId;
+}

@@ -94,6 +94,22 @@ describe('upstream failure logs', () => {
     });
   });
 
+  it('counts cache hits and upstream calls in the debug line of each request', async () => {
+    const query = '{ shifts(first: 4) { nodes { id location { name } } } }';
+    const before = subgraph.logs.length;
+    const first = await post(subgraph, query, PATIENT);
+    const second = await post(subgraph, query, PATIENT);
+    expect(errorCodes(first.body)).toEqual([]);
+    expect(errorCodes(second.body)).toEqual([]);
+    const debugLine = (requestId: string) => lines({ ...subgraph, logs: subgraph.logs.slice(before) }).find((line) => line.event === 'graphql_request' && line.requestId === requestId);
+    expect(debugLine(first.requestId)).toMatchObject({ tenantId: PATIENT.tenantId, upstreamCalls: expect.any(Number), errorCodes: [] });
+    // The second request finds the locations in the entity index the first one filled.
+    expect(debugLine(second.requestId)).toMatchObject({ tenantId: PATIENT.tenantId, cacheHits: expect.any(Number) });
+    expect(debugLine(second.requestId)!.cacheHits).toBeGreaterThan(0);
+    expect(debugLine(second.requestId)!.upstreamCalls).toBeLessThan(debugLine(first.requestId)!.upstreamCalls as number);
+    expect(await scrapeTotalOf('wfs_cache_requests_total', { cache: 'entity_index', result: 'hit' })).toBeGreaterThan(0);
+  });
+
   it('keeps a usable x-request-id from the router and replaces an unusable one', async () => {
     const kept = await post(subgraph, LOCATIONS, PATIENT, 'router-req-42');
     expect(kept.requestId).toBe('router-req-42');
@@ -172,8 +188,8 @@ describe('client disconnects', () => {
   });
 });
 
-async function scrapeTotalOf(name: string): Promise<number> {
-  return total(parseSamples(await scrapeText(subgraph.server.url)), name);
+async function scrapeTotalOf(name: string, where: Record<string, string | RegExp> = {}): Promise<number> {
+  return total(parseSamples(await scrapeText(subgraph.server.url)), name, where);
 }
 
 /** Waits for a condition on counters, checking again after each turn of the event loop's I/O. */

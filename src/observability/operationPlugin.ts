@@ -34,7 +34,7 @@ export function operationObserver(metrics: Metrics, logger: Logger, upstream: Up
         async didEncounterErrors({ errors }) {
           for (const error of errors) {
             const original = unwrapResolverError(error);
-            if (isUpstreamError(original)) upstream.logFailure(original, {});
+            if (isUpstreamError(original)) upstream.logFailure(original, error.path ? { path: error.path.join('.') } : {});
           }
         },
         async willSendResponse({ response }) {

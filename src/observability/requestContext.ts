@@ -16,6 +16,8 @@ export interface RequestScope {
   /** The client closed the connection before the response was written. */
   aborted: boolean;
   tenantId?: string;
+  /** The shard origin of the last upstream attempt (a tenant has one shard), for failures found after the calls. */
+  lastOrigin?: string;
   /** Upstream list calls this request made (each may have several HTTP attempts). */
   upstreamCalls: number;
   /** Upstream calls answered by one already in flight (coalescing). */

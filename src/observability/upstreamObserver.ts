@@ -19,7 +19,9 @@ interface CallRecord {
 /** The fields of the "upstream call failed" line; never a path, query, cursor or token. */
 export interface UpstreamFailure {
   readonly tenantId: string | undefined;
-  readonly list: string;
+  /** The list called; for a failure found after the calls (a broken page chain), the GraphQL field's path instead. */
+  readonly list?: string;
+  readonly path?: string;
   /** Scheme, host and port of the shard; `none` when no attempt reached one. */
   readonly origin: string;
   readonly cause: FailureCause;
@@ -37,7 +39,7 @@ export interface UpstreamObserver {
   /** Wraps `client.listPage` so each call is counted once and a final failure is logged once. */
   observe(client: WfsClient): WfsClient;
   /** Logs a failure that did not come out of one call (a broken page chain), unless already logged. */
-  logFailure(error: UpstreamError, fields: { list?: string; tenantId?: string }): void;
+  logFailure(error: UpstreamError, fields: { path?: string }): void;
   /** Writes the counts of suppressed lines now (the timer does it every window). */
   flush(): void;
   close(): void;
@@ -58,7 +60,7 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
 
   const write = (failure: UpstreamFailure, error: object) => {
     logged.add(error);
-    const key = `${failure.origin} ${failure.list} ${failure.cause}`;
+    const key = `${failure.origin} ${failure.list ?? failure.path} ${failure.cause}`;
     if (limiter.allow(key, failure)) logger.warn({ event: 'upstream_call_failed', ...failure }, 'upstream call failed');
     else metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' });
   };
@@ -66,7 +68,7 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
   const flush = () => {
     for (const { suppressed, detail } of limiter.drain()) {
       logger.warn(
-        { event: 'upstream_call_failed_suppressed', origin: detail.origin, list: detail.list, cause: detail.cause, suppressed, windowSeconds: limiter.windowMs / 1000 },
+        { event: 'upstream_call_failed_suppressed', origin: detail.origin, list: detail.list, path: detail.path, cause: detail.cause, suppressed, windowSeconds: limiter.windowMs / 1000 },
         `${suppressed} more upstream call failures like this were not logged`,
       );
     }
@@ -75,6 +77,8 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
   timer.unref();
 
   const onListCall: ListCallListener = (list, status, durationMs, attempt) => {
+    const scope = currentRequest();
+    if (scope) scope.lastOrigin = attempt.origin;
     const call = calls.getStore();
     if (call) {
       call.attempts += 1;
@@ -137,12 +141,13 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
       return client;
     },
     logFailure(error, fields) {
-      if (logged.has(error) || currentRequest()?.aborted) return;
+      const scope = currentRequest();
+      if (logged.has(error) || scope?.aborted) return;
       write(
         {
-          tenantId: fields.tenantId ?? currentRequest()?.tenantId,
-          list: fields.list ?? 'unknown',
-          origin: 'none',
+          tenantId: scope?.tenantId,
+          ...(fields.path && { path: fields.path }),
+          origin: scope?.lastOrigin ?? 'none',
           cause: error.details.cause ?? causeOfCode(error),
           code: error.code,
           attempts: 0,

@@ -128,7 +128,9 @@ describe('upstream failure logs', () => {
     const { body, requestId } = await post(subgraph, '{ locations(first: 50) { nodes { id } } }', LOOPING);
     expect(errorCodes(body)).toEqual(['UPSTREAM_BAD_RESPONSE']);
     const failures = lines({ ...subgraph, logs: subgraph.logs.slice(before) }).filter((line) => line.event === 'upstream_call_failed');
-    expect(failures).toEqual([expect.objectContaining({ level: WARN, requestId, tenantId: LOOPING.tenantId, cause: 'broken_page_chain', code: 'UPSTREAM_BAD_RESPONSE' })]);
+    expect(failures).toEqual([
+      expect.objectContaining({ level: WARN, requestId, tenantId: LOOPING.tenantId, path: 'locations', origin: subgraph.emulator.shardUrls[0], cause: 'broken_page_chain', code: 'UPSTREAM_BAD_RESPONSE' }),
+    ]);
   });
 
   it('names a refused api_base as address_refused, with no shard origin and no attempt', async () => {

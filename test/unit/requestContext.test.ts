@@ -13,19 +13,19 @@ const scope = (requestId: string): RequestScope => ({ requestId, startedAt: 0, a
 describe('request scope on log lines', () => {
   afterEach(() => setTraceIdProvider(undefined));
 
-  it('adds the request id to every line written inside the scope, across awaits and timers, and none outside', async () => {
+  it('adds the request id to every line written inside the scope, across awaits and event-loop turns, and none outside', async () => {
     const { logger, lines } = capture();
     logger.info('before');
     await runInScope(scope('req-a'), async () => {
       logger.info('inside');
-      await new Promise((resolve) => setTimeout(resolve, 1));
-      logger.info('after a timer');
+      await new Promise((resolve) => setImmediate(resolve));
+      logger.info('after a turn');
     });
     await Promise.all([runInScope(scope('req-b'), async () => logger.info('b')), runInScope(scope('req-c'), async () => logger.info('c'))]);
     expect(lines.map((line) => [line.msg, line.requestId])).toEqual([
       ['before', undefined],
       ['inside', 'req-a'],
-      ['after a timer', 'req-a'],
+      ['after a turn', 'req-a'],
       ['b', 'req-b'],
       ['c', 'req-c'],
     ]);

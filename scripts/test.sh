@@ -2,13 +2,15 @@
 # The project's one test line (README "Development", and .ci/run): on a fresh Debian
 # machine it installs what is missing, system packages included, then runs every
 # suite: unit, integration (real HTTP emulator, real redis-server), the built server
-# as a process, and the explorer in a real headless Chromium.
+# as a process, the explorer in a real headless Chromium, and the alert rules in promtool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# promtool checks and unit-tests deploy/prometheus/alerts.yaml (test/integration/dashboards.test.ts).
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing system packages: ${missing[*]}"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

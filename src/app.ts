@@ -8,6 +8,7 @@ import { createIdentityResolver } from './graphql/identity';
 import type { SchemaExtension } from './graphql/schema';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import { createUpstreamObserver, type UpstreamObserver } from './observability/upstreamObserver';
 import { WfsClient } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
 import { createRedisTokenStore } from './upstream/redisTokenStore';
@@ -31,6 +32,8 @@ export interface AppOverrides {
 export interface App {
   readonly services: ContextServices;
   readonly tokens: TokenCache;
+  /** Upstream failure logging and per-shard metrics (the Apollo plugin logs failures outside calls through it). */
+  readonly upstream: UpstreamObserver;
   /** Whether the shared token store answers (null without Redis); informational, see `/ready`. */
   sharedStoreUp(): Promise<boolean | null>;
   /**
@@ -59,22 +62,35 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
         encryptionKey: config.redisKey ?? '',
         apiBaseAllow: config.apiBaseAllow,
         ...(overrides.now && { now: overrides.now }),
-        onError: (operation, error) => logger.warn({ operation, err: error.message }, 'shared token store unavailable; using this replica\'s own tokens'),
+        onError: (operation, error) => {
+          metrics.sharedTokenStoreUp.set({ store: 'redis' }, 0);
+          logger.warn({ operation, err: error.message }, 'shared token store unavailable; using this replica\'s own tokens');
+        },
       })
     : undefined;
+  if (redis) {
+    // The gauge follows the connection; `wfs_shared_token_store_up == 0` is the "Redis down" alert.
+    metrics.sharedTokenStoreUp.set({ store: 'redis' }, redis.redis.status === 'ready' ? 1 : 0);
+    redis.redis.on('ready', () => metrics.sharedTokenStoreUp.set({ store: 'redis' }, 1));
+    redis.redis.on('close', () => metrics.sharedTokenStoreUp.set({ store: 'redis' }, 0));
+  }
+  const upstream = createUpstreamObserver(logger, metrics);
 
   const tokens = new TokenCache({
     tenants: config.tenants,
     store: redis?.store,
     ...(overrides.now && { now: overrides.now }),
     fetchToken: (tenant) =>
-      requestToken(tenant, {
-        authUrl,
-        dispatcher: authDispatcher,
-        apiBaseAllow: config.apiBaseAllow,
-        signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
-        ...(overrides.now && { now: overrides.now }),
-      }),
+      timed(
+        requestToken(tenant, {
+          authUrl,
+          dispatcher: authDispatcher,
+          apiBaseAllow: config.apiBaseAllow,
+          signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
+          ...(overrides.now && { now: overrides.now }),
+        }),
+        (seconds, ok) => metrics.tokenDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds),
+      ),
     onTokenRequest: (tenantId, outcome, error) => {
       metrics.tokenRequests.inc({ outcome });
       if (outcome === 'ok') logger.debug({ tenantId }, 'token obtained');
@@ -88,14 +104,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     },
   });
 
-  const client = new WfsClient({
-    tokens,
-    dispatcher,
-    onListCall: (list, status, durationMs) => {
-      metrics.upstreamRequests.inc({ list, status: String(status) });
-      metrics.upstreamDuration.observe({ list }, durationMs / 1000);
-    },
-  });
+  const client = upstream.observe(new WfsClient({ tokens, dispatcher, onListCall: upstream.onListCall }));
 
   const services: ContextServices = {
     client,
@@ -117,6 +126,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   return {
     services,
     tokens,
+    upstream,
     sharedStoreUp: async () => (redis ? redis.store.ping() : null),
     async connectSharedStore(timeoutMs = 3_000) {
       if (!redis || redis.redis.status === 'ready') return true;
@@ -133,6 +143,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       });
     },
     async close() {
+      upstream.close();
       await redis?.close();
       if (ownsDispatcher) await Promise.all([dispatcher.close(), authDispatcher.close()]);
     },
@@ -146,4 +157,19 @@ function once(action: () => void): () => void {
     done = true;
     action();
   };
+}
+
+/** Reports how long a promise took, in seconds, and whether it resolved. */
+function timed<T>(promise: Promise<T>, report: (seconds: number, ok: boolean) => void): Promise<T> {
+  const started = performance.now();
+  return promise.then(
+    (value) => {
+      report((performance.now() - started) / 1000, true);
+      return value;
+    },
+    (error: unknown) => {
+      report((performance.now() - started) / 1000, false);
+      throw error;
+    },
+  );
 }

@@ -1,50 +1,144 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RESOURCES } from './upstream/resources';
 
-/** The Prometheus metrics served at `/metrics`; one registry per server, so tests do not share counters. */
+/**
+ * The Prometheus metrics served at `/metrics`; one registry per server, so tests do
+ * not share counters. Names follow the Prometheus conventions (base units in the
+ * name, `_total` on counters) and no label carries a tenant id: a deployment with
+ * thousands of companies would otherwise grow thousands of series per metric. The
+ * README's "Metrics" section lists each family and what to read it with.
+ */
 export interface Metrics {
   readonly registry: Registry;
-  readonly upstreamRequests: Counter<'list' | 'status'>;
-  readonly upstreamDuration: Histogram<'list'>;
+  /** Each HTTP attempt to a shard, by list, shard origin and status (0: network error); client aborts are not counted. */
+  readonly upstreamRequests: Counter<'list' | 'origin' | 'status'>;
+  readonly upstreamDuration: Histogram<'list' | 'origin'>;
+  /** Each list call once, after its retries: `ok`, `aborted` or a failure cause (failureCause.ts). */
+  readonly upstreamCalls: Counter<'list' | 'origin' | 'outcome'>;
+  readonly upstreamCoalesced: Counter<'list'>;
+  readonly cacheRequests: Counter<'cache' | 'result'>;
   readonly tokenRequests: Counter<'outcome'>;
-  readonly graphqlRequests: Counter<'operation_type'>;
+  readonly tokenDuration: Histogram<'outcome'>;
+  /** 1 while the shared token store (Redis) answers, 0 while it does not; no sample without Redis. */
+  readonly sharedTokenStoreUp: Gauge<'store'>;
+  readonly graphqlRequests: Counter<'operation_type' | 'operation_name'>;
+  readonly graphqlDuration: Histogram<'operation_type' | 'operation_name' | 'outcome'>;
   readonly graphqlErrors: Counter<'code'>;
+  readonly graphqlAborted: Counter<'operation_type'>;
+  readonly graphqlInFlight: Gauge;
+  /** 1 while `/ready` answers ready, 0 while draining. */
+  readonly ready: Gauge;
+  readonly logLinesSuppressed: Counter<'event'>;
 }
+
+/** Seconds; 1 s is the latency SLO's threshold (deploy/prometheus/alerts.yaml), so it must stay a bucket. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20];
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  return {
+  const registers = [registry];
+  const metrics: Metrics = {
     registry,
     upstreamRequests: new Counter({
       name: 'wfs_upstream_requests_total',
-      help: 'Upstream list calls by list and HTTP status (0: network error or timeout)',
-      labelNames: ['list', 'status'],
-      registers: [registry],
+      help: 'HTTP attempts to the upstream by list, shard origin and status (0: network error or timeout); calls cancelled because the client went away are not counted',
+      labelNames: ['list', 'origin', 'status'],
+      registers,
     }),
     upstreamDuration: new Histogram({
       name: 'wfs_upstream_request_duration_seconds',
-      help: 'Duration of upstream list calls',
+      help: 'Duration of HTTP attempts to the upstream, by list and shard origin (client aborts excluded)',
+      labelNames: ['list', 'origin'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    upstreamCalls: new Counter({
+      name: 'wfs_upstream_calls_total',
+      help: 'Upstream list calls after retries, by list, shard origin and outcome (ok, aborted, or the failure cause)',
+      labelNames: ['list', 'origin', 'outcome'],
+      registers,
+    }),
+    upstreamCoalesced: new Counter({
+      name: 'wfs_upstream_coalesced_total',
+      help: 'Upstream list calls answered by an identical call already in flight',
       labelNames: ['list'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
+      registers,
+    }),
+    cacheRequests: new Counter({
+      name: 'wfs_cache_requests_total',
+      help: 'Cache lookups by cache (request_pages, entity_index) and result (hit, miss)',
+      labelNames: ['cache', 'result'],
+      registers,
     }),
     tokenRequests: new Counter({
       name: 'wfs_token_requests_total',
       help: 'Requests sent to the token endpoint, by outcome (ok or an error code)',
       labelNames: ['outcome'],
-      registers: [registry],
+      registers,
+    }),
+    tokenDuration: new Histogram({
+      name: 'wfs_token_request_duration_seconds',
+      help: 'Duration of token endpoint requests (token refresh latency), by outcome (ok, error)',
+      labelNames: ['outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    sharedTokenStoreUp: new Gauge({
+      name: 'wfs_shared_token_store_up',
+      help: '1 while the shared token store answers, 0 while it does not (no sample when none is configured)',
+      labelNames: ['store'],
+      registers,
     }),
     graphqlRequests: new Counter({
       name: 'wfs_graphql_requests_total',
-      help: 'GraphQL operations executed, by operation type',
-      labelNames: ['operation_type'],
-      registers: [registry],
+      help: 'GraphQL operations executed, by operation type and name (a few names; the rest are "other")',
+      labelNames: ['operation_type', 'operation_name'],
+      registers,
+    }),
+    graphqlDuration: new Histogram({
+      name: 'wfs_graphql_request_duration_seconds',
+      help: 'GraphQL request duration by operation type, name and outcome (ok, error, aborted)',
+      labelNames: ['operation_type', 'operation_name', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
     }),
     graphqlErrors: new Counter({
       name: 'wfs_graphql_errors_total',
-      help: 'GraphQL errors sent, by extensions.code',
+      help: 'GraphQL errors sent, by extensions.code (errors of requests the client abandoned are not sent, so not counted)',
       labelNames: ['code'],
-      registers: [registry],
+      registers,
+    }),
+    graphqlAborted: new Counter({
+      name: 'wfs_graphql_requests_aborted_total',
+      help: 'GraphQL requests whose client closed the connection before the response, by operation type',
+      labelNames: ['operation_type'],
+      registers,
+    }),
+    graphqlInFlight: new Gauge({
+      name: 'wfs_graphql_requests_in_flight',
+      help: 'GraphQL requests being served',
+      registers,
+    }),
+    ready: new Gauge({
+      name: 'wfs_ready',
+      help: '1 while /ready answers ready, 0 while shutting down',
+      registers,
+    }),
+    logLinesSuppressed: new Counter({
+      name: 'wfs_log_lines_suppressed_total',
+      help: 'Log lines not written by the per-key log rate limit (their count is logged periodically)',
+      labelNames: ['event'],
+      registers,
     }),
   };
+  // Series that exist from the start, so rate() and the dashboards see zero, not "no data".
+  for (const { name: list } of RESOURCES) metrics.upstreamCoalesced.inc({ list }, 0);
+  for (const cache of ['request_pages', 'entity_index']) {
+    for (const result of ['hit', 'miss']) metrics.cacheRequests.inc({ cache, result }, 0);
+  }
+  metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);
+  metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
+  metrics.ready.set(1);
+  return metrics;
 }

@@ -14,6 +14,8 @@ import { createErrorFormatter } from './graphql/errors';
 import { createSubgraphSchema } from './graphql/schema';
 import { createLogger, type Logger } from './logger';
 import { createMetrics, type Metrics } from './metrics';
+import { operationObserver } from './observability/operationPlugin';
+import { runInRequestScope } from './observability/requestContext';
 
 export const GRAPHQL_PATH = '/graphql';
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -81,7 +83,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       ...armor.plugins,
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginDrainHttpServer({ httpServer }),
-      itemErrorsAndMetrics(metrics),
+      itemErrors(),
+      operationObserver(metrics, logger, app.upstream),
       ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
     ],
   });
@@ -98,6 +101,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     if (req.method === 'GET' && path === '/health') return sendJson(res, 200, { status: 'ok' });
     if (req.method === 'GET' && path === '/ready') {
       // A Redis outage does not make us unready: tokens then stay per replica.
+      metrics.ready.set(draining ? 0 : 1);
       void app.sharedStoreUp().then((redis) =>
         sendJson(res, draining ? 503 : 200, { status: draining ? 'shutting down' : 'ready', ...(redis !== null && { sharedTokenStore: redis ? 'up' : 'down' }) }),
       );
@@ -112,13 +116,18 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     }
     if (path === GRAPHQL_PATH) {
       if (routerSecret && !sameSecret(req.headers['router-authorization'], routerSecret)) {
+        metrics.graphqlErrors.inc({ code: 'UNAUTHENTICATED' });
         return sendJson(res, 401, { errors: [{ message: 'this subgraph only answers the router: the router-authorization header is missing or wrong', extensions: { code: 'UNAUTHENTICATED' } }] });
       }
-      void handleGraphQL(apollo, app.services, req, res).catch((error: unknown) => {
-        logger.error({ err: error }, 'GraphQL request failed');
-        if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
-        else res.destroy();
-      });
+      // Everything the request causes runs in its scope: request id on every log line, abort accounting, in-flight gauge.
+      metrics.graphqlInFlight.inc();
+      runInRequestScope(req, res, { metrics, onEnd: () => metrics.graphqlInFlight.dec() }, () =>
+        handleGraphQL(apollo, app.services, req, res).catch((error: unknown) => {
+          logger.error({ err: error }, 'GraphQL request failed');
+          if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
+          else res.destroy();
+        }),
+      );
       return;
     }
     if (explorer?.(req, res)) return;
@@ -146,6 +155,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     logger,
     async close() {
       draining = true;
+      metrics.ready.set(0);
       await apollo.stop();
       await app.close();
     },
@@ -213,22 +223,18 @@ async function handleGraphQL(apollo: ApolloServer<GraphQLContext>, services: Con
 
 /**
  * Appends the per-item errors collected during execution (malformed records that
- * were skipped) and counts operations and error codes.
+ * were skipped); operationObserver, after it, counts them with the rest.
  */
-function itemErrorsAndMetrics(metrics: Metrics): ApolloServerPlugin<GraphQLContext> {
+function itemErrors(): ApolloServerPlugin<GraphQLContext> {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ operation }) {
-          metrics.graphqlRequests.inc({ operation_type: operation?.operation ?? 'unknown' });
-        },
         async willSendResponse({ response, contextValue }) {
           if (response.body.kind !== 'single') return;
           const result = response.body.singleResult;
           if (contextValue.itemErrors.length > 0) {
             result.errors = [...(result.errors ?? []), ...contextValue.itemErrors.map((error) => error.toJSON())];
           }
-          for (const error of result.errors ?? []) metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
         },
       };
     },

@@ -152,9 +152,9 @@ export function guardPageChain<P>(fetchPage: (ref: PageRef | null, pageSize: num
   const seen = new Set<string>();
   return (ref, pageSize) => {
     const key = ref ?? '';
-    if (seen.has(key)) return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', 'the upstream page chain loops back to a page it already returned'));
+    if (seen.has(key)) return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', 'the upstream page chain loops back to a page it already returned', { cause: 'broken_page_chain' }));
     if (seen.size >= MAX_PAGES_PER_WALK) {
-      return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream list is longer than ${MAX_PAGES_PER_WALK} pages; page with first/after instead`));
+      return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream list is longer than ${MAX_PAGES_PER_WALK} pages; page with first/after instead`, { cause: 'broken_page_chain' }));
     }
     seen.add(key);
     return fetchPage(ref, pageSize);
@@ -173,7 +173,7 @@ function guardRepeatedRecords<T extends { id: string }>(fetchPage: ConnectionSou
     for (const item of page.items) {
       if (isMalformed(item)) continue;
       if (seen.has(item.id)) {
-        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream returned record ${item.id.slice(0, 80)} twice while following page references (a loop)`);
+        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream returned record ${item.id.slice(0, 80)} twice while following page references (a loop)`, { cause: 'broken_page_chain' });
       }
       seen.add(item.id);
     }

@@ -8,6 +8,7 @@ import { isMalformed, type AnyResource, type ListFilter, type Resource, type Res
 import { checkConnectionArgs, FILTER_SCAN_PAGES, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
 import type { EntityIndexes } from './entityIndex';
+import { noteCacheLookups, noteTenant } from '../observability/hits';
 import { graphQLError } from './errors';
 import type { IdentityResolver } from './identity';
 
@@ -54,7 +55,10 @@ export function createContext(services: ContextServices, headers: IncomingHttpHe
   return {
     itemErrors,
     tenant() {
-      tenant ??= services.identify(headers).then((tenantId) => tenantData(services, tenantId, signal, itemErrors));
+      tenant ??= services.identify(headers).then((tenantId) => {
+        noteTenant(tenantId);
+        return tenantData(services, tenantId, signal, itemErrors);
+      });
       return tenant;
     },
   };
@@ -73,6 +77,7 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
   const fetchPage = <R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query?: Readonly<Record<string, string>>): Promise<ListPage<R>> => {
     const key = pageKey(tenantId, resource.name, ref, pageSize, filterKey(query));
     let page = pages.get(key);
+    noteCacheLookups('request_pages', page ? 1 : 0, page ? 0 : 1);
     if (!page) {
       page = services.client.listPage(tenantId, resource, { ref, pageSize, signal, ...(query && { query }) });
       pages.set(key, page);

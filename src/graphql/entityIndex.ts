@@ -3,6 +3,7 @@ import type { PageRef } from '../upstream/pageReference';
 import { isMalformed } from '../upstream/resources';
 import { UPSTREAM_PAGE_SIZE } from '../upstream/endpoints';
 import { guardPageChain } from './connections';
+import { noteCacheLookups } from '../observability/hits';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s. */
 export const ENTITY_INDEX_TTL_MS = 30_000;
@@ -77,6 +78,7 @@ export class EntityIndex<T extends { id: string }> {
       return held ? Promise.resolve(held) : fetchPage(ref, pageSize);
     });
     let missing = new Set(ids.filter((id) => !this.records.has(id)));
+    noteCacheLookups('entity_index', ids.length - missing.size, missing.size);
     while (missing.size > 0 && this.resume !== null) {
       const ref = this.resume ?? null;
       const page = await fetch(ref, UPSTREAM_PAGE_SIZE);

@@ -15,7 +15,7 @@ import { UpstreamError } from './errors';
  */
 export function checkApiBase(value: unknown, allowList: readonly string[] = []): string {
   const refuse = (why: string): never => {
-    throw new UpstreamError('UPSTREAM_MISCONFIGURED', `the token's api_base was refused: ${why}`);
+    throw new UpstreamError('UPSTREAM_MISCONFIGURED', `the token's api_base was refused: ${why}`, { cause: 'address_refused' });
   };
   if (typeof value !== 'string' || value.length === 0) return refuse('missing or not a string');
   let url: URL;

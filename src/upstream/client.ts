@@ -6,6 +6,7 @@ import { parsePageReference, pageUrl, type PageRef } from './pageReference';
 import type { MalformedRecord, Resource, UpstreamRecord } from './resources';
 import type { TokenCache } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
+import { causeOfNetworkError, originOf, type CallOutcome } from './failureCause';
 
 /** One page of a list, validated and mapped. */
 export interface ListPage<T> {
@@ -20,8 +21,18 @@ export interface ListPage<T> {
   readonly previous: PageRef | null;
 }
 
-/** Observes each list call (for metrics): list name, HTTP status or 0 for a network error, duration in ms. */
-export type ListCallListener = (list: string, status: number, durationMs: number) => void;
+/**
+ * Observes each HTTP attempt of a list call (for logs and metrics): list name, HTTP status
+ * or 0 for a network error, duration in ms, and the shard origin with the attempt's
+ * outcome ('aborted' when the caller went away; see failureCause.ts).
+ */
+export type ListCallListener = (list: string, status: number, durationMs: number, attempt: ListAttempt) => void;
+
+/** One attempt as the listener sees it: never a path, query, cursor or token. */
+export interface ListAttempt {
+  readonly origin: string;
+  readonly outcome: CallOutcome;
+}
 
 /** Which page of a list to fetch, and how. */
 export interface ListPageOptions {
@@ -129,7 +140,7 @@ export class WfsClient {
         signal,
       });
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started);
+      this.options.onListCall?.(list, 0, performance.now() - started, { origin: originOf(url), outcome: causeOfNetworkError(error, signal) });
       if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
       if (isTooLarge(error)) throw tooLarge(list);
       // The connector refused the address (a private network): never retried.
@@ -140,19 +151,19 @@ export class WfsClient {
     if (status !== 200) {
       // Status codes decide; error bodies are undocumented and never read.
       await response.body.dump().catch(() => undefined);
-      this.options.onListCall?.(list, status, performance.now() - started);
+      this.options.onListCall?.(list, status, performance.now() - started, { origin: originOf(url), outcome: 'http_status' });
       return classifyStatus(list, status, retryAfterSeconds(response.headers['retry-after']));
     }
     let body: unknown;
     try {
       body = await readJson(response.body);
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started);
+      this.options.onListCall?.(list, 0, performance.now() - started, { origin: originOf(url), outcome: causeOfNetworkError(error, signal) });
       if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
       if (isTooLarge(error)) throw tooLarge(list);
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
-    this.options.onListCall?.(list, status, performance.now() - started);
+    this.options.onListCall?.(list, status, performance.now() - started, { origin: originOf(url), outcome: 'ok' });
     return { kind: 'page', page: parseEnvelope(body, resource, ref, sentSize, grant.apiBase) };
   }
 }

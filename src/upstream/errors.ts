@@ -1,3 +1,5 @@
+import type { FailureCause } from './failureCause';
+
 /**
  * Every failure on the REST side is an UpstreamError with a code from one union.
  * The GraphQL layer maps the code to `extensions.code`; tests assert on codes, not
@@ -24,7 +26,8 @@ export class UpstreamError extends Error {
   constructor(
     readonly code: UpstreamErrorCode,
     message: string,
-    readonly details: { status?: number; retryAfterSeconds?: number } = {},
+    /** `cause`: why, from failureCause.ts, for logs and metrics (a mechanism that refuses a call sets it). */
+    readonly details: { status?: number; retryAfterSeconds?: number; cause?: FailureCause } = {},
   ) {
     super(message);
   }

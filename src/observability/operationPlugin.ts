@@ -1,0 +1,71 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import { unwrapResolverError } from '@apollo/server/errors';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+import { isUpstreamError } from '../upstream/errors';
+import { BoundedLabel } from './boundedLabel';
+import { currentRequest } from './requestContext';
+import type { UpstreamObserver } from './upstreamObserver';
+
+/** Operation names kept as label values; the rest are `other` (operation names come from clients). */
+const MAX_OPERATION_NAMES = 20;
+
+/**
+ * RED metrics per operation, the error codes sent, and the per-request debug line.
+ * A request whose client went away is counted as aborted: its errors were never
+ * sent, so they count neither as GraphQL errors nor (upstreamObserver) as upstream
+ * failures. Must come after the plugin that appends the item errors.
+ */
+export function operationObserver(metrics: Metrics, logger: Logger, upstream: UpstreamObserver): ApolloServerPlugin {
+  const names = new BoundedLabel(MAX_OPERATION_NAMES, /^[_A-Za-z][_0-9A-Za-z]{0,99}$/);
+  return {
+    async requestDidStart() {
+      const started = performance.now();
+      let operationType = 'unknown';
+      let operationName = 'none';
+      let loggedName: string | undefined;
+      return {
+        async didResolveOperation({ operation, operationName: name }) {
+          operationType = operation?.operation ?? 'unknown';
+          operationName = names.value(name, 'anonymous');
+          loggedName = name?.slice(0, 100);
+          metrics.graphqlRequests.inc({ operation_type: operationType, operation_name: operationName });
+        },
+        async didEncounterErrors({ errors }) {
+          for (const error of errors) {
+            const original = unwrapResolverError(error);
+            if (isUpstreamError(original)) upstream.logFailure(original, error.path ? { path: error.path.join('.') } : {});
+          }
+        },
+        async willSendResponse({ response }) {
+          const scope = currentRequest();
+          const aborted = scope?.aborted === true;
+          const errors = response.body.kind === 'single' ? (response.body.singleResult.errors ?? []) : [];
+          const codes = errors.map((error) => String(error.extensions?.code ?? 'UNKNOWN'));
+          if (aborted) metrics.graphqlAborted.inc({ operation_type: operationType });
+          else for (const code of codes) metrics.graphqlErrors.inc({ code });
+          const seconds = (performance.now() - (scope?.startedAt ?? started)) / 1000;
+          const outcome = aborted ? 'aborted' : codes.length > 0 ? 'error' : 'ok';
+          metrics.graphqlDuration.observe({ operation_type: operationType, operation_name: operationName, outcome }, seconds);
+          if (logger.isLevelEnabled('debug')) {
+            logger.debug(
+              {
+                event: 'graphql_request',
+                operationName: loggedName ?? null,
+                operationType,
+                tenantId: scope?.tenantId,
+                durationMs: Math.round(seconds * 1000),
+                upstreamCalls: scope?.upstreamCalls ?? 0,
+                coalesced: scope?.coalesced ?? 0,
+                cacheHits: scope?.cacheHits ?? 0,
+                errorCodes: codes,
+                aborted,
+              },
+              'graphql request',
+            );
+          }
+        },
+      };
+    },
+  };
+}

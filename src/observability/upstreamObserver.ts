@@ -1,0 +1,201 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+import type { ListCallListener, WfsClient } from '../upstream/client';
+import { isUpstreamError, type UpstreamError } from '../upstream/errors';
+import { isTimeoutReason, type CallOutcome, type FailureCause } from '../upstream/failureCause';
+import { BoundedLabel } from './boundedLabel';
+import { LogLimiter, type LogLimiterOptions } from './logLimiter';
+import { currentRequest } from './requestContext';
+
+/** What one list call went through, filled by the per-attempt listener while the call runs. */
+interface CallRecord {
+  attempts: number;
+  origin: string | undefined;
+  lastOutcome: CallOutcome | undefined;
+  lastStatus: number;
+}
+
+/** The fields of the "upstream call failed" line; never a path, query, cursor or token. */
+export interface UpstreamFailure {
+  readonly tenantId: string | undefined;
+  /** The list called; for a failure found after the calls (a broken page chain), the GraphQL field's path instead. */
+  readonly list?: string;
+  readonly path?: string;
+  /** Scheme, host and port of the shard; `none` when no attempt reached one. */
+  readonly origin: string;
+  readonly cause: FailureCause;
+  /** The last HTTP status, when the cause is `http_status`. */
+  readonly status?: number;
+  /** The error code the GraphQL client sees. */
+  readonly code: string;
+  readonly attempts: number;
+  readonly durationMs: number;
+}
+
+export interface UpstreamObserver {
+  /** The WfsClient's per-attempt listener: attempt metrics and the call's record. */
+  readonly onListCall: ListCallListener;
+  /** Wraps `client.listPage` so each call is counted once and a final failure is logged once. */
+  observe(client: WfsClient): WfsClient;
+  /** Logs a failure that did not come out of one call (a broken page chain), unless already logged. */
+  logFailure(error: UpstreamError, fields: { path?: string }): void;
+  /** Writes the counts of suppressed lines now (the timer does it every window). */
+  flush(): void;
+  close(): void;
+}
+
+const calls = new AsyncLocalStorage<CallRecord>();
+/** Errors already logged, so the Apollo plugin does not log a call's failure again. */
+const logged = new WeakSet<object>();
+
+/**
+ * One warn line per upstream call that finally failed, bounded per shard, list and
+ * cause by a LogLimiter, and the per-shard call metrics. The request id and trace id
+ * come from the logger's mixin, the tenant from the call itself.
+ */
+export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits: LogLimiterOptions = {}): UpstreamObserver {
+  const limiter = new LogLimiter<UpstreamFailure>(limits);
+  const origins = new BoundedLabel(50);
+
+  const write = (failure: UpstreamFailure, error: object) => {
+    logged.add(error);
+    const key = `${failure.origin} ${failure.list ?? failure.path} ${failure.cause}`;
+    if (limiter.allow(key, failure)) logger.warn({ event: 'upstream_call_failed', ...failure }, 'upstream call failed');
+    else metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' });
+  };
+
+  const flush = () => {
+    for (const { suppressed, detail } of limiter.drain()) {
+      logger.warn(
+        { event: 'upstream_call_failed_suppressed', origin: detail.origin, list: detail.list, path: detail.path, cause: detail.cause, suppressed, windowSeconds: limiter.windowMs / 1000 },
+        `${suppressed} more upstream call failures like this were not logged`,
+      );
+    }
+  };
+  const timer = setInterval(flush, limiter.windowMs);
+  timer.unref();
+
+  const onListCall: ListCallListener = (list, status, durationMs, attempt) => {
+    const scope = currentRequest();
+    if (scope) scope.lastOrigin = attempt.origin;
+    const call = calls.getStore();
+    if (call) {
+      call.attempts += 1;
+      call.origin = attempt.origin;
+      call.lastOutcome = attempt.outcome;
+      call.lastStatus = status;
+    }
+    // A call cancelled because the client left says nothing about the upstream.
+    if (attempt.outcome === 'aborted') return;
+    const origin = origins.value(attempt.origin);
+    metrics.upstreamRequests.inc({ list, origin, status: String(status) });
+    metrics.upstreamDuration.observe({ list, origin }, durationMs / 1000);
+  };
+
+  return {
+    onListCall,
+    observe(client) {
+      const listPage = client.listPage.bind(client);
+      client.listPage = ((tenantId, resource, options = {}) => {
+        const list = resource.name;
+        const signal = options.signal;
+        const scope = currentRequest();
+        if (scope) {
+          scope.upstreamCalls += 1;
+          scope.tenantId ??= tenantId;
+        }
+        const call: CallRecord = { attempts: 0, origin: undefined, lastOutcome: undefined, lastStatus: 0 };
+        const started = performance.now();
+        return calls.run(call, () => listPage(tenantId, resource, options)).then(
+          (page) => {
+            metrics.upstreamCalls.inc({ list, origin: origins.value(call.origin), outcome: 'ok' });
+            return page;
+          },
+          (error: unknown) => {
+            const origin = origins.value(call.origin);
+            const aborted = (signal?.aborted && !isTimeoutReason(signal.reason)) || scope?.aborted === true;
+            if (aborted) {
+              metrics.upstreamCalls.inc({ list, origin, outcome: 'aborted' });
+            } else {
+              const cause = finalCause(error, call);
+              metrics.upstreamCalls.inc({ list, origin, outcome: cause });
+              if (typeof error === 'object' && error !== null && !logged.has(error)) {
+                write(
+                  {
+                    tenantId,
+                    list,
+                    origin: call.origin ?? 'none',
+                    cause,
+                    ...(cause === 'http_status' && { status: call.lastStatus }),
+                    code: isUpstreamError(error) ? error.code : 'INTERNAL_SERVER_ERROR',
+                    attempts: call.attempts,
+                    durationMs: Math.round(performance.now() - started),
+                  },
+                  error,
+                );
+              }
+            }
+            throw error;
+          },
+        );
+      }) as WfsClient['listPage'];
+      return client;
+    },
+    logFailure(error, fields) {
+      const scope = currentRequest();
+      if (logged.has(error) || scope?.aborted) return;
+      write(
+        {
+          tenantId: scope?.tenantId,
+          ...(fields.path && { path: fields.path }),
+          origin: scope?.lastOrigin ?? 'none',
+          cause: error.details.cause ?? causeOfCode(error),
+          code: error.code,
+          attempts: 0,
+          durationMs: 0,
+        },
+        error,
+      );
+    },
+    flush,
+    close() {
+      clearInterval(timer);
+      flush();
+    },
+  };
+}
+
+/**
+ * The cause of a call's final failure: what the thrower named, else what its last
+ * attempt ended in, else what its code says (a failure before any attempt).
+ */
+function finalCause(error: unknown, call: CallRecord): FailureCause {
+  if (isUpstreamError(error) && error.details.cause) return error.details.cause;
+  if (call.lastOutcome && call.lastOutcome !== 'ok' && call.lastOutcome !== 'aborted') return call.lastOutcome;
+  if (!isUpstreamError(error)) return 'network';
+  if (call.attempts === 0) {
+    // Nothing was sent: the scope check or the token (the token cache logs its own line).
+    return error.code === 'FORBIDDEN' ? 'scope_missing' : 'token';
+  }
+  // The last attempt was answered, then the body was not the envelope; or the
+  // deadline ran out while waiting to retry.
+  if (error.code === 'UPSTREAM_UNAVAILABLE') return 'timeout';
+  return causeOfCode(error);
+}
+
+function causeOfCode(error: UpstreamError): FailureCause {
+  switch (error.code) {
+    case 'FORBIDDEN':
+      return 'scope_missing';
+    case 'UPSTREAM_BAD_RESPONSE':
+      return 'bad_response';
+    case 'UPSTREAM_UNAUTHORIZED':
+    case 'UPSTREAM_MISCONFIGURED':
+      return 'token';
+    case 'UPSTREAM_RATE_LIMITED':
+      return 'http_status';
+    default:
+      return 'network';
+  }
+}

@@ -1,0 +1,200 @@
+import { request } from 'undici';
+import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { parseSamples, scrapeText, total } from '../helpers/metrics';
+
+/**
+ * What on-call finds in the logs and /metrics when the upstream fails: one
+ * structured line per failed call with its cause, the request id on every line of a
+ * request, one debug line per GraphQL request, and clients that go away counted as
+ * aborted, not as failures.
+ */
+
+const FAILING = makeTenant({ tenantId: 'a1a1a1a1-0000-4000-8000-000000000001', clientId: 'client-o1', clientSecret: 'secret-o1-7f3a9c2e', grantedScopes: ['shifts.read'], shard: 1, locationCount: 6, shiftCount: 8 });
+const LOOPING = makeTenant({ tenantId: 'b2b2b2b2-0000-4000-8000-000000000002', clientId: 'client-o2', clientSecret: 'secret-o2-1e8d4b6a', grantedScopes: ['shifts.read'], shard: 0, locationCount: 6, shiftCount: 8 });
+const PATIENT = makeTenant({ tenantId: 'c3c3c3c3-0000-4000-8000-000000000003', clientId: 'client-o3', clientSecret: 'secret-o3-9b2c7d1f', grantedScopes: ['shifts.read'], shard: 0, locationCount: 4, shiftCount: 4 });
+const tenants: EmulatorTenant[] = [FAILING, LOOPING, PATIENT];
+
+interface LogLine {
+  level: number;
+  msg: string;
+  event?: string;
+  requestId?: string;
+  [field: string]: unknown;
+}
+
+const WARN = 40;
+const DEBUG = 20;
+
+function lines(subgraph: TestSubgraph): LogLine[] {
+  return subgraph.logs.flatMap((chunk) => chunk.split('\n').filter(Boolean)).map((text) => JSON.parse(text) as LogLine);
+}
+
+/** POSTs a query and returns the body and the request id the server answered with. */
+async function post(subgraph: TestSubgraph, query: string, tenant: EmulatorTenant, requestId?: string) {
+  const response = await request(subgraph.server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId, ...(requestId && { 'x-request-id': requestId }) },
+    body: JSON.stringify({ query }),
+  });
+  const body = (await response.body.json()) as { data?: unknown; errors?: Array<{ extensions?: { code?: string } }> };
+  return { body, requestId: response.headers['x-request-id'] as string };
+}
+
+const LOCATIONS = '{ locations(first: 5) { nodes { id name } } }';
+
+let subgraph: TestSubgraph;
+beforeAll(async () => {
+  subgraph = await startTestSubgraph({ tenants, maxPageSize: 2 });
+});
+afterAll(() => subgraph.close());
+afterEach(() => {
+  subgraph.emulator.clearFaults();
+  subgraph.emulator.setEnvelopeRewriter(undefined);
+});
+
+describe('upstream failure logs', () => {
+  it('writes one warn line per failed call: tenant, list, shard origin, cause, status, attempts, duration, request id', async () => {
+    subgraph.emulator.injectFault({ endpoint: 'locations', status: 503, times: 2, tenantId: FAILING.tenantId });
+    const before = subgraph.logs.length;
+    const { body, requestId } = await post(subgraph, 'query Failing ' + LOCATIONS, FAILING);
+    expect(errorCodes(body)).toEqual(['UPSTREAM_UNAVAILABLE']);
+
+    const logged = lines({ ...subgraph, logs: subgraph.logs.slice(before) });
+    const failures = logged.filter((line) => line.event === 'upstream_call_failed');
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toMatchObject({
+      level: WARN,
+      requestId,
+      tenantId: FAILING.tenantId,
+      list: 'locations',
+      origin: subgraph.emulator.shardUrls[1],
+      cause: 'http_status',
+      status: 503,
+      code: 'UPSTREAM_UNAVAILABLE',
+      attempts: 2,
+    });
+    expect(typeof failures[0]!.durationMs).toBe('number');
+    // The origin only: no path, query, cursor or token anywhere in the line.
+    expect(JSON.stringify(failures[0])).not.toMatch(/\/api\/|page_size|cursor|Bearer|eyJ/);
+
+    // Every line written while serving it carries its id: the token obtained on the way too.
+    expect(logged.find((line) => line.msg === 'token obtained')).toMatchObject({ requestId });
+    expect(logged.every((line) => line.requestId === requestId)).toBe(true);
+
+    expect(logged.find((line) => line.event === 'graphql_request')).toMatchObject({
+      level: DEBUG,
+      requestId,
+      operationName: 'Failing',
+      operationType: 'query',
+      tenantId: FAILING.tenantId,
+      upstreamCalls: 1,
+      errorCodes: ['UPSTREAM_UNAVAILABLE'],
+      aborted: false,
+    });
+  });
+
+  it('counts cache hits and upstream calls in the debug line of each request', async () => {
+    const query = '{ shifts(first: 4) { nodes { id location { name } } } }';
+    const before = subgraph.logs.length;
+    const first = await post(subgraph, query, PATIENT);
+    const second = await post(subgraph, query, PATIENT);
+    expect(errorCodes(first.body)).toEqual([]);
+    expect(errorCodes(second.body)).toEqual([]);
+    const debugLine = (requestId: string) => lines({ ...subgraph, logs: subgraph.logs.slice(before) }).find((line) => line.event === 'graphql_request' && line.requestId === requestId);
+    expect(debugLine(first.requestId)).toMatchObject({ tenantId: PATIENT.tenantId, upstreamCalls: expect.any(Number), errorCodes: [] });
+    // The second request finds the locations in the entity index the first one filled.
+    expect(debugLine(second.requestId)).toMatchObject({ tenantId: PATIENT.tenantId, cacheHits: expect.any(Number) });
+    expect(debugLine(second.requestId)!.cacheHits).toBeGreaterThan(0);
+    expect(debugLine(second.requestId)!.upstreamCalls).toBeLessThan(debugLine(first.requestId)!.upstreamCalls as number);
+    expect(await scrapeTotalOf('wfs_cache_requests_total', { cache: 'entity_index', result: 'hit' })).toBeGreaterThan(0);
+  });
+
+  it('keeps a usable x-request-id from the router and replaces an unusable one', async () => {
+    const kept = await post(subgraph, LOCATIONS, PATIENT, 'router-req-42');
+    expect(kept.requestId).toBe('router-req-42');
+    const replaced = await post(subgraph, LOCATIONS, PATIENT, 'no spaces or "quotes" please');
+    expect(replaced.requestId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('names a page chain that loops as broken_page_chain', async () => {
+    let loopRef: unknown;
+    subgraph.emulator.setEnvelopeRewriter((envelope, ctx) => {
+      if (ctx.tenantId !== LOOPING.tenantId) return envelope;
+      loopRef ??= envelope.next ?? undefined;
+      return loopRef ? { ...envelope, has_more: true, next: loopRef } : envelope;
+    });
+    const before = subgraph.logs.length;
+    const { body, requestId } = await post(subgraph, '{ locations(first: 50) { nodes { id } } }', LOOPING);
+    expect(errorCodes(body)).toEqual(['UPSTREAM_BAD_RESPONSE']);
+    const failures = lines({ ...subgraph, logs: subgraph.logs.slice(before) }).filter((line) => line.event === 'upstream_call_failed');
+    expect(failures).toEqual([
+      expect.objectContaining({ level: WARN, requestId, tenantId: LOOPING.tenantId, path: 'locations', origin: subgraph.emulator.shardUrls[0], cause: 'broken_page_chain', code: 'UPSTREAM_BAD_RESPONSE' }),
+    ]);
+  });
+
+  it('names a refused api_base as address_refused, with no shard origin and no attempt', async () => {
+    const refusing = await startTestSubgraph({}, { WFS_API_BASE_ALLOW: 'shard.example.com' }, {}, subgraph.emulator);
+    try {
+      const { body, requestId } = await post(refusing, LOCATIONS, PATIENT);
+      expect(errorCodes(body)).toEqual(['UPSTREAM_MISCONFIGURED']);
+      const failures = lines(refusing).filter((line) => line.event === 'upstream_call_failed');
+      expect(failures).toEqual([
+        expect.objectContaining({ level: WARN, requestId, tenantId: PATIENT.tenantId, list: 'locations', origin: 'none', cause: 'address_refused', attempts: 0, code: 'UPSTREAM_MISCONFIGURED' }),
+      ]);
+    } finally {
+      await refusing.close();
+    }
+  });
+});
+
+describe('client disconnects', () => {
+  it('counts 50 clients that leave mid-flight as aborted: no upstream failure, no GraphQL error', async () => {
+    const clients = 50;
+    // Warm the token, so every request below is waiting on the (hanging) list call.
+    expect(errorCodes(await subgraph.query(LOCATIONS, {}, { 'x-tenant-id': PATIENT.tenantId }))).toEqual([]);
+    const before = parseSamples(await scrapeText(subgraph.server.url));
+    subgraph.emulator.resetCounters();
+    subgraph.emulator.injectFault({ endpoint: 'locations', hang: true, times: Infinity, tenantId: PATIENT.tenantId });
+
+    const controllers = Array.from({ length: clients }, () => new AbortController());
+    const pending = controllers.map((controller) =>
+      request(subgraph.server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-tenant-id': PATIENT.tenantId },
+        body: JSON.stringify({ query: LOCATIONS }),
+        signal: controller.signal,
+      }).then(
+        () => 'answered',
+        () => 'aborted',
+      ),
+    );
+    // Every request is in flight at the upstream before the clients leave.
+    await until(() => subgraph.emulator.counters.listRequests.locations >= clients);
+    for (const controller of controllers) controller.abort();
+    expect(new Set(await Promise.all(pending))).toEqual(new Set(['aborted']));
+    await until(async () => (await scrapeTotalOf('wfs_graphql_requests_aborted_total')) - total(before, 'wfs_graphql_requests_aborted_total') >= clients);
+
+    const after = parseSamples(await scrapeText(subgraph.server.url));
+    const delta = (name: string, where: Record<string, string | RegExp> = {}) => total(after, name, where) - total(before, name, where);
+    const deltas = {
+      upstreamAttemptsCounted: delta('wfs_upstream_requests_total'),
+      upstreamFailures: delta('wfs_upstream_calls_total', { outcome: /^(?!ok$|aborted$)/ }),
+      upstreamAborted: delta('wfs_upstream_calls_total', { outcome: 'aborted' }),
+      graphqlErrors: delta('wfs_graphql_errors_total'),
+      graphqlAborted: delta('wfs_graphql_requests_aborted_total'),
+      inFlight: total(after, 'wfs_graphql_requests_in_flight'),
+    };
+    expect(deltas).toEqual({ upstreamAttemptsCounted: 0, upstreamFailures: 0, upstreamAborted: clients, graphqlErrors: 0, graphqlAborted: clients, inFlight: 0 });
+    expect(lines(subgraph).filter((line) => line.event === 'upstream_call_failed' && line.tenantId === PATIENT.tenantId)).toEqual([]);
+  });
+});
+
+async function scrapeTotalOf(name: string, where: Record<string, string | RegExp> = {}): Promise<number> {
+  return total(parseSamples(await scrapeText(subgraph.server.url)), name, where);
+}
+
+/** Waits for a condition on counters, checking again after each turn of the event loop's I/O. */
+async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setImmediate(resolve));
+}

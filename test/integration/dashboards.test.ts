@@ -39,10 +39,10 @@ describe('dashboard and alert rules', () => {
   let subgraph: TestSubgraph;
   beforeAll(async () => {
     redis = await startRedisServer();
-    subgraph = await startTestSubgraph({ maxPageSize: 5 }, { WFS_REDIS_URL: redis.url });
+    subgraph = await startTestSubgraph({ maxPageSize: 5 }, { WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'dashboards-redis-record-key-0123456789abcdef' });
   });
   afterAll(async () => {
-    await subgraph.close();
+    await subgraph?.close();
     await redis.stop();
   });
 

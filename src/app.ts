@@ -6,7 +6,7 @@ import { CursorCodec } from './graphql/cursor';
 import { EntityIndexes } from './graphql/entityIndex';
 import { createIdentityResolver } from './graphql/identity';
 import type { Logger } from './logger';
-import type { Metrics } from './metrics';
+import { BREAKER_STATE_VALUES, type Metrics } from './metrics';
 import { WfsClient } from './upstream/client';
 import { createUpstreamAgent } from './upstream/http';
 import { createRedisTokenStore } from './upstream/redisTokenStore';
@@ -79,6 +79,20 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     onListCall: (list, status, durationMs) => {
       metrics.upstreamRequests.inc({ list, status: String(status) });
       metrics.upstreamDuration.observe({ list }, durationMs / 1000);
+    },
+    callBudget: config.upstreamCallBudget,
+    resilience: {
+      onBreakerState: (shard, state) => {
+        metrics.resilience.breakerState.set({ shard }, BREAKER_STATE_VALUES[state]);
+        metrics.resilience.breakerTransitions.inc({ shard, state });
+        if (state === 'open') logger.warn({ shard }, 'upstream shard failing: circuit breaker open, its calls fail fast for a while');
+        else if (state === 'closed') logger.info({ shard }, 'upstream shard answering again: circuit breaker closed');
+      },
+      onRetry: (list, reason) => metrics.resilience.retries.inc({ list, reason }),
+      onCoalesced: (list) => metrics.resilience.coalesced.inc({ list }),
+      onQueued: () => metrics.resilience.bulkheadQueued.inc(),
+      onRejected: () => metrics.resilience.bulkheadRejected.inc(),
+      onFailFast: (reason) => metrics.resilience.failFast.inc({ reason }),
     },
   });
 

@@ -53,11 +53,12 @@ export function createContext(services: ContextServices, headers: IncomingHttpHe
 function tenantData(services: ContextServices, tenantId: string, signal: AbortSignal, itemErrors: GraphQLError[]): TenantData {
   // Within one request the same page is fetched once, however many fields need it.
   const pages = new Map<string, Promise<ListPage<unknown>>>();
+  const call = { signal, budget: services.client.budgetFor(signal) }; // one call budget and deadline per request
   const fetchPage = <L extends ListName>(list: L, ref: PageRef | null, pageSize: number): Promise<ListPage<RecordOf[L]>> => {
     const key = `${list}\u0000${pageSize}\u0000${ref ?? ''}`;
     let page = pages.get(key);
     if (!page) {
-      page = services.client.listPage(tenantId, list, ref, signal, pageSize);
+      page = services.client.listPage(tenantId, list, ref, call, pageSize);
       pages.set(key, page);
       page.catch(() => pages.delete(key));
     }

@@ -7,7 +7,7 @@ import { EntityIndexes } from './graphql/entityIndex';
 import { createIdentityResolver } from './graphql/identity';
 import type { Logger } from './logger';
 import { BREAKER_STATE_VALUES, type Metrics } from './metrics';
-import { WfsClient } from './upstream/client';
+import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { createUpstreamAgent } from './upstream/http';
 import { createRedisTokenStore } from './upstream/redisTokenStore';
 import { TokenCache } from './upstream/tokenCache';
@@ -21,6 +21,8 @@ export interface AppOverrides {
   readonly defaultTenant?: string;
   /** Verified-identity mode: keys to verify with instead of fetching WFS_JWKS_URL. */
   readonly jwks?: JWTVerifyGetKey;
+  /** Resilience tuning of the upstream client (tests: a short breaker pause). */
+  readonly upstream?: Pick<WfsClientOptions, 'breaker' | 'retry' | 'bulkhead'>;
 }
 
 /** The wired REST side and the per-request context services, plus what must be closed. */
@@ -81,6 +83,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       metrics.upstreamDuration.observe({ list }, durationMs / 1000);
     },
     callBudget: config.upstreamCallBudget,
+    ...overrides.upstream,
     resilience: {
       onBreakerState: (shard, state) => {
         metrics.resilience.breakerState.set({ shard }, BREAKER_STATE_VALUES[state]);

@@ -166,6 +166,7 @@ export class WfsClient {
     const maxWaitMs = (this.options.maxRetryAfterSeconds ?? 2) * 1000;
     const remaining = () => deadlineAt - performance.now();
     const retries = this.retryPolicy.schedule();
+    const rateLimitBackoff = this.retryPolicy.schedule(this.options.maxRateLimitRetries ?? 2);
     const listener = this.options.resilience;
     let renewed = false;
     let rateLimitRetries = 0;
@@ -206,7 +207,7 @@ export class WfsClient {
           rateLimitRetries += 1;
           continue; // the window check above waits it out
         }
-        const wait = rateLimitRetries < (this.options.maxRateLimitRetries ?? 2) ? retries.next(remaining()) : undefined;
+        const wait = rateLimitRetries < (this.options.maxRateLimitRetries ?? 2) ? rateLimitBackoff.next(remaining()) : undefined;
         if (wait === undefined) throw rateLimited(tenantId, undefined);
         rateLimitRetries += 1;
         listener?.onRetry?.(list, 'rate-limited');

@@ -1,7 +1,7 @@
 import { ExponentialBackoff, fullJitterGenerator, type IBackoff } from 'cockatiel';
 
 export interface RetryPolicyOptions {
-  /** Retries of a transient fault (network error, timeout, 5xx) per page. Default 2. */
+  /** Retries of a transient fault (network error, timeout, 5xx) per page. Default 1 (the breaker handles a shard that keeps failing). */
   readonly maxRetries?: number;
   /** First backoff ceiling in ms. Default 100. */
   readonly initialDelayMs?: number;
@@ -20,7 +20,7 @@ export class RetryPolicy {
   readonly maxRetries: number;
 
   constructor(options: RetryPolicyOptions = {}) {
-    this.maxRetries = options.maxRetries ?? 2;
+    this.maxRetries = options.maxRetries ?? 1;
     this.backoff = new ExponentialBackoff({
       generator: fullJitterGenerator,
       initialDelay: options.initialDelayMs ?? 100,
@@ -28,9 +28,9 @@ export class RetryPolicy {
     });
   }
 
-  /** A fresh schedule for one page call. */
-  schedule(): RetrySchedule {
-    return new RetrySchedule(this.backoff, this.maxRetries);
+  /** A fresh schedule for one page call, with `maxRetries` retries (default the policy's). */
+  schedule(maxRetries: number = this.maxRetries): RetrySchedule {
+    return new RetrySchedule(this.backoff, maxRetries);
   }
 }
 

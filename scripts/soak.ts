@@ -164,7 +164,10 @@ function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 
 interface Outcome {
   tenantId: string;
+  /** When the query was sent. */
   at: number;
+  /** When its answer came (a query may wait out a window, so a fault injected meanwhile can touch it). */
+  end: number;
   ok: boolean;
   codes: string[];
   why?: string;
@@ -218,12 +221,12 @@ async function runQuery(url: string, tenant: SoakTenant, errorTexts: string[]): 
     const body = JSON.parse(text) as { data?: any; errors?: Array<{ message: string; extensions?: { code?: string } }> };
     if (body.errors?.length) {
       errorTexts.push(text);
-      return { tenantId: tenant.tenantId, at, ok: false, codes: body.errors.map((e) => e.extensions?.code ?? 'NONE'), why: body.errors[0]!.message };
+      return { tenantId: tenant.tenantId, at, end: Date.now(), ok: false, codes: body.errors.map((e) => e.extensions?.code ?? 'NONE'), why: body.errors[0]!.message };
     }
-    if (!check(body.data)) return { tenantId: tenant.tenantId, at, ok: false, codes: ['WRONG_DATA'], why: text.slice(0, 300) };
-    return { tenantId: tenant.tenantId, at, ok: true, codes: [] };
+    if (!check(body.data)) return { tenantId: tenant.tenantId, at, end: Date.now(), ok: false, codes: ['WRONG_DATA'], why: text.slice(0, 300) };
+    return { tenantId: tenant.tenantId, at, end: Date.now(), ok: true, codes: [] };
   } catch (error) {
-    return { tenantId: tenant.tenantId, at, ok: false, codes: ['NO_RESPONSE'], why: String(error) };
+    return { tenantId: tenant.tenantId, at, end: Date.now(), ok: false, codes: ['NO_RESPONSE'], why: String(error) };
   }
 }
 
@@ -299,7 +302,7 @@ function expected(outcome: Outcome, injected: Injected[], shardAt: (tenantId: st
     injected.some(
       (f) =>
         f.codes.includes(code) &&
-        outcome.at >= f.from - 1_000 &&
+        outcome.end >= f.from &&
         outcome.at <= f.until &&
         (f.tenantId === outcome.tenantId || (f.shard !== undefined && shards.has(f.shard))),
     ),

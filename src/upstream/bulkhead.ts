@@ -26,7 +26,7 @@ export class TenantBulkheads {
 
   async run<T>(tenantId: string, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
     const bulkhead = this.for(tenantId);
-    if (bulkhead.executionSlots <= 0) this.options.onQueued?.();
+    if (bulkhead.executionSlots <= 0 && bulkhead.queueSlots > 0) this.options.onQueued?.();
     try {
       return await bulkhead.execute(call, signal);
     } catch (error) {

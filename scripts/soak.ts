@@ -296,8 +296,8 @@ function faultPlan(ready: Ready, call: (message: Record<string, unknown>) => Pro
 }
 
 /** A failure counts as expected only when a fault that touched this tenant or its shard was in force, with a matching code. */
-function expected(outcome: Outcome, injected: Injected[], shardAt: (tenantId: string, at: number) => Set<number>): boolean {
-  const shards = shardAt(outcome.tenantId, outcome.at);
+function expected(outcome: Outcome, injected: Injected[], shardAt: (tenantId: string, at: number, end: number) => Set<number>): boolean {
+  const shards = shardAt(outcome.tenantId, outcome.at, outcome.end);
   return outcome.codes.every((code) =>
     injected.some(
       (f) =>
@@ -321,11 +321,21 @@ async function main(): Promise<void> {
     subgraph = started.child;
     const pid = subgraph.pid!;
     const shardOf = new Map(ready.tenants.map((t) => [t.tenantId, t.shard]));
-    // Every shard a tenant was on during the soak, with when it moved (a move's 401s land on both).
-    const moves: Array<{ tenantId: string; at: number; from: number }> = [];
-    const shardAt = (tenantId: string, at: number) => {
-      const set = new Set([shardOf.get(tenantId)!]);
-      for (const move of moves) if (move.tenantId === tenantId && Math.abs(move.at - at) < ATTRIBUTION_MS) set.add(move.from);
+    // Where each tenant was when: a failure is judged against the shard(s) the tenant was on
+    // during its query (and, just after a move, the old one, whose calls may still be in flight).
+    const moves: Array<{ tenantId: string; at: number; from: number; to: number }> = [];
+    const shardAt = (tenantId: string, at: number, end: number = at) => {
+      let shard = ready.tenants.find((t) => t.tenantId === tenantId)!.shard;
+      const set = new Set<number>();
+      for (const move of moves) {
+        if (move.tenantId !== tenantId) continue;
+        if (move.at <= at) shard = move.to;
+        if (move.at <= end && move.at > at - ATTRIBUTION_MS) {
+          set.add(move.from);
+          set.add(move.to);
+        }
+      }
+      set.add(shard);
       return set;
     };
 
@@ -353,7 +363,7 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, FAULT_EVERY_MS));
         const before = new Map(shardOf);
         await originalStep();
-        for (const [tenantId, shard] of shardOf) if (before.get(tenantId) !== shard) moves.push({ tenantId, at: Date.now(), from: before.get(tenantId)! });
+        for (const [tenantId, shard] of shardOf) if (before.get(tenantId) !== shard) moves.push({ tenantId, at: Date.now(), from: before.get(tenantId)!, to: shard });
       }
     })();
     const workers = Array.from({ length: CONCURRENCY }, async () => {
@@ -410,7 +420,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n| ${'figure'.padEnd(width)} | value | note |\n|${'-'.repeat(width + 2)}|---|---|\n`);
     for (const [name, value, note] of rows) process.stdout.write(`| ${name.padEnd(width)} | ${value} | ${note} |\n`);
     for (const o of unexpected.slice(0, 10)) {
-      process.stdout.write(`unexpected: +${((o.at - loadStart) / 1000).toFixed(1)} s ${o.tenantId} (shard ${[...shardAt(o.tenantId, o.at)].join('/')}) ${o.codes.join(',')} ${o.why ?? ''}\n`);
+      process.stdout.write(`unexpected: +${((o.at - loadStart) / 1000).toFixed(1)} s ${o.tenantId} (shard ${[...shardAt(o.tenantId, o.at, o.end)].join('/')}) ${o.codes.join(',')} ${o.why ?? ''}\n`);
     }
     if (unexpected.length > 0) {
       for (const f of plan.injected) process.stdout.write(`  fault ${f.kind} +${((f.from - loadStart) / 1000).toFixed(1)} s ${f.tenantId ?? `shard ${f.shard}`}\n`);

@@ -7,9 +7,10 @@ import { EntityIndexes } from './graphql/entityIndex';
 import { createIdentityResolver } from './graphql/identity';
 import type { SchemaExtension } from './graphql/schema';
 import type { Logger } from './logger';
-import type { Metrics } from './metrics';
+import { BREAKER_STATE_VALUES, type Metrics } from './metrics';
+import { noteCoalesced } from './observability/hits';
 import { createUpstreamObserver, type UpstreamObserver } from './observability/upstreamObserver';
-import { WfsClient } from './upstream/client';
+import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
 import { createRedisTokenStore } from './upstream/redisTokenStore';
 import { ResourceSet } from './upstream/resources';
@@ -26,6 +27,8 @@ export interface AppOverrides {
   readonly jwks?: JWTVerifyGetKey;
   /** Resources served beyond the registry, with their schema and relation resolvers. */
   readonly extension?: SchemaExtension;
+  /** Resilience tuning of the upstream client (tests: a short breaker pause). */
+  readonly upstream?: Pick<WfsClientOptions, 'breaker' | 'retry' | 'bulkhead'>;
 }
 
 /** The wired REST side and the per-request context services, plus what must be closed. */
@@ -104,7 +107,28 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     },
   });
 
-  const client = upstream.observe(new WfsClient({ tokens, dispatcher, onListCall: upstream.onListCall }));
+  const client = upstream.observe(
+    new WfsClient({
+      tokens,
+      dispatcher,
+      onListCall: upstream.onListCall,
+      callBudget: config.upstreamCallBudget,
+      ...overrides.upstream,
+      resilience: {
+        onBreakerState: (origin, state) => {
+          metrics.resilience.breakerState.set({ origin }, BREAKER_STATE_VALUES[state]);
+          metrics.resilience.breakerTransitions.inc({ origin, state });
+          if (state === 'open') logger.warn({ origin }, 'upstream shard failing: circuit breaker open, its calls fail fast for a while');
+          else if (state === 'closed') logger.info({ origin }, 'upstream shard answering again: circuit breaker closed');
+        },
+        onRetry: (list, reason) => metrics.resilience.retries.inc({ list, reason }),
+        onCoalesced: noteCoalesced,
+        onQueued: () => metrics.resilience.bulkheadQueued.inc(),
+        onRejected: () => metrics.resilience.bulkheadRejected.inc(),
+        onFailFast: (reason) => metrics.resilience.failFast.inc({ reason }),
+      },
+    }),
+  );
 
   const services: ContextServices = {
     client,

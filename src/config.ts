@@ -74,6 +74,8 @@ export interface Config {
   /** Serve the browser explorer at `/` (default: on unless NODE_ENV=production). */
   readonly explorer: boolean;
   readonly logLevel: string;
+  /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make (default 200). */
+  readonly upstreamCallBudget: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -149,6 +151,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiBaseAllow: apiBaseAllow(env.WFS_API_BASE_ALLOW),
     explorer: flag(env, 'WFS_EXPLORER', env.NODE_ENV !== 'production'),
     logLevel,
+    upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET', 200, 10_000),
   };
   return Object.freeze(config);
 }
@@ -181,6 +184,13 @@ function port(value: string | undefined): number {
   const n = Number(text);
   if (!/^\d+$/.test(text) || n > 65535) throw new ConfigError('PORT', `must be a port number from 0 to 65535, got "${text}"`);
   return n;
+}
+
+function positiveInteger(env: Env, name: string, fallback: number, max: number): number {
+  const text = nonEmpty(env[name]);
+  if (text === undefined) return fallback;
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > max) throw new ConfigError(name, `must be an integer from 1 to ${max}, got "${text}"`);
+  return Number(text);
 }
 
 function flag(env: Env, name: string, fallback: boolean): boolean {

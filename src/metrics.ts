@@ -29,6 +29,8 @@ export interface Metrics {
   /** 1 while `/ready` answers ready, 0 while draining. */
   readonly ready: Gauge;
   readonly logLinesSuppressed: Counter<'event'>;
+  /** Upstream resilience (breaker, retries, bulkhead, fail-fast refusals): see the block at the end. */
+  readonly resilience: ResilienceMetrics;
 }
 
 /** Seconds; 1 s is the latency SLO's threshold (deploy/prometheus/alerts.yaml), so it must stay a bucket. */
@@ -131,6 +133,7 @@ export function createMetrics(): Metrics {
       labelNames: ['event'],
       registers,
     }),
+    resilience: createResilienceMetrics(registry),
   };
   // Series that exist from the start, so rate() and the dashboards see zero, not "no data".
   for (const { name: list } of RESOURCES) metrics.upstreamCoalesced.inc({ list }, 0);
@@ -141,4 +144,61 @@ export function createMetrics(): Metrics {
   metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
   metrics.ready.set(1);
   return metrics;
+}
+
+// ---------------------------------------------------------------------------
+// Upstream resilience metrics (owned by the upstream client: breaker, retries,
+// bulkhead, in-flight coalescing, fail-fast refusals). Fed through the client's
+// ResilienceListener, wired in `src/app.ts`.
+// ---------------------------------------------------------------------------
+
+export interface ResilienceMetrics {
+  /** 0 closed, 1 open, 2 half-open, per shard origin. */
+  readonly breakerState: Gauge<'origin'>;
+  readonly breakerTransitions: Counter<'origin' | 'state'>;
+  readonly retries: Counter<'list' | 'reason'>;
+  readonly bulkheadQueued: Counter;
+  readonly bulkheadRejected: Counter;
+  readonly failFast: Counter<'reason'>;
+}
+
+export const BREAKER_STATE_VALUES = { closed: 0, open: 1, 'half-open': 2 } as const;
+
+function createResilienceMetrics(registry: Registry): ResilienceMetrics {
+  return {
+    breakerState: new Gauge({
+      name: 'wfs_upstream_breaker_state',
+      help: 'Circuit breaker state per upstream shard origin (0 closed, 1 open, 2 half-open)',
+      labelNames: ['origin'],
+      registers: [registry],
+    }),
+    breakerTransitions: new Counter({
+      name: 'wfs_upstream_breaker_transitions_total',
+      help: 'Circuit breaker state changes per upstream shard origin, by the state entered',
+      labelNames: ['origin', 'state'],
+      registers: [registry],
+    }),
+    retries: new Counter({
+      name: 'wfs_upstream_retries_total',
+      help: 'Upstream call retries, by list and reason (transient, rate-limited, retry-after, unauthorized)',
+      labelNames: ['list', 'reason'],
+      registers: [registry],
+    }),
+    bulkheadQueued: new Counter({
+      name: 'wfs_upstream_bulkhead_queued_total',
+      help: "Upstream calls that waited because their tenant's concurrency limit was reached",
+      registers: [registry],
+    }),
+    bulkheadRejected: new Counter({
+      name: 'wfs_upstream_bulkhead_rejected_total',
+      help: "Upstream calls refused because their tenant's bulkhead queue was full",
+      registers: [registry],
+    }),
+    failFast: new Counter({
+      name: 'wfs_upstream_fail_fast_total',
+      help: 'Page calls refused without calling the upstream, by reason (breaker, retry-after, bulkhead, budget)',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+  };
 }

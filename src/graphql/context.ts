@@ -74,12 +74,13 @@ function scopeKey(scope: ConnectionScope | undefined): string {
 function tenantData(services: ContextServices, tenantId: string, signal: AbortSignal, itemErrors: GraphQLError[]): TenantData {
   // Within one request the same page is fetched once, however many fields need it.
   const pages = new Map<string, Promise<ListPage<unknown>>>();
+  const call = { signal, budget: services.client.budgetFor(signal) }; // one call budget and deadline per request
   const fetchPage = <R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query?: Readonly<Record<string, string>>): Promise<ListPage<R>> => {
     const key = pageKey(tenantId, resource.name, ref, pageSize, filterKey(query));
     let page = pages.get(key);
     noteCacheLookups('request_pages', page ? 1 : 0, page ? 0 : 1);
     if (!page) {
-      page = services.client.listPage(tenantId, resource, { ref, pageSize, signal, ...(query && { query }) });
+      page = services.client.listPage(tenantId, resource, { ref, pageSize, ...call, ...(query && { query }) });
       pages.set(key, page);
       page.catch(() => pages.delete(key));
     }

@@ -1,12 +1,18 @@
 import { request, type Dispatcher } from 'undici';
 import { UPSTREAM_PAGE_SIZE } from './endpoints';
 import { UpstreamError } from './errors';
+import { causeOfNetworkError, originOf, type CallOutcome, type FailureCause } from './failureCause';
 import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
 import { parsePageReference, pageUrl, type PageRef } from './pageReference';
 import type { MalformedRecord, Resource, UpstreamRecord } from './resources';
 import type { TokenCache } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
-import { causeOfNetworkError, originOf, type CallOutcome } from './failureCause';
+import { ShardBreakers, ShardFault, type BreakerState, type ShardBreakerOptions } from './breaker';
+import { TenantBulkheads, type TenantBulkheadOptions } from './bulkhead';
+import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './callBudget';
+import { InFlight, coalescingKey } from './coalescer';
+import { RetryPolicy, type RetryPolicyOptions } from './retry';
+import { RetryAfterWindows } from './retryAfterWindows';
 
 /** One page of a list, validated and mapped. */
 export interface ListPage<T> {
@@ -34,7 +40,22 @@ export interface ListAttempt {
   readonly outcome: CallOutcome;
 }
 
-/** Which page of a list to fetch, and how. */
+/**
+ * Observes the resilience mechanisms (for metrics). Every callback is optional.
+ * `failFast` reasons: `breaker` (shard breaker open), `retry-after` (a Retry-After
+ * window in force), `bulkhead` (the tenant's queue full), `budget` (the request's
+ * call budget spent).
+ */
+export interface ResilienceListener {
+  readonly onBreakerState?: (origin: string, state: BreakerState) => void;
+  readonly onRetry?: (list: string, reason: 'transient' | 'rate-limited' | 'retry-after' | 'unauthorized') => void;
+  readonly onCoalesced?: (list: string) => void;
+  readonly onQueued?: () => void;
+  readonly onRejected?: () => void;
+  readonly onFailFast?: (reason: 'breaker' | 'retry-after' | 'bulkhead' | 'budget') => void;
+}
+
+/** Which page of a list to fetch, and for which request. */
 export interface ListPageOptions {
   /** The page reference; `null` or absent: the first page. */
   readonly ref?: PageRef | null;
@@ -42,7 +63,10 @@ export interface ListPageOptions {
   readonly pageSize?: number;
   /** Query parameters the resource passes upstream (`Resource.upstreamQuery`), on the first page; references carry their own. */
   readonly query?: Readonly<Record<string, string>>;
+  /** The GraphQL request's signal (it is gone, or its deadline passed). Default: the budget's. */
   readonly signal?: AbortSignal;
+  /** The request's upstream call budget and deadline; see `WfsClient.budgetFor`. */
+  readonly budget?: CallBudget;
 }
 
 export interface WfsClientOptions {
@@ -52,35 +76,134 @@ export interface WfsClientOptions {
   readonly maxRateLimitRetries?: number;
   /** The longest Retry-After, in seconds, we wait for in-request; longer fails at once. Default 2. */
   readonly maxRetryAfterSeconds?: number;
-  /** Whole-call deadline in ms, retries included. Default 10 000. */
+  /** Deadline in ms of a call made without a budget (a budget carries the request's own). Default 10 000. */
   readonly deadlineMs?: number;
+  /** Upstream page calls one GraphQL request may make (`WFS_UPSTREAM_CALL_BUDGET`). Default 200. */
+  readonly callBudget?: number;
+  readonly retry?: RetryPolicyOptions;
+  readonly breaker?: Omit<ShardBreakerOptions, 'onStateChange' | 'onFailFast'>;
+  readonly bulkhead?: Omit<TenantBulkheadOptions, 'onQueued' | 'onRejected'>;
   readonly onListCall?: ListCallListener;
+  readonly resilience?: ResilienceListener;
+  /** Clock for Retry-After windows. Default Date.now. */
+  readonly now?: () => number;
 }
+
+type Outcome<R> =
+  | { kind: 'page'; page: ListPage<R> }
+  | { kind: 'unauthorized' }
+  | { kind: 'rate-limited'; retryAfterSeconds: number | undefined }
+  | { kind: 'transient'; error: UpstreamError; retryAfterSeconds?: number | undefined };
 
 /**
  * The small typed client the GraphQL side uses: one method, one page of a list,
  * for one tenant. It owns the upstream's HTTP rules: bearer token from the cache,
- * the tenant's shard from `api_base`, a single renewal on 401, bounded retries on
- * 429 and transient faults, and envelope validation.
+ * the tenant's shard from `api_base`, a single renewal on 401, Retry-After honoured
+ * on 429 and 503, jittered retries of transient faults, and envelope validation.
+ * The mechanisms live in their own modules: in-flight sharing (`coalescer`), the
+ * shard breaker (`breaker`), the tenant bulkhead (`bulkhead`), backoff (`retry`),
+ * Retry-After windows (`retryAfterWindows`), the per-request call budget (`callBudget`).
  */
 export class WfsClient {
-  constructor(private readonly options: WfsClientOptions) {}
+  private readonly inFlight: InFlight<ListPage<unknown>>;
+  private readonly breakers: ShardBreakers;
+  private readonly bulkheads: TenantBulkheads;
+  private readonly retryPolicy: RetryPolicy;
+  private readonly windows: RetryAfterWindows;
+
+  constructor(private readonly options: WfsClientOptions) {
+    const listener = options.resilience ?? {};
+    this.inFlight = new InFlight();
+    this.breakers = new ShardBreakers({
+      ...options.breaker,
+      ...(listener.onBreakerState && { onStateChange: listener.onBreakerState }),
+      onFailFast: () => listener.onFailFast?.('breaker'),
+    });
+    this.bulkheads = new TenantBulkheads({
+      ...options.bulkhead,
+      ...(listener.onQueued && { onQueued: listener.onQueued }),
+      onRejected: () => {
+        listener.onRejected?.();
+        listener.onFailFast?.('bulkhead');
+      },
+    });
+    this.retryPolicy = new RetryPolicy(options.retry);
+    this.windows = new RetryAfterWindows(options.now);
+  }
+
+  /** A fresh call budget for one GraphQL request (its signal carries the request's deadline). */
+  budgetFor(signal: AbortSignal, deadlineMs?: number): CallBudget {
+    return new CallBudget(this.options.callBudget ?? DEFAULT_UPSTREAM_CALL_BUDGET, signal, deadlineMs);
+  }
 
   /**
    * One page of a list. `pageSize` is sent unless the reference carries its own
    * `page_size` (a URL the upstream gave us); the page reports the size it used.
+   * Concurrent calls for the same page of the same tenant share one upstream call.
    */
   async listPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions = {}): Promise<ListPage<R>> {
-    const { ref = null, pageSize = UPSTREAM_PAGE_SIZE, signal, query } = options;
-    const deadline = AbortSignal.timeout(this.options.deadlineMs ?? 10_000);
-    const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
-    let grant = await this.options.tokens.getToken(tenantId);
+    const { ref = null, pageSize = UPSTREAM_PAGE_SIZE, query } = options;
+    const list = resource.name;
+    const deadlineMs = this.options.deadlineMs ?? 10_000;
+    const budget = options.budget ?? this.budgetFor(options.signal ?? AbortSignal.timeout(deadlineMs), deadlineMs);
+    const signal = options.signal ?? budget.signal;
+    if (signal.aborted) throw cancelled();
+    try {
+      budget.take(list);
+    } catch (error) {
+      this.options.resilience?.onFailFast?.('budget');
+      throw error;
+    }
+    const grant = await this.options.tokens.getToken(tenantId);
+    checkScope(grant, resource);
+    const url = pageUrl(grant.apiBase, resource.path, ref, pageSize);
+    if (ref === null && query) for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+    // The key is the exact URL the call sends: list, reference, page size and any filter.
+    const key = coalescingKey(tenantId, url);
+    if (this.inFlight.has(key)) this.options.resilience?.onCoalesced?.(list);
+    const page = (await this.inFlight.run(key, signal, (shared) =>
+      this.fetchPage(tenantId, resource, url, ref, pageSize, grant, shared, budget.deadlineAt),
+    )) as ListPage<R>;
+    budget.notePage(list, page);
+    return page;
+  }
+
+  /** The request loop of one page: windows, bulkhead, breaker, retries, one 401 renewal. */
+  private async fetchPage<R extends UpstreamRecord>(
+    tenantId: string,
+    resource: Resource<R>,
+    url: URL,
+    ref: PageRef | null,
+    pageSize: number,
+    grant: TokenGrant,
+    signal: AbortSignal,
+    deadlineAt: number,
+  ): Promise<ListPage<R>> {
+    const list = resource.name;
+    const maxWaitMs = (this.options.maxRetryAfterSeconds ?? 2) * 1000;
+    const remaining = () => deadlineAt - performance.now();
+    const retries = this.retryPolicy.schedule();
+    const rateLimitBackoff = this.retryPolicy.schedule(this.options.maxRateLimitRetries ?? 2);
+    const listener = this.options.resilience;
     let renewed = false;
     let rateLimitRetries = 0;
-    let transientRetries = 0;
     for (;;) {
       checkScope(grant, resource);
-      const outcome = await this.send(grant, resource, ref, pageSize, query, combined);
+      const origin = new URL(grant.apiBase).origin;
+      // A Retry-After window in force: wait out a short one within the budget, fail fast on a long one.
+      const tenantWait = this.windows.remainingMs('tenant', tenantId);
+      const shardWait = this.windows.remainingMs('shard', origin);
+      const windowWait = Math.max(tenantWait, shardWait);
+      if (windowWait > 0) {
+        if (windowWait > maxWaitMs || windowWait >= remaining()) {
+          listener?.onFailFast?.('retry-after');
+          throw tenantWait >= shardWait ? rateLimited(tenantId, Math.ceil(tenantWait / 1000), 'retry_after_window') : shardBusy(origin, list, Math.ceil(shardWait / 1000), 'retry_after_window');
+        }
+        listener?.onRetry?.(list, 'retry-after');
+        await sleep(windowWait, signal);
+      }
+
+      const outcome = await this.attempt(tenantId, origin, resource, url, ref, pageSize, grant, signal);
       if (outcome.kind === 'page') {
         this.options.tokens.markUsed(grant);
         return outcome.page;
@@ -90,44 +213,80 @@ export class WfsClient {
           throw new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refused a freshly issued token for tenant ${tenantId} (401 twice)`, { status: 401 });
         }
         renewed = true;
+        listener?.onRetry?.(list, 'unauthorized');
         grant = await this.options.tokens.renewAfterUnauthorized(tenantId, grant);
         continue;
       }
       if (outcome.kind === 'rate-limited') {
-        const wait = outcome.retryAfterSeconds ?? 0.2 * 2 ** rateLimitRetries;
-        if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > (this.options.maxRetryAfterSeconds ?? 2)) {
-          throw new UpstreamError('UPSTREAM_RATE_LIMITED', `the upstream is rate limiting tenant ${tenantId}; retry later`, {
-            status: 429,
-            ...(outcome.retryAfterSeconds !== undefined && { retryAfterSeconds: outcome.retryAfterSeconds }),
-          });
+        if (outcome.retryAfterSeconds !== undefined) {
+          this.windows.open('tenant', tenantId, outcome.retryAfterSeconds);
+          const wait = outcome.retryAfterSeconds * 1000;
+          if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > maxWaitMs || wait >= remaining()) {
+            throw rateLimited(tenantId, outcome.retryAfterSeconds);
+          }
+          rateLimitRetries += 1;
+          continue; // the window check above waits it out
         }
+        const wait = rateLimitRetries < (this.options.maxRateLimitRetries ?? 2) ? rateLimitBackoff.next(remaining()) : undefined;
+        if (wait === undefined) throw rateLimited(tenantId, undefined);
         rateLimitRetries += 1;
-        await sleep(wait * 1000, combined);
+        listener?.onRetry?.(list, 'rate-limited');
+        await sleep(wait, signal);
         continue;
       }
-      // Transient (network error, 502/503/504): one retry for an idempotent GET.
-      if (transientRetries >= 1 || combined.aborted) throw outcome.error;
-      transientRetries += 1;
-      await sleep(100, combined);
+      // Transient (network error, timeout, 5xx). A 503 with Retry-After is the shard asking for a pause.
+      if (outcome.retryAfterSeconds !== undefined) {
+        this.windows.open('shard', origin, outcome.retryAfterSeconds);
+        const wait = outcome.retryAfterSeconds * 1000;
+        if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > maxWaitMs || wait >= remaining()) {
+          throw shardBusy(origin, list, outcome.retryAfterSeconds);
+        }
+        rateLimitRetries += 1;
+        continue;
+      }
+      const wait = signal.aborted ? undefined : retries.next(remaining());
+      if (wait === undefined) throw outcome.error;
+      listener?.onRetry?.(list, 'transient');
+      await sleep(wait, signal);
+    }
+  }
+
+  /** One HTTP attempt, through the tenant's bulkhead and the shard's breaker. */
+  private async attempt<R extends UpstreamRecord>(
+    tenantId: string,
+    origin: string,
+    resource: Resource<R>,
+    url: URL,
+    ref: PageRef | null,
+    pageSize: number,
+    grant: TokenGrant,
+    signal: AbortSignal,
+  ): Promise<Outcome<R>> {
+    // The breaker is outside the bulkhead: an open breaker fails fast without queueing.
+    try {
+      return await this.breakers.run(origin, () =>
+        this.bulkheads.run(tenantId, signal, async () => {
+          const outcome = await this.send(grant, resource, url, ref, pageSize, signal);
+          // A shard fault counts against the shard's breaker; a cancelled call does not.
+          if (outcome.kind === 'transient' && !signal.aborted) throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
+          return outcome;
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ShardFault) return { kind: 'transient', error: error.error, retryAfterSeconds: error.retryAfterSeconds };
+      throw error;
     }
   }
 
   private async send<R extends UpstreamRecord>(
     grant: TokenGrant,
     resource: Resource<R>,
+    url: URL,
     ref: PageRef | null,
     pageSize: number,
-    query: Readonly<Record<string, string>> | undefined,
     signal: AbortSignal,
-  ): Promise<
-    | { kind: 'page'; page: ListPage<R> }
-    | { kind: 'unauthorized' }
-    | { kind: 'rate-limited'; retryAfterSeconds: number | undefined }
-    | { kind: 'transient'; error: UpstreamError }
-  > {
+  ): Promise<Outcome<R>> {
     const list = resource.name;
-    const url = pageUrl(grant.apiBase, resource.path, ref, pageSize);
-    if (ref === null && query) for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
     const fromReference = Number(url.searchParams.get('page_size'));
     const sentSize = Number.isInteger(fromReference) && fromReference > 0 ? fromReference : pageSize;
     const started = performance.now();
@@ -192,7 +351,8 @@ function classifyStatus(list: string, status: number, retryAfter: number | undef
     status >= 500
       ? new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream answered ${status} for ${list}`, { status })
       : new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream answered ${status} for ${list}`, { status });
-  if (status >= 500) return { kind: 'transient' as const, error };
+  // 503 with Retry-After is the shard asking for a pause, like a 429 for the whole shard.
+  if (status >= 500) return { kind: 'transient' as const, error, retryAfterSeconds: status === 503 ? retryAfter : undefined };
   throw error;
 }
 
@@ -219,9 +379,29 @@ function parseEnvelope<R extends UpstreamRecord>(body: unknown, resource: Resour
   };
 }
 
+function cancelled(): UpstreamError {
+  return new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out');
+}
+
+function rateLimited(tenantId: string, retryAfter: number | undefined, cause?: FailureCause): UpstreamError {
+  return new UpstreamError('UPSTREAM_RATE_LIMITED', `the upstream is rate limiting tenant ${tenantId}; retry later`, {
+    status: 429,
+    ...(cause && { cause }),
+    ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }),
+  });
+}
+
+function shardBusy(origin: string, list: string, retryAfter: number, cause?: FailureCause): UpstreamError {
+  return new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream shard ${origin} is unavailable for ${list} (503); retry after ${retryAfter} s`, {
+    status: 503,
+    ...(cause && { cause }),
+    retryAfterSeconds: retryAfter,
+  });
+}
+
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out'));
+    if (signal.aborted) return reject(cancelled());
     const timer = setTimeout(() => {
       signal.removeEventListener('abort', onAbort);
       resolve();

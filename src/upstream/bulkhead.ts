@@ -1,0 +1,50 @@
+import { BulkheadRejectedError, TaskCancelledError, bulkhead, type BulkheadPolicy } from 'cockatiel';
+import { UpstreamError } from './errors';
+
+export interface TenantBulkheadOptions {
+  /** Concurrent upstream calls one tenant may have in flight. Default 16. */
+  readonly concurrency?: number;
+  /** Calls of one tenant that may wait for a slot; more are refused. Default 256. */
+  readonly queue?: number;
+  /** A call had to wait for a slot. */
+  readonly onQueued?: () => void;
+  /** A call was refused because the tenant's queue was full. */
+  readonly onRejected?: () => void;
+}
+
+/**
+ * A bulkhead per tenant (cockatiel's): a limit on one tenant's concurrent upstream
+ * calls, with a bounded queue, so one company's burst cannot take every socket of
+ * the shared connection pool, starve the other companies, or trip the upstream's
+ * rate limits for everyone. A call over the queue fails at once with
+ * UPSTREAM_RATE_LIMITED.
+ */
+export class TenantBulkheads {
+  private readonly bulkheads = new Map<string, BulkheadPolicy>();
+
+  constructor(private readonly options: TenantBulkheadOptions = {}) {}
+
+  async run<T>(tenantId: string, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
+    const bulkhead = this.for(tenantId);
+    if (bulkhead.executionSlots <= 0 && bulkhead.queueSlots > 0) this.options.onQueued?.();
+    try {
+      return await bulkhead.execute(call, signal);
+    } catch (error) {
+      if (error instanceof BulkheadRejectedError) {
+        this.options.onRejected?.();
+        throw new UpstreamError('UPSTREAM_RATE_LIMITED', `too many upstream calls are waiting for tenant ${tenantId}; retry shortly`);
+      }
+      if (error instanceof TaskCancelledError) throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out');
+      throw error;
+    }
+  }
+
+  private for(tenantId: string): BulkheadPolicy {
+    let policy = this.bulkheads.get(tenantId);
+    if (!policy) {
+      policy = bulkhead(this.options.concurrency ?? 16, this.options.queue ?? 256);
+      this.bulkheads.set(tenantId, policy);
+    }
+    return policy;
+  }
+}

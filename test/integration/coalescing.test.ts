@@ -1,0 +1,149 @@
+import { Writable } from 'node:stream';
+import { request } from 'undici';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { startServer, type RunningServer } from '../../src/server';
+import { makeLocations, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';
+import { writeTenantsFile } from '../helpers/subgraph';
+import { counterTotal, waitFor } from '../helpers/waitFor';
+
+/**
+ * In-flight coalescing across GraphQL requests (issue 6 item 2), over real HTTP. The
+ * fake upstream holds each list call until the test releases it, so "concurrent" is
+ * a fact the test waits for (the coalesced-hits counter), not a timing accident.
+ */
+
+let up: ForeignUpstream;
+let server: RunningServer;
+/** Held list calls, per tenant name. */
+const held = new Map<string, FaultContext[]>();
+let holding = true;
+
+const hold = (name: string) => (ctx: FaultContext) => {
+  if (!holding) return false;
+  const calls = held.get(name) ?? [];
+  calls.push(ctx);
+  held.set(name, calls);
+  return true;
+};
+
+function release(name: string): void {
+  for (const ctx of held.get(name) ?? []) {
+    ctx.res.writeHead(200, { 'content-type': 'application/json' });
+    ctx.res.end(JSON.stringify(ctx.envelope()));
+  }
+  held.set(name, []);
+}
+
+const TENANTS = ['alpha', 'beta', 'gamma', 'delta'];
+
+beforeAll(async () => {
+  up = await startForeignUpstream();
+  up.add({ name: 'alpha', locations: makeLocations(12), fault: hold('alpha') });
+  up.add({ name: 'beta', locations: makeLocations(12).map((l) => ({ ...(l as object), name: `Beta ${(l as { name: string }).name}` })), fault: hold('beta') });
+  up.add({ name: 'gamma', locations: makeLocations(12), fault: hold('gamma') });
+  up.add({ name: 'delta', locations: makeLocations(12), fault: hold('delta') });
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    WFS_AUTH_URL: up.authUrl,
+    WFS_TENANTS_FILE: writeTenantsFile(
+      [...up.tenants.values()].map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, grantedScopes: t.scope.split(' ') })),
+    ),
+    WFS_CURSOR_SECRET: 'coalescing-cursor-secret-0123456789abcdef',
+    LOG_LEVEL: 'silent',
+  });
+  server = await startServer(config, { logger: createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() })) });
+});
+
+afterAll(async () => {
+  holding = false;
+  for (const name of TENANTS) release(name);
+  await up?.close();
+  await server?.close();
+});
+
+const QUERY = '{ locations(first: 5) { nodes { id name } } }';
+
+async function gql(name: string, signal?: AbortSignal) {
+  const response = await request(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-tenant-id': up.tenant(name).tenantId },
+    body: JSON.stringify({ query: QUERY }),
+    ...(signal && { signal }),
+  });
+  return { status: response.statusCode, ...((await response.body.json()) as { data?: any; errors?: Array<{ extensions?: { code?: string } }> }) };
+}
+
+const coalesced = () => counterTotal(server.metrics.upstreamCoalesced);
+const locationCalls = (name: string) => up.tenant(name).calls.filter((call) => call.list === 'locations').length;
+
+it('serves 50 concurrent identical queries of one tenant with 1 upstream list call', async () => {
+  const before = await coalesced();
+  const answers = Array.from({ length: 50 }, () => gql('alpha'));
+  await waitFor(async () => (await coalesced()) - before === 49, '49 requests joining the call in flight');
+  expect(locationCalls('alpha')).toBe(1);
+  release('alpha');
+  const responses = await Promise.all(answers);
+  for (const response of responses) {
+    expect(response.errors).toBeUndefined();
+    expect(response.data.locations.nodes).toHaveLength(5);
+  }
+  expect(new Set(responses.map((r) => JSON.stringify(r.data))).size).toBe(1);
+  expect(locationCalls('alpha')).toBe(1);
+});
+
+it('never shares a call between tenants: the same query for two tenants makes 2 calls, each with its own data', async () => {
+  const before = await coalesced();
+  const answers = [...Array.from({ length: 10 }, () => gql('beta')), ...Array.from({ length: 10 }, () => gql('gamma'))];
+  await waitFor(async () => (await coalesced()) - before === 18 && locationCalls('beta') === 1 && locationCalls('gamma') === 1, 'two calls in flight, 18 joins');
+  release('beta');
+  release('gamma');
+  const responses = await Promise.all(answers);
+  const names = responses.map((r) => (r.data.locations.nodes as Array<{ name: string }>)[0]!.name);
+  expect(names.slice(0, 10).every((name) => name.startsWith('Beta '))).toBe(true);
+  expect(names.slice(10).every((name) => !name.startsWith('Beta '))).toBe(true);
+  expect(locationCalls('beta')).toBe(1);
+  expect(locationCalls('gamma')).toBe(1);
+});
+
+it("keeps the shared call for the others when one waiter aborts, and keeps nothing once it settles", async () => {
+  const before = await coalesced();
+  const errorsBefore = await counterTotal(server.metrics.graphqlErrors, { code: 'UPSTREAM_UNAVAILABLE' });
+  const leaving = new AbortController();
+  const gone = gql('delta', leaving.signal).catch((error: unknown) => error);
+  const staying = [gql('delta'), gql('delta')];
+  await waitFor(async () => (await coalesced()) - before === 2, 'two requests joining');
+  leaving.abort();
+  await expect(gone).resolves.toMatchObject({ name: 'AbortError' });
+  // The subgraph has let the aborted request go (its field failed) before the upstream answers.
+  await waitFor(async () => (await counterTotal(server.metrics.graphqlErrors, { code: 'UPSTREAM_UNAVAILABLE' })) - errorsBefore === 1, 'the aborted waiter to leave');
+  const call = held.get('delta')![0]!;
+  expect(call.res.destroyed).toBe(false);
+  release('delta');
+  for (const response of await Promise.all(staying)) {
+    expect(response.errors).toBeUndefined();
+    expect(response.data.locations.nodes).toHaveLength(5);
+  }
+  expect(locationCalls('delta')).toBe(1);
+  // Nothing kept: the next query calls again.
+  holding = false;
+  await expect(gql('delta')).resolves.toMatchObject({ data: { locations: { nodes: expect.any(Array) } } });
+  expect(locationCalls('delta')).toBe(2);
+  holding = true;
+});
+
+it('cancels the upstream call when every waiter has gone', async () => {
+  const before = await coalesced();
+  const a = new AbortController();
+  const b = new AbortController();
+  const answers = [gql('alpha', a.signal).catch((e: unknown) => e), gql('alpha', b.signal).catch((e: unknown) => e)];
+  await waitFor(async () => (await coalesced()) - before === 1 && (held.get('alpha')?.length ?? 0) === 1, 'one held call, one join');
+  const call = held.get('alpha')![0]!;
+  const closed = new Promise<void>((resolve) => call.res.on('close', () => resolve()));
+  a.abort();
+  b.abort();
+  await Promise.all(answers);
+  await closed;
+  held.set('alpha', []);
+});

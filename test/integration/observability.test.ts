@@ -169,8 +169,9 @@ describe('client disconnects', () => {
         () => 'aborted',
       ),
     );
-    // Every request is in flight at the upstream before the clients leave.
-    await until(() => subgraph.emulator.counters.listRequests.locations >= clients);
+    // Every request is waiting on the upstream before the clients leave: one call in flight
+    // there, which the other 49 identical requests share (in-flight coalescing).
+    await until(async () => subgraph.emulator.counters.listRequests.locations >= 1 && (await scrapeTotalOf('wfs_upstream_coalesced_total')) - total(before, 'wfs_upstream_coalesced_total') >= clients - 1);
     for (const controller of controllers) controller.abort();
     expect(new Set(await Promise.all(pending))).toEqual(new Set(['aborted']));
     await until(async () => (await scrapeTotalOf('wfs_graphql_requests_aborted_total')) - total(before, 'wfs_graphql_requests_aborted_total') >= clients);

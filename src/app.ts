@@ -7,6 +7,7 @@ import { EntityIndexes } from './graphql/entityIndex';
 import { createIdentityResolver } from './graphql/identity';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import { noteListAttempt, traceTokenRequest } from './telemetry';
 import { WfsClient } from './upstream/client';
 import { createUpstreamAgent } from './upstream/http';
 import { createRedisTokenStore } from './upstream/redisTokenStore';
@@ -57,13 +58,13 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     store: redis?.store,
     ...(overrides.now && { now: overrides.now }),
     fetchToken: (tenant) =>
-      requestToken(tenant, {
+      traceTokenRequest(tenant.tenantId, () => requestToken(tenant, {
         authUrl,
         dispatcher,
         apiBaseAllow: config.apiBaseAllow,
         signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
         ...(overrides.now && { now: overrides.now }),
-      }),
+      })),
     onTokenRequest: (tenantId, outcome) => {
       metrics.tokenRequests.inc({ outcome });
       if (outcome === 'ok') logger.debug({ tenantId }, 'token obtained');
@@ -77,6 +78,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     tokens,
     dispatcher,
     onListCall: (list, status, durationMs) => {
+      noteListAttempt(status);
       metrics.upstreamRequests.inc({ list, status: String(status) });
       metrics.upstreamDuration.observe({ list }, durationMs / 1000);
     },

@@ -13,6 +13,8 @@ import { createErrorFormatter } from './graphql/errors';
 import { createSubgraphSchema } from './graphql/schema';
 import { createLogger, type Logger } from './logger';
 import { createMetrics, type Metrics } from './metrics';
+import { flushTelemetry, startTelemetry, traceGraphQLRequest } from './telemetry';
+import { operationSpanPlugin } from './telemetry/plugin';
 
 export const GRAPHQL_PATH = '/graphql';
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -42,6 +44,8 @@ export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
   /** Headers the explorer pre-fills (demo mode: the first demo tenant). */
   readonly explorerHeaders?: Record<string, string>;
+  /** The OTEL_* variables to read (default: process.env); tests hand in their own. */
+  readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface RunningServer {
@@ -56,6 +60,8 @@ export interface RunningServer {
 /** Starts the subgraph over HTTP: `/graphql`, `/health`, `/ready`, `/metrics` and the explorer at `/`. */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER is set; then OpenTelemetry loads here.
+  await startTelemetry(options.telemetryEnv);
   const metrics = createMetrics();
   const app = createApp(config, logger, metrics, options);
   if (!(await app.connectSharedStore())) {
@@ -81,6 +87,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginDrainHttpServer({ httpServer }),
       itemErrorsAndMetrics(metrics),
+      operationSpanPlugin(),
     ],
   });
   await apollo.start();
@@ -112,7 +119,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       if (routerSecret && !sameSecret(req.headers['router-authorization'], routerSecret)) {
         return sendJson(res, 401, { errors: [{ message: 'this subgraph only answers the router: the router-authorization header is missing or wrong', extensions: { code: 'UNAUTHENTICATED' } }] });
       }
-      void handleGraphQL(apollo, app.services, req, res).catch((error: unknown) => {
+      void traceGraphQLRequest(req.headers, () => handleGraphQL(apollo, app.services, req, res)).catch((error: unknown) => {
         logger.error({ err: error }, 'GraphQL request failed');
         if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
         else res.destroy();
@@ -146,6 +153,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       draining = true;
       await apollo.stop();
       await app.close();
+      await flushTelemetry();
     },
   };
 }

@@ -3,6 +3,7 @@ import type { PageRef } from '../upstream/pageReference';
 import { isMalformed, type ListName } from '../upstream/records';
 import { UPSTREAM_PAGE_SIZE } from '../upstream/endpoints';
 import { guardPageChain } from './connections';
+import { noteEntityIndex, traceEntityLookup } from '../telemetry';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s. */
 export const ENTITY_INDEX_TTL_MS = 30_000;
@@ -38,7 +39,7 @@ export class EntityIndex<T extends { id: string }> {
 
   /** Records for `ids`, in order; `null` for an id the list does not have. */
   lookup(ids: readonly string[], fetchPage: FetchPage<T>): Promise<Array<T | null>> {
-    const run = this.queue.then(() => this.scanFor(ids, fetchPage));
+    const run = this.queue.then(() => traceEntityLookup(ids.length, () => this.scanFor(ids, fetchPage)));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -54,6 +55,7 @@ export class EntityIndex<T extends { id: string }> {
     this.expireIfStale();
     const fetch = guardPageChain(fetchPage);
     let missing = new Set(ids.filter((id) => !this.records.has(id)));
+    noteEntityIndex(missing.size > 0 && this.resume !== null ? 'scan' : 'hit');
     while (missing.size > 0 && this.resume !== null) {
       const page = await fetch(this.resume ?? null, UPSTREAM_PAGE_SIZE);
       for (const item of page.items) {

@@ -7,6 +7,7 @@ import { recordMappers, type ListName, type MalformedRecord, type RecordOf } fro
 import type { TokenCache } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
 import { describeNetworkError } from './tokenEndpoint';
+import { noteShard, traceListCall } from '../telemetry';
 
 /** One page of a list, validated and mapped. */
 export interface ListPage<T> {
@@ -56,9 +57,14 @@ export class WfsClient {
     signal?: AbortSignal,
     pageSize: number = UPSTREAM_PAGE_SIZE,
   ): Promise<ListPage<RecordOf[L]>> {
+    return traceListCall(list, pageSize, () => this.tracedListPage(tenantId, list, ref, signal, pageSize));
+  }
+
+  private async tracedListPage<L extends ListName>(tenantId: string, list: L, ref: PageRef | null, signal: AbortSignal | undefined, pageSize: number): Promise<ListPage<RecordOf[L]>> {
     const deadline = AbortSignal.timeout(this.options.deadlineMs ?? 10_000);
     const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
     let grant = await this.options.tokens.getToken(tenantId);
+    noteShard(grant.apiBase);
     let renewed = false;
     let rateLimitRetries = 0;
     let transientRetries = 0;

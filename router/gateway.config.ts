@@ -3,7 +3,7 @@
  * subgraph (`wfs`), the counterpart of router.yaml for teams that run Hive Gateway
  * instead of Apollo Router:
  *
- *   WFS_ROUTER_SECRET=... npx hive-gateway supergraph supergraph.graphql --config router/gateway.config.ts
+ *   WFS_ROUTER_SECRET=... npx hive-gateway supergraph supergraph.graphql -c router/gateway.config.ts
  *
  * Like router.yaml it refuses to start without WFS_ROUTER_SECRET (the `wfs` subgraph
  * must be started with the same value). `test/e2e/hive-gateway.test.ts` runs this

@@ -14,6 +14,8 @@ RUN npm run build
 
 # Runtime stage: production dependencies only, non-root, no build tools.
 FROM node:24-bookworm-slim AS runtime
+# The image name deploy/ uses (docker build -t wfs-subgraph .).
+LABEL org.opencontainers.image.title="wfs-subgraph"
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=4001

@@ -34,6 +34,8 @@ export interface Config {
   readonly apiBaseAllow: readonly string[];
   /** Serve the browser explorer at `/` (default: on unless NODE_ENV=production). */
   readonly explorer: boolean;
+  /** Answer introspection queries (default: on unless NODE_ENV=production). */
+  readonly introspection: boolean;
   readonly logLevel: string;
 }
 
@@ -87,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
     cursorSecretGenerated: cursorSecretText === undefined,
     apiBaseAllow: (nonEmpty(env.WFS_API_BASE_ALLOW) ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     explorer: flag(env, 'WFS_EXPLORER', env.NODE_ENV !== 'production'),
+    introspection: flag(env, 'WFS_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
   };
   return Object.freeze(config);

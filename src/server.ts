@@ -7,6 +7,7 @@ import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHt
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
+import { wantsExplorer } from './browserRedirect';
 import { createExplorer } from './explorer';
 import { createContext, type ContextServices, type GraphQLContext } from './graphql/context';
 import { createErrorFormatter } from './graphql/errors';
@@ -78,6 +79,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const apollo = new ApolloServer<GraphQLContext>({
     schema: createSubgraphSchema(),
+    introspection: config.introspection,
     logger,
     ...armor,
     includeStacktraceInErrorResponses: false,
@@ -92,6 +94,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   });
   await apollo.start();
 
+  if (config.explorer && !config.introspection) {
+    logger.warn('the explorer is on but introspection is off (WFS_INTROSPECTION): it will show no schema docs and no completion');
+  }
   let draining = false;
   const explorer = config.explorer
     ? createExplorer({ graphqlPath: GRAPHQL_PATH, defaultQuery: EXAMPLE_QUERY, defaultHeaders: options.explorerHeaders ?? {} })
@@ -116,6 +121,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       return;
     }
     if (path === GRAPHQL_PATH) {
+      if (explorer && wantsExplorer(req)) return void res.writeHead(302, { location: '/' }).end();
       if (routerSecret && !sameSecret(req.headers['router-authorization'], routerSecret)) {
         return sendJson(res, 401, { errors: [{ message: 'this subgraph only answers the router: the router-authorization header is missing or wrong', extensions: { code: 'UNAUTHENTICATED' } }] });
       }

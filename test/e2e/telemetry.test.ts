@@ -191,13 +191,18 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
         body: JSON.stringify({ query: '{ locations(first: 1) { nodes { id } } }' }),
       });
       const body = await response.json();
+      // What a log mixin sees: the trace id inside a traced request, nothing outside.
+      const telemetry = require('./dist/telemetry/index.js');
+      const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      const traceIdInside = await telemetry.traceGraphQLRequest({ traceparent }, async () => telemetry.currentTraceId());
+      const traceIdOutside = telemetry.currentTraceId();
       await server.close();
       const loaded = Object.keys(require.cache).filter((file) => file.includes('@opentelemetry') || file.endsWith('telemetry/otel.js'));
       // Who first required the API package (prom-client does, for its exemplars).
       const apiLoadedBy = loaded
         .filter((file) => /@opentelemetry[\\/]api[\\/]build[\\/]src[\\/]index\\.js$/.test(file))
         .map((file) => require.cache[file].parent && require.cache[file].parent.filename);
-      process.stdout.write(JSON.stringify({ served: Boolean(body.data && body.data.locations), loaded, apiLoadedBy }) + '\\n');
+      process.stdout.write(JSON.stringify({ served: Boolean(body.data && body.data.locations), loaded, apiLoadedBy, traceIdInside, traceIdOutside }) + '\\n');
       process.exit(0);
     })();
   `;
@@ -207,7 +212,7 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
       const script = spawnNode(['-e', LIST_MODULES], { ...serverEnv(), TENANT: tenant.tenantId, ...extra });
       children.push(script);
       const line = (await script.waitFor(/^\{"served".*$/m))[0];
-      return JSON.parse(line) as { served: boolean; loaded: string[]; apiLoadedBy: string[] };
+      return JSON.parse(line) as { served: boolean; loaded: string[]; apiLoadedBy: string[]; traceIdInside?: string; traceIdOutside?: string };
     };
     const off = await run({});
     expect(off.served).toBe(true);
@@ -215,9 +220,14 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
     // exemplars; no SDK, exporter, propagator or resource module is loaded, nor our own otel.ts.
     expect(off.loaded.filter((file) => !/@opentelemetry[\\/]api[\\/]/.test(file))).toEqual([]);
     expect(off.apiLoadedBy.every((parent) => /node_modules[\\/]prom-client[\\/]/.test(parent))).toBe(true);
+    // currentTraceId() (for the logger's mixin) costs nothing and says nothing when off.
+    expect(off.traceIdInside).toBeUndefined();
+    expect(off.traceIdOutside).toBeUndefined();
     const on = await run({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url });
     expect(on.served).toBe(true);
     expect(on.loaded.some((file) => file.includes('@opentelemetry/sdk-trace-node'))).toBe(true);
     expect(on.loaded.some((file) => file.includes('@opentelemetry/exporter-trace-otlp-http'))).toBe(true);
+    expect(on.traceIdInside).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(on.traceIdOutside).toBeUndefined();
   });
 });

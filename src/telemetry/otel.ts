@@ -78,6 +78,9 @@ function exporterFor(env: Env): SpanExporter {
   const kind = (env.OTEL_TRACES_EXPORTER ?? 'otlp').split(',')[0]!.trim().toLowerCase() || 'otlp';
   if (kind === 'console') return new ConsoleSpanExporter();
   if (kind !== 'otlp') throw new Error(`OTEL_TRACES_EXPORTER: "${kind}" is not supported here (use otlp, console or none)`);
+  // OTLP over HTTP with JSON bodies, which collectors take on the same port as protobuf.
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? '').trim();
+  if (protocol === 'grpc') throw new Error('OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported here; use the collector\'s OTLP/HTTP port (4318)');
   const url = tracesUrl(env);
   return new OTLPTraceExporter(url ? { url } : {});
 }

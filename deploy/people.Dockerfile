@@ -7,7 +7,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY examples/people-subgraph ./examples/people-subgraph
-ENV HOST=0.0.0.0
+# HOST: listen beyond loopback. JITI_FS_CACHE: no transpile cache to write as `node`.
+ENV HOST=0.0.0.0 \
+    JITI_FS_CACHE=false
 USER node
 EXPOSE 4002
 CMD ["node_modules/.bin/jiti", "examples/people-subgraph/main.ts"]

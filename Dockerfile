@@ -1,21 +1,27 @@
 # syntax=docker/dockerfile:1
 # Build stage: full install (TypeScript, codegen output is committed), compile to dist/.
+# --ignore-scripts: no dependency needs an install script here, and the one that has
+# an important one, the `node` devDependency (it downloads a Node binary for laptops
+# with an old Node), is not wanted: this image already has Node 24, which then runs
+# the build.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json schema.graphql ./
 COPY src ./src
 RUN npm run build
 
 # Runtime stage: production dependencies only, non-root, no build tools.
 FROM node:24-bookworm-slim AS runtime
+# The image name deploy/ uses (docker build -t wfs-subgraph .).
+LABEL org.opencontainers.image.title="wfs-subgraph"
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=4001
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY schema.graphql ./schema.graphql
 USER node

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { CodegenConfig } from '@graphql-codegen/cli';
 import { RESOURCES } from './src/upstream/resources';
 
@@ -38,7 +39,16 @@ const config: CodegenConfig = {
     'operations/__generated__/': {
       preset: 'client',
       documents: ['operations/**/*.graphql'],
+      // persisted-documents.json, `{ id: body }`, for Hive's persisted documents and,
+      // through scripts/persisted-documents.mts, Apollo Router's safelist manifest. The
+      // id is the plain hex SHA-256 of the body, as Apollo's persisted queries use it.
+      presetConfig: {
+        persistedDocuments: { hashAlgorithm: (body: string) => createHash('sha256').update(body).digest('hex') },
+      },
+      // `./graphql.js`, not `./graphql`: the files then import from a `nodenext` ESM
+      // project as well as from a bundler or CommonJS one (test/unit/frontend.test.ts).
       config: {
+        importExtension: '.js',
         useTypeImports: true,
         enumsAsTypes: true,
         scalars: { DateTime: 'string' },

@@ -9,6 +9,7 @@ import type { SchemaExtension } from './graphql/schema';
 import type { Logger } from './logger';
 import { BREAKER_STATE_VALUES, type Metrics } from './metrics';
 import { noteCoalesced } from './observability/hits';
+import { noteCoalesced as noteCoalescedInTrace, noteListAttempt, traceTokenRequest } from './telemetry';
 import { createUpstreamObserver, type UpstreamObserver } from './observability/upstreamObserver';
 import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
@@ -85,13 +86,13 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     ...(overrides.now && { now: overrides.now }),
     fetchToken: (tenant) =>
       timed(
-        requestToken(tenant, {
+        traceTokenRequest(tenant.tenantId, () => requestToken(tenant, {
           authUrl,
           dispatcher: authDispatcher,
           apiBaseAllow: config.apiBaseAllow,
           signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
           ...(overrides.now && { now: overrides.now }),
-        }),
+        })),
         (seconds, ok) => metrics.tokenDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds),
       ),
     onTokenRequest: (tenantId, outcome, error) => {
@@ -111,7 +112,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     new WfsClient({
       tokens,
       dispatcher,
-      onListCall: upstream.onListCall,
+      onListCall: (list, status, durationMs, attempt) => {
+        noteListAttempt(status);
+        upstream.onListCall(list, status, durationMs, attempt);
+      },
       callBudget: config.upstreamCallBudget,
       ...overrides.upstream,
       resilience: {
@@ -122,7 +126,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
           else if (state === 'closed') logger.info({ origin }, 'upstream shard answering again: circuit breaker closed');
         },
         onRetry: (list, reason) => metrics.resilience.retries.inc({ list, reason }),
-        onCoalesced: noteCoalesced,
+        onCoalesced: (list) => {
+          noteCoalesced(list);
+          noteCoalescedInTrace();
+        },
         onQueued: () => metrics.resilience.bulkheadQueued.inc(),
         onRejected: () => metrics.resilience.bulkheadRejected.inc(),
         onFailFast: (reason) => metrics.resilience.failFast.inc({ reason }),

@@ -73,6 +73,8 @@ export interface Config {
   readonly apiBaseAllow: readonly string[];
   /** Serve the browser explorer at `/` (default: on unless NODE_ENV=production). */
   readonly explorer: boolean;
+  /** Answer introspection queries (default: on unless NODE_ENV=production). */
+  readonly introspection: boolean;
   readonly logLevel: string;
   /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make (default 200). */
   readonly upstreamCallBudget: number;
@@ -150,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     cursorSecretGenerated: cursorSecretText === undefined,
     apiBaseAllow: apiBaseAllow(env.WFS_API_BASE_ALLOW),
     explorer: flag(env, 'WFS_EXPLORER', env.NODE_ENV !== 'production'),
+    introspection: flag(env, 'WFS_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
     upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET', 200, 10_000),
   };

@@ -30,6 +30,9 @@ export async function startDemo(config: Config): Promise<Demo> {
 /** The start-up text of demo mode: where to go and what to paste. */
 export function demoBanner(demo: Demo, graphqlUrl: string): string {
   const header = demo.config.tenantHeader;
+  // With WFS_ROUTER_SECRET set, every request needs it too; the banner names the
+  // variable for the shell to expand, never the secret itself.
+  const routerHeader = demo.config.routerSecret ? ` -H "router-authorization: $WFS_ROUTER_SECRET"` : '';
   const lines = [
     '',
     `Workforce-scheduling subgraph (demo mode, on the embedded upstream emulator at ${demo.emulator.authUrl})`,
@@ -38,12 +41,13 @@ export function demoBanner(demo: Demo, graphqlUrl: string): string {
     demo.config.explorer
       ? `  Explorer:  ${graphqlUrl.replace(/\/graphql$/, '/')}  (open in a browser)`
       : '  Explorer:  off (NODE_ENV=production); set WFS_EXPLORER=true to serve it at /',
+    ...(demo.config.routerSecret && demo.config.explorer ? ['             WFS_ROUTER_SECRET is set: add the header `router-authorization` with its value in the explorer\'s Headers tab'] : []),
     '',
     `Demo tenants (send one in the "${header}" header; without it you get the first one, and extensions.demoTenant says so):`,
     ...demo.emulator.tenants.map((t) => `  ${t.tenantId}  ${t.name}  [${t.grantedScopes.join(' ')}]`),
     '',
     'Try:',
-    `  curl -s ${graphqlUrl} -H 'content-type: application/json' -H '${header}: ${demo.defaultTenant}' \\`,
+    `  curl -s ${graphqlUrl} -H 'content-type: application/json' -H '${header}: ${demo.defaultTenant}'${routerHeader} \\`,
     `    -d '{"query":"{ locations(first: 5) { nodes { id name } } shifts(first: 3) { nodes { id start end location { name } } } }"}'`,
     '',
     'Or paste into the explorer:',

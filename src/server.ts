@@ -7,6 +7,7 @@ import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHt
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
+import { wantsExplorer } from './browserRedirect';
 import { createExplorer } from './explorer';
 import { createContext, type ContextServices, type GraphQLContext } from './graphql/context';
 import { demoTenantPlugin } from './graphql/demoTenant';
@@ -15,7 +16,9 @@ import { createSubgraphSchema } from './graphql/schema';
 import { createLogger, type Logger } from './logger';
 import { createMetrics, type Metrics } from './metrics';
 import { operationObserver } from './observability/operationPlugin';
-import { runInRequestScope } from './observability/requestContext';
+import { runInRequestScope, setTraceIdProvider } from './observability/requestContext';
+import { currentTraceId, flushTelemetry, startTelemetry, traceGraphQLRequest } from './telemetry';
+import { operationSpanPlugin } from './telemetry/plugin';
 
 export const GRAPHQL_PATH = '/graphql';
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -45,6 +48,8 @@ export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
   /** Headers the explorer pre-fills (demo mode: the first demo tenant). */
   readonly explorerHeaders?: Record<string, string>;
+  /** The OTEL_* variables to read (default: process.env); tests hand in their own. */
+  readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface RunningServer {
@@ -59,6 +64,9 @@ export interface RunningServer {
 /** Starts the subgraph over HTTP: `/graphql`, `/health`, `/ready`, `/metrics` and the explorer at `/`. */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER is set; then OpenTelemetry loads here.
+  // With tracing on, every log line written inside a span carries its trace id.
+  if (await startTelemetry(options.telemetryEnv)) setTraceIdProvider(currentTraceId);
   const metrics = createMetrics();
   const app = createApp(config, logger, metrics, options);
   if (!(await app.connectSharedStore())) {
@@ -75,6 +83,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const apollo = new ApolloServer<GraphQLContext>({
     schema: createSubgraphSchema(options.extension),
+    introspection: config.introspection,
     logger,
     ...armor,
     includeStacktraceInErrorResponses: false,
@@ -86,10 +95,14 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       itemErrors(),
       operationObserver(metrics, logger, app.upstream),
       ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
+      operationSpanPlugin(),
     ],
   });
   await apollo.start();
 
+  if (config.explorer && !config.introspection) {
+    logger.warn('the explorer is on but introspection is off (WFS_INTROSPECTION): it will show no schema docs and no completion');
+  }
   let draining = false;
   const explorer = config.explorer
     ? createExplorer({ graphqlPath: GRAPHQL_PATH, defaultQuery: EXAMPLE_QUERY, defaultHeaders: options.explorerHeaders ?? {} })
@@ -115,6 +128,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       return;
     }
     if (path === GRAPHQL_PATH) {
+      if (explorer && wantsExplorer(req)) return void res.writeHead(302, { location: '/' }).end();
       if (routerSecret && !sameSecret(req.headers['router-authorization'], routerSecret)) {
         metrics.graphqlErrors.inc({ code: 'UNAUTHENTICATED' });
         return sendJson(res, 401, { errors: [{ message: 'this subgraph only answers the router: the router-authorization header is missing or wrong', extensions: { code: 'UNAUTHENTICATED' } }] });
@@ -122,7 +136,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       // Everything the request causes runs in its scope: request id on every log line, abort accounting, in-flight gauge.
       metrics.graphqlInFlight.inc();
       runInRequestScope(req, res, { metrics, onEnd: () => metrics.graphqlInFlight.dec() }, () =>
-        handleGraphQL(apollo, app.services, req, res).catch((error: unknown) => {
+        traceGraphQLRequest(req.headers, () => handleGraphQL(apollo, app.services, req, res)).catch((error: unknown) => {
           logger.error({ err: error }, 'GraphQL request failed');
           if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
           else res.destroy();
@@ -158,6 +172,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       metrics.ready.set(0);
       await apollo.stop();
       await app.close();
+      await flushTelemetry();
     },
   };
 }

@@ -17,8 +17,10 @@ import { directorySize, headcountOf, managerIdOf, notesOf, personAt, personById,
 type Logger = NonNullable<ApolloServerOptions<BaseContext>['logger']>;
 
 export interface PeopleSubgraphOptions {
-  /** TCP port on 127.0.0.1; 0 (the default) picks a free one. */
+  /** TCP port; 0 (the default) picks a free one. */
   port?: number;
+  /** Interface to listen on: 127.0.0.1 (the default), or 0.0.0.0 in a container. */
+  host?: string;
   /** Apollo Server's logger; the default drops debug and info and writes the rest to stderr. */
   logger?: Logger;
 }
@@ -95,13 +97,13 @@ const resolvers: GraphQLResolverMap = {
   },
 };
 
-/** Starts the people subgraph on 127.0.0.1. */
+/** Starts the people subgraph (on 127.0.0.1 unless `host` says otherwise). */
 export async function startPeopleSubgraph(options: PeopleSubgraphOptions = {}): Promise<RunningPeopleSubgraph> {
   const server = new ApolloServer({
     schema: buildSubgraphSchema([{ typeDefs, resolvers }]),
     logger: options.logger ?? quietLogger,
   });
-  const { url } = await startStandaloneServer(server, { listen: { host: '127.0.0.1', port: options.port ?? 0 } });
+  const { url } = await startStandaloneServer(server, { listen: { host: options.host ?? '127.0.0.1', port: options.port ?? 0 } });
   return {
     url: new URL('/graphql', url).toString(),
     close: () => server.stop(),

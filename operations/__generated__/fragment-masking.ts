@@ -1,7 +1,7 @@
 /* eslint-disable */
 import type { ResultOf, DocumentTypeDecoration, TypedDocumentNode } from '@graphql-typed-document-node/core';
 import type { FragmentDefinitionNode } from 'graphql';
-import type { Incremental } from './graphql';
+import type { Incremental } from './graphql.js';
 
 
 export type FragmentType<TDocumentType extends DocumentTypeDecoration<any, any>> = TDocumentType extends DocumentTypeDecoration<

@@ -4,6 +4,7 @@ import { isMalformed } from '../upstream/resources';
 import { UPSTREAM_PAGE_SIZE } from '../upstream/endpoints';
 import { guardPageChain } from './connections';
 import { noteCacheLookups } from '../observability/hits';
+import { noteEntityIndex, traceEntityLookup } from '../telemetry';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s. */
 export const ENTITY_INDEX_TTL_MS = 30_000;
@@ -57,7 +58,7 @@ export class EntityIndex<T extends { id: string }> {
 
   /** Records for `ids`, in order; `null` for an id the list does not have. */
   lookup(ids: readonly string[], fetchPage: FetchPage<T>): Promise<Array<T | null>> {
-    const run = this.queue.then(() => this.scanFor(ids, fetchPage));
+    const run = this.queue.then(() => traceEntityLookup(ids.length, () => this.scanFor(ids, fetchPage)));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -79,6 +80,7 @@ export class EntityIndex<T extends { id: string }> {
     });
     let missing = new Set(ids.filter((id) => !this.records.has(id)));
     noteCacheLookups('entity_index', ids.length - missing.size, missing.size);
+    noteEntityIndex(missing.size > 0 && this.resume !== null ? 'scan' : 'hit');
     while (missing.size > 0 && this.resume !== null) {
       const ref = this.resume ?? null;
       const page = await fetch(ref, UPSTREAM_PAGE_SIZE);

@@ -5,6 +5,7 @@ import { causeOfNetworkError, originOf, type CallOutcome, type FailureCause } fr
 import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
 import { parsePageReference, pageUrl, type PageRef } from './pageReference';
 import type { MalformedRecord, Resource, UpstreamRecord } from './resources';
+import { noteShard, traceListCall } from '../telemetry';
 import type { TokenCache } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
 import { ShardBreakers, ShardFault, type BreakerState, type ShardBreakerOptions } from './breaker';
@@ -141,7 +142,12 @@ export class WfsClient {
    * `page_size` (a URL the upstream gave us); the page reports the size it used.
    * Concurrent calls for the same page of the same tenant share one upstream call.
    */
-  async listPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions = {}): Promise<ListPage<R>> {
+  listPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions = {}): Promise<ListPage<R>> {
+    return traceListCall(resource.name, options.pageSize ?? UPSTREAM_PAGE_SIZE, () => this.sharedPage(tenantId, resource, options));
+  }
+
+  /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */
+  private async sharedPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
     const { ref = null, pageSize = UPSTREAM_PAGE_SIZE, query } = options;
     const list = resource.name;
     const deadlineMs = this.options.deadlineMs ?? 10_000;
@@ -155,14 +161,13 @@ export class WfsClient {
       throw error;
     }
     const grant = await this.options.tokens.getToken(tenantId);
+    noteShard(grant.apiBase);
     checkScope(grant, resource);
-    const url = pageUrl(grant.apiBase, resource.path, ref, pageSize);
-    if (ref === null && query) for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
     // The key is the exact URL the call sends: list, reference, page size and any filter.
-    const key = coalescingKey(tenantId, url);
+    const key = coalescingKey(tenantId, listUrl(grant, resource, ref, pageSize, query));
     if (this.inFlight.has(key)) this.options.resilience?.onCoalesced?.(list);
     const page = (await this.inFlight.run(key, signal, (shared) =>
-      this.fetchPage(tenantId, resource, url, ref, pageSize, grant, shared, budget.deadlineAt),
+      this.fetchPage(tenantId, resource, query, ref, pageSize, grant, shared, budget.deadlineAt),
     )) as ListPage<R>;
     budget.notePage(list, page);
     return page;
@@ -172,7 +177,7 @@ export class WfsClient {
   private async fetchPage<R extends UpstreamRecord>(
     tenantId: string,
     resource: Resource<R>,
-    url: URL,
+    query: Readonly<Record<string, string>> | undefined,
     ref: PageRef | null,
     pageSize: number,
     grant: TokenGrant,
@@ -203,7 +208,7 @@ export class WfsClient {
         await sleep(windowWait, signal);
       }
 
-      const outcome = await this.attempt(tenantId, origin, resource, url, ref, pageSize, grant, signal);
+      const outcome = await this.attempt(tenantId, origin, resource, query, ref, pageSize, grant, signal);
       if (outcome.kind === 'page') {
         this.options.tokens.markUsed(grant);
         return outcome.page;
@@ -256,7 +261,7 @@ export class WfsClient {
     tenantId: string,
     origin: string,
     resource: Resource<R>,
-    url: URL,
+    query: Readonly<Record<string, string>> | undefined,
     ref: PageRef | null,
     pageSize: number,
     grant: TokenGrant,
@@ -266,7 +271,7 @@ export class WfsClient {
     try {
       return await this.breakers.run(origin, () =>
         this.bulkheads.run(tenantId, signal, async () => {
-          const outcome = await this.send(grant, resource, url, ref, pageSize, signal);
+          const outcome = await this.send(grant, resource, query, ref, pageSize, signal);
           // A shard fault counts against the shard's breaker; a cancelled call does not.
           if (outcome.kind === 'transient' && !signal.aborted) throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
           return outcome;
@@ -281,12 +286,14 @@ export class WfsClient {
   private async send<R extends UpstreamRecord>(
     grant: TokenGrant,
     resource: Resource<R>,
-    url: URL,
+    query: Readonly<Record<string, string>> | undefined,
     ref: PageRef | null,
     pageSize: number,
     signal: AbortSignal,
   ): Promise<Outcome<R>> {
     const list = resource.name;
+    // Built from this attempt's token: after a renewal the tenant may live on another shard.
+    const url = listUrl(grant, resource, ref, pageSize, query);
     const fromReference = Number(url.searchParams.get('page_size'));
     const sentSize = Number.isInteger(fromReference) && fromReference > 0 ? fromReference : pageSize;
     const started = performance.now();
@@ -325,6 +332,13 @@ export class WfsClient {
     this.options.onListCall?.(list, status, performance.now() - started, { origin: originOf(url), outcome: 'ok' });
     return { kind: 'page', page: parseEnvelope(body, resource, ref, sentSize, grant.apiBase) };
   }
+}
+
+/** The URL of one page: the tenant's shard, the list's path, the reference, `page_size` and the resource's query. */
+function listUrl(grant: TokenGrant, resource: Resource<UpstreamRecord>, ref: PageRef | null, pageSize: number, query: Readonly<Record<string, string>> | undefined): URL {
+  const url = pageUrl(grant.apiBase, resource.path, ref, pageSize);
+  if (ref === null && query) for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  return url;
 }
 
 /** undici's error for a body over `maxResponseSize`: a bad response, not worth a retry. */

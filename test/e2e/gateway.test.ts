@@ -254,6 +254,30 @@ describe('supergraph through a gateway', () => {
     expect(result.errors?.map((error) => error.extensions?.code)).toEqual(['FORBIDDEN']);
   });
 
+  /**
+   * The people subgraph stopped: the fields it adds to our entities are nullable, so
+   * the gateway nulls just those, with an error at their path, and serves our lists.
+   */
+  it('serves our data when the people subgraph is down, with errors only for its fields', async () => {
+    const doomed = await startPeopleSubgraph();
+    const partial = await startGateway({ wfs: subgraph.server.url, people: doomed.url }, { WFS_ROUTER_SECRET: ROUTER_SECRET });
+    try {
+      await doomed.close();
+      const result = await run(partial, '{ locations(first: 3) { nodes { id name headcount } } shifts(first: 2) { nodes { id notes } } }', as(WITH_SHIFTS));
+      expect(result.data?.['locations'].nodes).toEqual(WITH_SHIFTS.locations.slice(0, 3).map((location) => ({ id: location.id, name: location.name, headcount: null })));
+      expect(ids(result.data?.['shifts'].nodes)).toEqual(WITH_SHIFTS.shifts.slice(0, 2).map((shift) => shift.id));
+      expect(result.errors?.length).toBeGreaterThanOrEqual(1);
+      for (const error of result.errors ?? []) {
+        const where = (error.path ?? []).filter((segment): segment is string => typeof segment === 'string');
+        // Errors name the people fields, or carry no path; none is about our lists.
+        expect(where.length === 0 || ['headcount', 'notes'].includes(where[where.length - 1]!)).toBe(true);
+        expect(error.extensions?.serviceName ?? 'people').toBe('people');
+      }
+    } finally {
+      await partial.stop();
+    }
+  });
+
   it('is refused by our subgraph when the router does not send the router secret', async () => {
     const wrongSecret = await startGateway({ wfs: subgraph.server.url, people: people.url }, { WFS_ROUTER_SECRET: 'not-the-secret' });
     try {

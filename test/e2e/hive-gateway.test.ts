@@ -1,0 +1,186 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { createGatewayRuntime } from '@graphql-hive/gateway';
+import { request } from 'undici';
+import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
+import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
+import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+
+/**
+ * Hive Gateway as the second gateway: `@graphql-hive/gateway` runs the committed
+ * `supergraph.graphql` with the committed `router/gateway.config.ts` (only the
+ * subgraph locations and the secret come from the test), over real HTTP on loopback,
+ * in front of our subgraph on the emulator and the example people subgraph.
+ */
+
+const repoRoot = path.resolve(__dirname, '../..');
+const ROUTER_SECRET = 'router-secret-for-the-hive-gateway-test-0123456789';
+
+// The config file also builds the CLI's `gatewayConfig` from process.env at load, and
+// refuses to without the secret, as the router does; the test builds its own from
+// createGatewayConfig.
+process.env['WFS_ROUTER_SECRET'] ??= ROUTER_SECRET;
+const { createGatewayConfig } = require('../../router/gateway.config') as typeof import('../../router/gateway.config');
+
+const WITH_SHIFTS = makeTenant({ tenantId: 'dddddddd-0000-4000-8000-000000000004', clientId: 'client-d', clientSecret: 'secret-d-5c2b8e1f', grantedScopes: ['shifts.read'], shard: 0, locationCount: 6, shiftCount: 12 });
+const OTHER = makeTenant({ tenantId: 'eeeeeeee-0000-4000-8000-000000000005', clientId: 'client-e', clientSecret: 'secret-e-8a4c2d9b', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 8 });
+const NO_SHIFTS = makeTenant({ tenantId: 'ffffffff-0000-4000-8000-000000000006', clientId: 'client-f', clientSecret: 'secret-f-1d7e3a6c', grantedScopes: ['locations.read'], shard: 0, locationCount: 3, shiftCount: 5 });
+
+interface Result {
+  data?: Record<string, any> | null;
+  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string } }>;
+}
+
+interface RunningGateway {
+  query(query: string, headers: Record<string, string>): Promise<Result>;
+  close(): Promise<void>;
+}
+
+async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string): Promise<RunningGateway> {
+  const supergraph = path.join(repoRoot, 'supergraph.graphql');
+  // The CLI's config type is the runtime's plus CLI-only options (none used here).
+  const config = createGatewayConfig({ WFS_ROUTER_SECRET: routerSecret, SUPERGRAPH_PATH: supergraph, SUBGRAPH_WFS_URL: urls.wfs, SUBGRAPH_PEOPLE_URL: urls.people });
+  const gateway = createGatewayRuntime({ ...config, supergraph, logging: false } as Parameters<typeof createGatewayRuntime>[0]);
+  const server: Server = createServer(gateway);
+  server.keepAliveTimeout = 500;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
+  return {
+    async query(query, headers) {
+      const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers }, body: JSON.stringify({ query }) });
+      return (await response.body.json()) as Result;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await gateway.dispose();
+    },
+  };
+}
+
+const as = (tenant: EmulatorTenant) => ({ 'x-tenant-id': tenant.tenantId });
+const ids = (nodes: Array<{ id: string }> | undefined) => nodes?.map((node) => node.id);
+const codes = (result: Result) => result.errors?.map((error) => ({ path: error.path, code: error.extensions?.code }));
+
+describe('Hive Gateway in front of the subgraph and the people subgraph', () => {
+  let subgraph: TestSubgraph;
+  let people: RunningPeopleSubgraph;
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    subgraph = await startTestSubgraph({ tenants: [WITH_SHIFTS, OTHER, NO_SHIFTS] }, { WFS_ROUTER_SECRET: ROUTER_SECRET });
+    people = await startPeopleSubgraph();
+    gateway = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, ROUTER_SECRET);
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    await people?.close();
+    await subgraph?.close();
+  });
+
+  it('joins across both subgraphs for the tenant the header names', async () => {
+    for (const tenant of [WITH_SHIFTS, OTHER]) {
+      const result = await gateway.query(
+        '{ shifts(first: 5) { nodes { id location { id name headcount manager { name } } user { id name } notes } } people(first: 2) { nodes { name } } }',
+        as(tenant),
+      );
+      expect(result.errors).toBeUndefined();
+      const nodes = result.data?.['shifts'].nodes as any[];
+      expect(ids(nodes)).toEqual(tenant.shifts.slice(0, 5).map((shift) => shift.id));
+      const names = new Map(tenant.locations.map((location) => [location.id, location.name]));
+      nodes.forEach((node, index) => {
+        const upstream = tenant.shifts[index]!;
+        expect(node.location).toEqual({ id: upstream.location, name: names.get(upstream.location), headcount: expect.any(Number), manager: { name: expect.any(String) } });
+        expect(node.user).toEqual(upstream.user === null ? null : { id: upstream.user, name: expect.any(String) });
+      });
+      expect(result.data?.['people'].nodes).toHaveLength(2);
+    }
+  });
+
+  it('keeps error codes and partial data: FORBIDDEN shifts beside served locations and people', async () => {
+    const result = await gateway.query('{ locations(first: 2) { nodes { name headcount } } shifts(first: 2) { nodes { id } } people(first: 1) { nodes { name } } }', as(NO_SHIFTS));
+    expect(result.data?.['locations'].nodes).toEqual(NO_SHIFTS.locations.slice(0, 2).map((location) => ({ name: location.name, headcount: expect.any(Number) })));
+    expect(result.data?.['people'].nodes).toHaveLength(1);
+    expect(result.data?.['shifts']).toBeNull();
+    expect(codes(result)).toEqual([{ path: ['shifts'], code: 'FORBIDDEN' }]);
+  });
+
+  it('passes BAD_USER_INPUT through with its path', async () => {
+    const result = await gateway.query('{ locations(first: 0) { nodes { id } } people(first: 1) { nodes { name } } }', as(WITH_SHIFTS));
+    expect(result.data?.['locations']).toBeNull();
+    expect(result.data?.['people'].nodes).toHaveLength(1);
+    expect(codes(result)).toEqual([{ path: ['locations'], code: 'BAD_USER_INPUT' }]);
+  });
+
+  it('is refused by our subgraph when the gateway does not send the router secret', async () => {
+    const wrong = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, 'not-the-router-secret-0123');
+    try {
+      const result = await wrong.query('{ locations(first: 1) { nodes { name } } people(first: 1) { nodes { name } } }', as(WITH_SHIFTS));
+      expect(result.data?.['locations']).toBeNull();
+      expect(result.data?.['people'].nodes).toHaveLength(1);
+      expect(result.errors?.map((error) => error.extensions?.code)).toContain('UNAUTHENTICATED');
+    } finally {
+      await wrong.close();
+    }
+  });
+
+  /**
+   * The people subgraph stopped: its fields on our entities are nullable, so the
+   * gateway still serves our data and reports an error only at those fields.
+   */
+  it('serves our data when the people subgraph is down, with errors only for its fields', async () => {
+    const doomed = await startPeopleSubgraph();
+    const partial = await startHiveGateway({ wfs: subgraph.server.url, people: doomed.url }, ROUTER_SECRET);
+    try {
+      const before = await partial.query('{ locations(first: 3) { nodes { id name headcount } } }', as(WITH_SHIFTS));
+      expect(before.errors).toBeUndefined();
+      await doomed.close();
+      const result = await partial.query('{ locations(first: 3) { nodes { id name headcount } } shifts(first: 2) { nodes { id notes } } }', as(WITH_SHIFTS));
+      expect(result.data?.['locations'].nodes).toEqual(WITH_SHIFTS.locations.slice(0, 3).map((location) => ({ id: location.id, name: location.name, headcount: null })));
+      expect(ids(result.data?.['shifts'].nodes)).toEqual(WITH_SHIFTS.shifts.slice(0, 2).map((shift) => shift.id));
+      // Errors only at the people fields (Hive Gateway reports a list field's path without item indexes).
+      const where = new Set(result.errors?.map((error) => (error.path ?? []).filter((segment) => typeof segment === 'string').join('.')));
+      expect([...where].sort()).toEqual(['locations.nodes.headcount', 'shifts.nodes.notes']);
+    } finally {
+      await partial.close();
+    }
+  });
+
+  describe('in verified-identity mode (JWT)', () => {
+    let idp: TestIdentityProvider;
+    let jwtSubgraph: TestSubgraph;
+    let jwtGateway: RunningGateway;
+
+    beforeAll(async () => {
+      idp = await startTestIdentityProvider();
+      jwtSubgraph = await startTestSubgraph({}, { WFS_ROUTER_SECRET: ROUTER_SECRET, ...idp.env }, {}, subgraph.emulator);
+      jwtGateway = await startHiveGateway({ wfs: jwtSubgraph.server.url, people: people.url }, ROUTER_SECRET);
+    });
+
+    afterAll(async () => {
+      await jwtGateway?.close();
+      await jwtSubgraph?.close();
+      await idp?.close();
+    });
+
+    it("serves the verified token's tenant, ignoring the tenant header beside it, joined with people fields", async () => {
+      const authorization = `Bearer ${await idp.sign({ tenant_id: OTHER.tenantId })}`;
+      const result = await jwtGateway.query('{ locations(first: 100) { nodes { id headcount } } }', { authorization, ...as(WITH_SHIFTS) });
+      expect(result.errors).toBeUndefined();
+      expect(ids(result.data?.['locations'].nodes)).toEqual(OTHER.locations.map((location) => location.id));
+      for (const node of result.data?.['locations'].nodes as any[]) expect(node.headcount).toEqual(expect.any(Number));
+    });
+
+    it('answers a missing or forged token with UNAUTHENTICATED on our fields while the people fields resolve', async () => {
+      for (const headers of [as(WITH_SHIFTS), { authorization: `Bearer ${await idp.signWithUnpublishedKey({ tenant_id: WITH_SHIFTS.tenantId })}` }]) {
+        const result = await jwtGateway.query('{ locations(first: 2) { nodes { id } } people(first: 2) { nodes { name } } }', headers);
+        expect(result.data?.['locations']).toBeNull();
+        expect(result.data?.['people'].nodes).toHaveLength(2);
+        expect(codes(result)).toEqual([{ path: ['locations'], code: 'UNAUTHENTICATED' }]);
+      }
+    });
+  });
+});

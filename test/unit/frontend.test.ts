@@ -1,0 +1,163 @@
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parse, print, type OperationDefinitionNode, type SelectionNode } from 'graphql';
+import ts from 'typescript';
+
+/**
+ * What a frontend team meets, checked the way their tools check it: the README's
+ * Apollo Client 4 snippets and examples/frontend/apollo.ts type-check; the generated
+ * documents import from an ESM `nodenext` project and from a bundler project; and the
+ * persisted documents manifests match the operations.
+ */
+
+const repoRoot = path.resolve(__dirname, '../..');
+const frontendDir = path.join(repoRoot, 'examples', 'frontend');
+const generatedDir = path.join(repoRoot, 'operations', '__generated__');
+
+function parsedConfig(configPath: string): ts.ParsedCommandLine {
+  const { config, error } = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
+  if (error) throw new Error(ts.flattenDiagnosticMessageText(error.messageText, '\n'));
+  return ts.parseJsonConfigFileContent(config, ts.sys, path.dirname(configPath));
+}
+
+/** Diagnostics of a program; `extra` adds in-memory files (absolute path to text). */
+function diagnostics(configPath: string, rootNames?: string[], extra: ReadonlyMap<string, string> = new Map()): string[] {
+  const { options, fileNames } = parsedConfig(configPath);
+  const host = ts.createCompilerHost(options);
+  const readFile = host.readFile.bind(host);
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.fileExists = (file) => extra.has(path.resolve(file)) || ts.sys.fileExists(file);
+  host.readFile = (file) => extra.get(path.resolve(file)) ?? readFile(file);
+  host.getSourceFile = (file, version, onError, shouldCreate) => {
+    const text = extra.get(path.resolve(file));
+    return text === undefined ? getSourceFile(file, version, onError, shouldCreate) : ts.createSourceFile(file, text, version, true);
+  };
+  const program = ts.createProgram({ rootNames: rootNames ?? fileNames, options, host });
+  return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
+    const where = diagnostic.file ? `${path.basename(diagnostic.file.fileName)}: ` : '';
+    return `${where}TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`;
+  });
+}
+
+/** The ```ts blocks of the README's "For frontend teams" section. */
+function readmeSnippets(): string[] {
+  const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  const start = readme.indexOf('\n## For frontend teams');
+  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+  return [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
+}
+
+/**
+ * A throwaway project: the example project's files, a copy of the generated documents
+ * in `gql/` (as a frontend keeps them), and this repository's node_modules.
+ */
+function projectWithGeneratedDocuments(example: string, transform: (text: string) => string = (text) => text): { dir: string; tsconfig: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), `wfs-frontend-${example}-`));
+  cpSync(path.join(frontendDir, example), dir, { recursive: true });
+  cpSync(generatedDir, path.join(dir, 'gql'), { recursive: true, filter: (source) => !source.endsWith('.json') });
+  for (const file of readdirSync(path.join(dir, 'gql'))) {
+    const target = path.join(dir, 'gql', file);
+    writeFileSync(target, transform(readFileSync(target, 'utf8')));
+  }
+  symlinkSync(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  return { dir, tsconfig: path.join(dir, 'tsconfig.json') };
+}
+
+/** Every field of an operation as a dotted path with its arguments, sorted. */
+function fieldPaths(operation: OperationDefinitionNode): string[] {
+  const paths: string[] = [];
+  const walk = (selections: readonly SelectionNode[], prefix: string) => {
+    for (const selection of selections) {
+      if (selection.kind !== 'Field') continue;
+      const args = (selection.arguments ?? []).map((arg) => `${arg.name.value}:${print(arg.value)}`).sort().join(',');
+      const here = `${prefix}${selection.name.value}(${args})`;
+      paths.push(here);
+      if (selection.selectionSet) walk(selection.selectionSet.selections, `${here}.`);
+    }
+  };
+  walk(operation.selectionSet.selections, '');
+  return paths.sort();
+}
+
+describe('for frontend teams', () => {
+  const temporary: string[] = [];
+  afterAll(() => {
+    for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('compiles examples/frontend/apollo.ts (Apollo Client 4) without a diagnostic', () => {
+    expect(diagnostics(path.join(frontendDir, 'tsconfig.json'), [path.join(frontendDir, 'apollo.ts')])).toEqual([]);
+  });
+
+  it("compiles every TypeScript snippet of the README's frontend section, with hooks from @apollo/client/react", () => {
+    const snippets = readmeSnippets();
+    expect(snippets.length).toBeGreaterThanOrEqual(2);
+    expect(snippets.join('\n')).toMatch(/from '@apollo\/client\/react'/);
+    expect(snippets.join('\n')).toMatch(/relayStylePagination\(/);
+    // The hooks moved in v4: importing one from the package root is an error there.
+    expect(snippets.join('\n')).not.toMatch(/import \{[^}]*\buse(Query|Mutation|LazyQuery)\b[^}]*\} from '@apollo\/client'/);
+    snippets.forEach((snippet, index) => {
+      const file = path.join(frontendDir, `readme-snippet-${index}.ts`);
+      expect({ index, diagnostics: diagnostics(path.join(frontendDir, 'tsconfig.json'), [file], new Map([[file, snippet]])) }).toEqual({ index, diagnostics: [] });
+    });
+  });
+
+  it('imports the generated documents from an ESM project with nodenext resolution', () => {
+    const project = projectWithGeneratedDocuments('esm-nodenext');
+    temporary.push(project.dir);
+    expect(diagnostics(project.tsconfig)).toEqual([]);
+  });
+
+  it('would not without the .js extensions codegen.ts asks for (the check sees the difference)', () => {
+    const project = projectWithGeneratedDocuments('esm-nodenext', (text) => text.replace(/(from ["']\.\/[\w-]+)\.js(["'])/g, '$1$2'));
+    temporary.push(project.dir);
+    expect(diagnostics(project.tsconfig)).toEqual(expect.arrayContaining([expect.stringMatching(/TS2835/)]));
+  });
+
+  it('imports the generated documents from a bundler project', () => {
+    const project = projectWithGeneratedDocuments('bundler');
+    temporary.push(project.dir);
+    expect(diagnostics(project.tsconfig)).toEqual([]);
+  });
+
+  describe('persisted documents', () => {
+    const hive = JSON.parse(readFileSync(path.join(generatedDir, 'persisted-documents.json'), 'utf8')) as Record<string, string>;
+    const apollo = JSON.parse(readFileSync(path.join(generatedDir, 'persisted-query-manifest.json'), 'utf8')) as {
+      format: string;
+      version: number;
+      operations: Array<{ id: string; name: string; type: string; body: string }>;
+    };
+    const operations = readdirSync(path.join(repoRoot, 'operations'))
+      .filter((file) => file.endsWith('.graphql'))
+      .map((file) => parse(readFileSync(path.join(repoRoot, 'operations', file), 'utf8')).definitions[0] as OperationDefinitionNode);
+
+    it('lists every operation once, in both forms, with the same ids', () => {
+      expect(apollo.format).toBe('apollo-persisted-query-manifest');
+      expect(apollo.version).toBe(1);
+      expect(apollo.operations.map((operation) => operation.name).sort()).toEqual(operations.map((operation) => operation.name!.value).sort());
+      expect(Object.fromEntries(apollo.operations.map((operation) => [operation.id, operation.body]))).toEqual(hive);
+    });
+
+    it('uses the hex SHA-256 of the body as id, and the body is the operation', () => {
+      for (const entry of apollo.operations) {
+        expect(entry.id).toBe(createHash('sha256').update(entry.body).digest('hex'));
+        const source = operations.find((operation) => operation.name!.value === entry.name)!;
+        expect(entry.type).toBe(source.operation);
+        // The body is normalized (fields in a fixed order, one line); it selects the same fields.
+        const body = parse(entry.body).definitions[0] as OperationDefinitionNode;
+        expect(fieldPaths(body)).toEqual(fieldPaths(source));
+        const variables = (operation: OperationDefinitionNode) => (operation.variableDefinitions ?? []).map((definition) => print(definition)).sort();
+        expect(variables(body)).toEqual(variables(source));
+      }
+    });
+
+    it('embeds the same id in each generated document, where persisted-query links read it', () => {
+      const generated = readFileSync(path.join(generatedDir, 'graphql.ts'), 'utf8');
+      for (const entry of apollo.operations) {
+        expect(generated).toContain(`export const ${entry.name}Document = {"__meta__":{"hash":"${entry.id}"}`);
+      }
+    });
+  });
+});

@@ -14,8 +14,8 @@ const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9
 describe('WFS_INTROSPECTION', () => {
   it('defaults to on, and off with NODE_ENV=production, like the explorer', () => {
     expect(loadConfig({}).introspection).toBe(true);
-    expect(loadConfig({ NODE_ENV: 'production' }).introspection).toBe(false);
-    expect(loadConfig({ NODE_ENV: 'production', WFS_INTROSPECTION: 'true' }).introspection).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', WFS_DEMO: 'true' }).introspection).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production', WFS_DEMO: 'true', WFS_INTROSPECTION: 'true' }).introspection).toBe(true);
     expect(loadConfig({ WFS_INTROSPECTION: 'off' }).introspection).toBe(false);
     expect(() => loadConfig({ WFS_INTROSPECTION: 'maybe' })).toThrow(/WFS_INTROSPECTION/);
   });

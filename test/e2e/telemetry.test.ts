@@ -152,6 +152,15 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
       expect(attributes(span)['wfs.entity_index.result']).toMatch(/^(hit|scan)$/);
     }
 
+    // Log lines written while the operation was served carry its trace id (and its request id).
+    const requestLines = server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { event?: string; traceId?: string; requestId?: string })
+      .filter((line) => line.event === 'graphql_request');
+    expect(requestLines.find((line) => line.traceId === traceId)).toMatchObject({ requestId: expect.any(String) });
+
     // A second operation whose locations the first one put in the index: a hit, and no token request.
     const again = randomBytes(16).toString('hex');
     const second = await post(url, 'query Again { shifts(first: 3) { nodes { id location { name } } } }', { ...headers, traceparent: `00-${again}-${randomBytes(8).toString('hex')}-01` });

@@ -148,6 +148,55 @@ describe('upstream failure logs', () => {
   });
 });
 
+describe('failure lines of the resilience mechanisms', () => {
+  /** The failure lines a subgraph of its own (its own breakers, windows and budget) wrote for `tenant`. */
+  const failuresOf = (own: TestSubgraph, tenant: EmulatorTenant) =>
+    lines(own).filter((line) => line.event === 'upstream_call_failed' && line.tenantId === tenant.tenantId);
+
+  it('names a request whose upstream call budget is spent as call_budget_spent', async () => {
+    const own = await startTestSubgraph({}, { WFS_UPSTREAM_CALL_BUDGET: '1' }, {}, subgraph.emulator);
+    try {
+      // Pages of 2 records: the tenant's 4 locations take 2 calls, the budget allows 1.
+      const { body, requestId } = await post(own, '{ locations(first: 50) { nodes { id } } }', PATIENT);
+      expect(errorCodes(body)).toEqual(['UPSTREAM_BAD_RESPONSE']);
+      expect(failuresOf(own, PATIENT)).toEqual([expect.objectContaining({ level: WARN, requestId, list: 'locations', cause: 'call_budget_spent', code: 'UPSTREAM_BAD_RESPONSE' })]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('names a query refused inside a shard\'s Retry-After window as retry_after_window', async () => {
+    const own = await startTestSubgraph({}, {}, {}, subgraph.emulator);
+    try {
+      subgraph.emulator.injectFault({ endpoint: 'locations', status: 503, headers: { 'retry-after': '3600' }, tenantId: PATIENT.tenantId });
+      expect(errorCodes((await post(own, LOCATIONS, PATIENT)).body)).toEqual(['UPSTREAM_UNAVAILABLE']);
+      const calls = subgraph.emulator.counters.listRequests.locations;
+      const { body, requestId } = await post(own, LOCATIONS, PATIENT);
+      expect(errorCodes(body)).toEqual(['UPSTREAM_UNAVAILABLE']);
+      expect(subgraph.emulator.counters.listRequests.locations).toBe(calls);
+      expect(failuresOf(own, PATIENT).at(-1)).toEqual(expect.objectContaining({ level: WARN, requestId, list: 'locations', cause: 'retry_after_window', code: 'UPSTREAM_UNAVAILABLE' }));
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('names a query refused by an open shard breaker as breaker_open', async () => {
+    const own = await startTestSubgraph({}, {}, {}, subgraph.emulator);
+    try {
+      subgraph.emulator.injectFault({ endpoint: 'locations', status: 500, times: Infinity, tenantId: FAILING.tenantId });
+      // Each query makes two attempts (one retry); five failures in a row open the breaker.
+      for (let query = 0; query < 3; query += 1) expect(errorCodes((await post(own, LOCATIONS, FAILING)).body)).toEqual(['UPSTREAM_UNAVAILABLE']);
+      const calls = subgraph.emulator.counters.listRequests.locations;
+      const { body, requestId } = await post(own, LOCATIONS, FAILING);
+      expect(errorCodes(body)).toEqual(['UPSTREAM_UNAVAILABLE']);
+      expect(subgraph.emulator.counters.listRequests.locations).toBe(calls);
+      expect(failuresOf(own, FAILING).at(-1)).toEqual(expect.objectContaining({ level: WARN, requestId, list: 'locations', cause: 'breaker_open', code: 'UPSTREAM_UNAVAILABLE' }));
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('client disconnects', () => {
   it('counts 50 clients that leave mid-flight as aborted: no upstream failure, no GraphQL error', async () => {
     const clients = 50;

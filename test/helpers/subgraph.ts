@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config';
 import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant } from '../../src/emulator';
 import { createLogger } from '../../src/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
+import type { ForeignUpstream } from './foreignUpstream';
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
@@ -36,9 +37,35 @@ export function writeTenantsFile(tenants: readonly Pick<EmulatorTenant, 'tenantI
 }
 
 /**
+ * The environment of a subgraph in front of a foreign upstream (test/helpers/foreignUpstream.ts),
+ * as a deployment sets it: the upstream's auth URL (under its path prefix) and a tenants file
+ * with every tenant it has, plus `extra` (a cursor secret, a log level...).
+ */
+export function foreignUpstreamEnv(up: Pick<ForeignUpstream, 'authUrl' | 'tenants'>, extra: Record<string, string> = {}): Record<string, string> {
+  const tenants = [...up.tenants.values()].map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, grantedScopes: t.scope.split(' ') }));
+  return { PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: up.authUrl, WFS_TENANTS_FILE: writeTenantsFile(tenants), ...extra };
+}
+
+/**
  * The real thing over real HTTP on loopback: the emulator, and the subgraph configured
  * through the same environment variables a deployment uses.
  */
+/** POSTs one GraphQL request over real HTTP; the body with the HTTP status. `signal` lets a test leave mid-flight. */
+export async function postGraphQL(
+  url: string,
+  body: { query: string; variables?: Record<string, unknown> | undefined },
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<GraphQLResponse<any>> {
+  const response = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    ...(signal && { signal }),
+  });
+  return { ...((await response.body.json()) as GraphQLResponse), status: response.statusCode } as GraphQLResponse<any>;
+}
+
 export async function startTestSubgraph(
   emulatorOptions: EmulatorOptions = {},
   env: Record<string, string> = {},
@@ -77,15 +104,7 @@ async function startWith(emulator: Emulator, env: Record<string, string>, server
     emulator,
     server,
     logs,
-    async query(query, variables, headers = {}) {
-      const response = await request(server.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify({ query, variables }),
-      });
-      const body = (await response.body.json()) as GraphQLResponse;
-      return { ...body, status: response.statusCode } as GraphQLResponse<any>;
-    },
+    query: (query, variables, headers = {}) => postGraphQL(server.url, { query, variables }, headers),
     close() {
       closed ??= (async () => {
         await server.close();

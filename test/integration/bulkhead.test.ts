@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { makeLocations, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
@@ -33,16 +33,12 @@ beforeAll(async () => {
     },
   });
   up.add({ name: 'calm', locations: makeLocations(12) });
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    WFS_AUTH_URL: up.authUrl,
-    WFS_TENANTS_FILE: writeTenantsFile(
-      [...up.tenants.values()].map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, grantedScopes: t.scope.split(' ') })),
-    ),
-    WFS_CURSOR_SECRET: 'bulkhead-cursor-secret-0123456789abcdef',
-    LOG_LEVEL: 'silent',
-  });
+  const config = loadConfig(
+    foreignUpstreamEnv(up, {
+      WFS_CURSOR_SECRET: 'bulkhead-cursor-secret-0123456789abcdef',
+      LOG_LEVEL: 'silent',
+    }),
+  );
   server = await startServer(config, {
     logger: createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() })),
     upstream: { bulkhead: { concurrency: CONCURRENCY, queue: QUEUE } },
@@ -56,14 +52,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function gql(name: string, query: string) {
-  const response = await fetch(server.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-tenant-id': up.tenant(name).tenantId },
-    body: JSON.stringify({ query }),
-  });
-  return (await response.json()) as { data?: any; errors?: Array<{ extensions?: { code?: string } }> };
-}
+const gql = (name: string, query: string) => postGraphQL(server.url, { query }, { 'x-tenant-id': up.tenant(name).tenantId });
 
 it("bounds one tenant's concurrent upstream calls, queues a few, refuses the rest, and serves another tenant meanwhile", async () => {
   const metrics = server.metrics.resilience;

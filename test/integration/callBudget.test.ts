@@ -4,7 +4,7 @@ import { createLogger } from '../../src/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { DEFAULT_UPSTREAM_CALL_BUDGET, EMPTY_PAGES_TOLERATED } from '../../src/upstream/callBudget';
 import { LIST_PATHS, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 
 /**
  * One GraphQL request is bounded in what it costs the upstream (issue 11 item 4): an
@@ -46,16 +46,12 @@ let server: RunningServer;
 beforeAll(async () => {
   up = await startForeignUpstream();
   for (const chain of ['empty', 'unique'] as const) for (const walk of WALKS) up.add({ name: `${chain}-${walk}`, fault: endless(chain) });
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    WFS_AUTH_URL: up.authUrl,
-    WFS_TENANTS_FILE: writeTenantsFile(
-      [...up.tenants.values()].map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, grantedScopes: t.scope.split(' ') })),
-    ),
-    WFS_CURSOR_SECRET: 'call-budget-cursor-secret-0123456789abcdef',
-    LOG_LEVEL: 'silent',
-  });
+  const config = loadConfig(
+    foreignUpstreamEnv(up, {
+      WFS_CURSOR_SECRET: 'call-budget-cursor-secret-0123456789abcdef',
+      LOG_LEVEL: 'silent',
+    }),
+  );
   expect(config.upstreamCallBudget).toBe(DEFAULT_UPSTREAM_CALL_BUDGET);
   server = await startServer(config, { logger: createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() })) });
 });
@@ -65,14 +61,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function gql(name: string, walk: Walk) {
-  const response = await fetch(server.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-tenant-id': up.tenant(name).tenantId },
-    body: JSON.stringify(QUERIES[walk]),
-  });
-  return (await response.json()) as { data?: any; errors?: Array<{ message: string; extensions?: { code?: string } }> };
-}
+const gql = (name: string, walk: Walk) => postGraphQL(server.url, QUERIES[walk], { 'x-tenant-id': up.tenant(name).tenantId });
 
 const calls = (name: string) => up.tenant(name).calls.filter((call) => call.list === 'locations').length;
 

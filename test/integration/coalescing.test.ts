@@ -1,10 +1,9 @@
 import { Writable } from 'node:stream';
-import { request } from 'undici';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { makeLocations, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
@@ -43,16 +42,12 @@ beforeAll(async () => {
   up.add({ name: 'beta', locations: makeLocations(12).map((l) => ({ ...(l as object), name: `Beta ${(l as { name: string }).name}` })), fault: hold('beta') });
   up.add({ name: 'gamma', locations: makeLocations(12), fault: hold('gamma') });
   up.add({ name: 'delta', locations: makeLocations(12), fault: hold('delta') });
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    WFS_AUTH_URL: up.authUrl,
-    WFS_TENANTS_FILE: writeTenantsFile(
-      [...up.tenants.values()].map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, grantedScopes: t.scope.split(' ') })),
-    ),
-    WFS_CURSOR_SECRET: 'coalescing-cursor-secret-0123456789abcdef',
-    LOG_LEVEL: 'silent',
-  });
+  const config = loadConfig(
+    foreignUpstreamEnv(up, {
+      WFS_CURSOR_SECRET: 'coalescing-cursor-secret-0123456789abcdef',
+      LOG_LEVEL: 'silent',
+    }),
+  );
   server = await startServer(config, { logger: createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() })) });
 });
 
@@ -65,15 +60,7 @@ afterAll(async () => {
 
 const QUERY = '{ locations(first: 5) { nodes { id name } } }';
 
-async function gql(name: string, signal?: AbortSignal) {
-  const response = await request(server.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-tenant-id': up.tenant(name).tenantId },
-    body: JSON.stringify({ query: QUERY }),
-    ...(signal && { signal }),
-  });
-  return { status: response.statusCode, ...((await response.body.json()) as { data?: any; errors?: Array<{ extensions?: { code?: string } }> }) };
-}
+const gql = (name: string, signal?: AbortSignal) => postGraphQL(server.url, { query: QUERY }, { 'x-tenant-id': up.tenant(name).tenantId }, signal);
 
 const coalesced = () => counterTotal(server.metrics.upstreamCoalesced);
 const locationCalls = (name: string) => up.tenant(name).calls.filter((call) => call.list === 'locations').length;

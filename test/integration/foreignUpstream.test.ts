@@ -18,7 +18,7 @@ import {
   type RefFormat,
   type SizePolicy,
 } from '../helpers/foreignUpstream';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { foreignUpstreamEnv } from '../helpers/subgraph';
 
 /**
  * The subgraph against an upstream that is NOT our emulator (test/helpers/foreignUpstream.ts):
@@ -247,17 +247,7 @@ let hangs: Record<'headers' | 'body' | 'token' | 'slow', Promise<Timed>>;
 beforeAll(async () => {
   up = await startForeignUpstream();
   for (const spec of TENANTS) up.add(spec);
-  const tenantsFile = writeTenantsFile(
-    [...up.tenants.values()].map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, grantedScopes: t.scope.split(' ') })),
-  );
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    WFS_AUTH_URL: up.authUrl,
-    WFS_TENANTS_FILE: tenantsFile,
-    WFS_CURSOR_SECRET: 'foreign-upstream-cursor-secret-0123456789',
-    LOG_LEVEL: 'debug',
-  });
+  const config = loadConfig(foreignUpstreamEnv(up, { WFS_CURSOR_SECRET: 'foreign-upstream-cursor-secret-0123456789', LOG_LEVEL: 'debug' }));
   const sink = new Writable({
     write(chunk, _encoding, callback) {
       logs.push(String(chunk));

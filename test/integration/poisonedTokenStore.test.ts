@@ -8,7 +8,7 @@ import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
 import { openRecord, recordKey, sealRecord } from '../../src/upstream/tokenRecord';
 import { makeLocations, startForeignUpstream, type ForeignTenant, type ForeignUpstream } from '../helpers/foreignUpstream';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
-import { errorCodes, writeTenantsFile } from '../helpers/subgraph';
+import { errorCodes, foreignUpstreamEnv } from '../helpers/subgraph';
 
 /*
  * A shared token store someone else wrote to (issue 7): records planted in a real
@@ -34,16 +34,14 @@ beforeAll(async () => {
   admin = new Redis(redis.url);
   up = await startForeignUpstream();
   for (const name of ['owner', 'garbage', 'plain-json', 'copied', 'resealed', 'foreign-base', 'foreign-claim']) up.add({ name, locations: LOCATIONS });
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    WFS_AUTH_URL: up.authUrl,
-    WFS_TENANTS_FILE: writeTenantsFile([...up.tenants.values()].map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, grantedScopes: t.scope.split(' ') }))),
-    WFS_CURSOR_SECRET: 'poisoned-store-cursor-secret-0123456789',
-    WFS_REDIS_URL: redis.url,
-    WFS_REDIS_KEY: REDIS_KEY,
-    WFS_API_BASE_ALLOW: new URL(up.shardOrigin).host,
-  });
+  const config = loadConfig(
+    foreignUpstreamEnv(up, {
+      WFS_CURSOR_SECRET: 'poisoned-store-cursor-secret-0123456789',
+      WFS_REDIS_URL: redis.url,
+      WFS_REDIS_KEY: REDIS_KEY,
+      WFS_API_BASE_ALLOW: new URL(up.shardOrigin).host,
+    }),
+  );
   const sink = new Writable({ write: (chunk, _e, callback) => (logs.push(String(chunk)), callback()) });
   server = await startServer(config, { logger: createLogger('info', sink) });
 });

@@ -7,7 +7,7 @@ import { createLogger } from '../../src/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from '../../src/upstream/http';
 import { makeLocations, startForeignUpstream, type ForeignTenant, type ForeignTenantSpec, type ForeignUpstream } from '../helpers/foreignUpstream';
-import { errorCodes, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
+import { errorCodes, foreignUpstreamEnv, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /*
  * The token's life over real HTTP (issues 7 and 11): odd lifetimes, a 503 storm and
@@ -89,14 +89,12 @@ beforeAll(async () => {
     { name: 'rebind', locations: LOCATIONS, claims: () => ({ api_base: 'https://rebind.test' }) },
   ];
   for (const spec of specs) up.add(spec);
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    WFS_AUTH_URL: up.authUrl,
-    WFS_TENANTS_FILE: writeTenantsFile([...up.tenants.values()].map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, grantedScopes: t.scope.split(' ') }))),
-    WFS_CURSOR_SECRET: 'token-lifecycle-cursor-secret-0123456789',
-    LOG_LEVEL: 'debug',
-  });
+  const config = loadConfig(
+    foreignUpstreamEnv(up, {
+      WFS_CURSOR_SECRET: 'token-lifecycle-cursor-secret-0123456789',
+      LOG_LEVEL: 'debug',
+    }),
+  );
   const sink = new Writable({
     write(chunk, _encoding, callback) {
       const line = String(chunk);

@@ -1,42 +1,24 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
+import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
-import { createContext, type ContextServices, type GraphQLContext } from './graphql/context';
-import { createErrorFormatter } from './graphql/errors';
-import { createSubgraphSchema } from './graphql/schema';
+import { createApolloServer } from './graphql/apolloServer';
+import { createGraphQLHandler } from './http/graphqlHandler';
+import { createRoutes } from './http/routes';
 import { createLogger, type Logger } from './logger';
 import { createMetrics, type Metrics } from './metrics';
 
+export { EXAMPLE_QUERY } from './exampleQuery';
+
 export const GRAPHQL_PATH = '/graphql';
-const MAX_BODY_BYTES = 1024 * 1024;
 /**
  * The most upstream time one GraphQL request may use, all its pages together: below
  * the router's subgraph timeout (20 s in router/router.yaml), so a slow upstream
  * ends in our UPSTREAM_UNAVAILABLE error, not in the router's generic timeout.
  */
 export const REQUEST_BUDGET_MS = 15_000;
-
-export const EXAMPLE_QUERY = `# Locations, and the first shifts with where they happen.
-query Rota {
-  locations(first: 10) {
-    nodes { id name }
-  }
-  shifts(first: 10) {
-    edges {
-      cursor
-      node { id start end location { name } user { id } }
-    }
-    pageInfo { hasNextPage endCursor }
-  }
-}
-`;
 
 export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
@@ -53,76 +35,39 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Starts the subgraph over HTTP: `/graphql`, `/health`, `/ready`, `/metrics` and the explorer at `/`. */
+/**
+ * Starts the subgraph over HTTP: `/graphql`, `/health`, `/ready`, `/metrics` and the
+ * explorer at `/`. Wiring only: the routes live in `http/routes.ts`, the request path
+ * in `http/graphqlHandler.ts`, Apollo Server's set-up in `graphql/apolloServer.ts`.
+ */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = createMetrics();
   const app = createApp(config, logger, metrics, options);
-  if (!(await app.connectSharedStore())) {
+  const httpServer = createServer();
+  const apollo = createApolloServer({ logger, metrics, httpServer, hideSchemaDetails: !config.explorer });
+  // Redis (when configured) connects while Apollo Server starts, not after it.
+  const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
+  if (!sharedStoreConnected) {
     logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
   }
-  const httpServer = createServer();
-  const armor = new ApolloArmor({
-    maxDepth: { n: 12 },
-    maxAliases: { n: 30 },
-    costLimit: { maxCost: 20_000 },
-    maxTokens: { n: 5_000 },
-    blockFieldSuggestion: { enabled: !config.explorer },
-  }).protect();
-
-  const apollo = new ApolloServer<GraphQLContext>({
-    schema: createSubgraphSchema(),
-    logger,
-    ...armor,
-    includeStacktraceInErrorResponses: false,
-    formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a resolver')),
-    plugins: [
-      ...armor.plugins,
-      ApolloServerPluginLandingPageDisabled(),
-      ApolloServerPluginDrainHttpServer({ httpServer }),
-      itemErrorsAndMetrics(metrics),
-    ],
-  });
-  await apollo.start();
 
   let draining = false;
-  const explorer = config.explorer
-    ? createExplorer({ graphqlPath: GRAPHQL_PATH, defaultQuery: EXAMPLE_QUERY, defaultHeaders: options.explorerHeaders ?? {} })
-    : undefined;
-  const routerSecret = config.routerSecret ? createHash('sha256').update(config.routerSecret).digest() : null;
-
-  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && path === '/health') return sendJson(res, 200, { status: 'ok' });
-    if (req.method === 'GET' && path === '/ready') {
-      // A Redis outage does not make us unready: tokens then stay per replica.
-      void app.sharedStoreUp().then((redis) =>
-        sendJson(res, draining ? 503 : 200, { status: draining ? 'shutting down' : 'ready', ...(redis !== null && { sharedTokenStore: redis ? 'up' : 'down' }) }),
-      );
-      return;
-    }
-    if (req.method === 'GET' && path === '/metrics') {
-      void metrics.registry.metrics().then((text) => {
-        res.writeHead(200, { 'content-type': metrics.registry.contentType });
-        res.end(text);
-      });
-      return;
-    }
-    if (path === GRAPHQL_PATH) {
-      if (routerSecret && !sameSecret(req.headers['router-authorization'], routerSecret)) {
-        return sendJson(res, 401, { errors: [{ message: 'this subgraph only answers the router: the router-authorization header is missing or wrong', extensions: { code: 'UNAUTHENTICATED' } }] });
-      }
-      void handleGraphQL(apollo, app.services, req, res).catch((error: unknown) => {
-        logger.error({ err: error }, 'GraphQL request failed');
-        if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
-        else res.destroy();
-      });
-      return;
-    }
-    if (explorer?.(req, res)) return;
-    const hint = path === '/' && !explorer ? ' (the explorer is off: set WFS_EXPLORER=true to serve it here)' : '';
-    sendJson(res, 404, { error: `no route for ${req.method} ${path}; the GraphQL endpoint is ${GRAPHQL_PATH}${hint}` });
-  });
+  httpServer.on(
+    'request',
+    createRoutes({
+      graphqlPath: GRAPHQL_PATH,
+      graphql: createGraphQLHandler({ apollo, services: app.services, budgetMs: REQUEST_BUDGET_MS }),
+      metrics,
+      logger,
+      routerSecret: config.routerSecret ?? null,
+      sharedStoreUp: () => app.sharedStoreUp(),
+      draining: () => draining,
+      explorer: config.explorer
+        ? createExplorer({ graphqlPath: GRAPHQL_PATH, defaultQuery: EXAMPLE_QUERY, defaultHeaders: options.explorerHeaders ?? {} })
+        : undefined,
+    }),
+  );
 
   httpServer.headersTimeout = 10_000;
   httpServer.requestTimeout = 60_000;
@@ -146,89 +91,6 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       draining = true;
       await apollo.stop();
       await app.close();
-    },
-  };
-}
-
-function sameSecret(header: string | string[] | undefined, expectedDigest: Buffer): boolean {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (!value) return false;
-  return timingSafeEqual(createHash('sha256').update(value).digest(), expectedDigest);
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-async function readBody(req: IncomingMessage): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) return null;
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** Apollo Server's documented integration path: hand it the request, stream back its response. */
-async function handleGraphQL(apollo: ApolloServer<GraphQLContext>, services: ContextServices, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const abort = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) abort.abort();
-  });
-  const headers = new HeaderMap();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-  }
-  let body: unknown;
-  if (req.method === 'POST') {
-    const text = await readBody(req);
-    if (text === null) return sendJson(res, 413, { errors: [{ message: `request body larger than ${MAX_BODY_BYTES} bytes`, extensions: { code: 'BAD_REQUEST' } }] });
-    if ((headers.get('content-type') ?? '').includes('application/json')) {
-      try {
-        body = text === '' ? {} : JSON.parse(text);
-      } catch {
-        return sendJson(res, 400, { errors: [{ message: 'the request body is not valid JSON', extensions: { code: 'BAD_REQUEST' } }] });
-      }
-    } else body = text;
-  }
-  const response = await apollo.executeHTTPGraphQLRequest({
-    httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: new URL(req.url ?? '/', 'http://localhost').search, body },
-    context: async () => createContext(services, req.headers, AbortSignal.any([abort.signal, AbortSignal.timeout(REQUEST_BUDGET_MS)])),
-  });
-  for (const [name, value] of response.headers) res.setHeader(name, value);
-  res.statusCode = response.status ?? 200;
-  if (response.body.kind === 'complete') {
-    res.end(response.body.string);
-    return;
-  }
-  for await (const chunk of response.body.asyncIterator) res.write(chunk);
-  res.end();
-}
-
-/**
- * Appends the per-item errors collected during execution (malformed records that
- * were skipped) and counts operations and error codes.
- */
-function itemErrorsAndMetrics(metrics: Metrics): ApolloServerPlugin<GraphQLContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ operation }) {
-          metrics.graphqlRequests.inc({ operation_type: operation?.operation ?? 'unknown' });
-        },
-        async willSendResponse({ response, contextValue }) {
-          if (response.body.kind !== 'single') return;
-          const result = response.body.singleResult;
-          if (contextValue.itemErrors.length > 0) {
-            result.errors = [...(result.errors ?? []), ...contextValue.itemErrors.map((error) => error.toJSON())];
-          }
-          for (const error of result.errors ?? []) metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
-        },
-      };
     },
   };
 }

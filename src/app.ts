@@ -9,7 +9,7 @@ import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { WfsClient } from './upstream/client';
 import { createUpstreamAgent } from './upstream/http';
-import { createRedisTokenStore } from './upstream/redisTokenStore';
+import type * as RedisTokenStoreModule from './upstream/redisTokenStore';
 import { TokenCache } from './upstream/tokenCache';
 import { requestToken } from './upstream/tokenEndpoint';
 
@@ -46,8 +46,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   if (!authUrl) throw new Error('createApp needs config.authUrl (demo mode fills it from the embedded emulator)');
   const ownsDispatcher = !overrides.dispatcher;
   const dispatcher = overrides.dispatcher ?? createUpstreamAgent();
+  // ioredis is loaded only when Redis is configured: most deployments and every
+  // cold start without WFS_REDIS_URL skip its module graph.
   const redis = config.redisUrl
-    ? createRedisTokenStore(config.redisUrl, {
+    ? (require('./upstream/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(config.redisUrl, {
         onError: (operation, error) => logger.warn({ operation, err: error.message }, 'shared token store unavailable; using this replica\'s own tokens'),
       })
     : undefined;

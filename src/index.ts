@@ -1,3 +1,4 @@
+import './compileCache'; // first: everything loaded after it is compiled from the cache
 import { ConfigError, loadConfig, type Config } from './config';
 import { demoBanner, startDemo, type Demo } from './demo';
 import { createLogger } from './logger';

@@ -200,7 +200,10 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
     case 'subgraph':
       return {
         module: resolve(options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')),
-        env: options.compileCacheDir ? { NODE_COMPILE_CACHE: options.compileCacheDir } : {},
+        env: {
+          ...(options.compileCacheDir && { NODE_COMPILE_CACHE: options.compileCacheDir }),
+          ...(process.env.BENCH_SUBGRAPH_NODE_OPTIONS && { NODE_OPTIONS: process.env.BENCH_SUBGRAPH_NODE_OPTIONS }),
+        },
         ready: 'health',
       };
     case 'naive':

@@ -82,15 +82,17 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
     ...loaders,
     async connection(list, args) {
       const request = checkConnectionArgs(args);
-      const loader = loaders[list] as DataLoader<string, RecordOf[typeof list] | null>;
       const index = services.indexes.for<RecordOf[typeof list]>(tenantId, list);
       return resolveConnection<RecordOf[typeof list]>(
         {
           fetchPage: async (ref, pageSize) => {
             const page = await fetchPage(list, ref, pageSize);
             const records = page.items.filter((item): item is RecordOf[typeof list] => !isMalformed(item));
+            // The tenant's index learns the records (a later `_entities` or
+            // `Shift.location` then needs no scan). The request's DataLoader is not
+            // primed: it would allocate a promise per record for lookups that the
+            // index answers anyway.
             index.prime(records);
-            for (const record of records) loader.prime(record.id, record);
             return page;
           },
           decodeCursor: (cursor, argument) => services.cursors.decode(cursor, tenantId, list, argument),

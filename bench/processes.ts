@@ -178,6 +178,8 @@ export interface ServerProcessOptions {
   readonly compileCacheDir?: string | null;
   /** Extra V8/Node flags for the server (e.g. --trace-gc). */
   readonly execArgv?: readonly string[];
+  /** NODE_OPTIONS for every server (the deployment's runtime flags), or null. */
+  readonly nodeOptions?: string | null;
 }
 
 /** Environment every GraphQL server gets: loopback, production mode, quiet logs. */
@@ -191,6 +193,7 @@ function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessE
     WFS_TENANTS_FILE: options.tenantsFile,
     WFS_CURSOR_SECRET: 'bench-cursor-secret-0123456789abcdef0123',
     LOG_LEVEL: 'error',
+    ...(options.nodeOptions && { NODE_OPTIONS: options.nodeOptions }),
   };
 }
 
@@ -200,10 +203,7 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
     case 'subgraph':
       return {
         module: resolve(options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')),
-        env: {
-          ...(options.compileCacheDir && { NODE_COMPILE_CACHE: options.compileCacheDir }),
-          ...(process.env.BENCH_SUBGRAPH_NODE_OPTIONS && { NODE_OPTIONS: process.env.BENCH_SUBGRAPH_NODE_OPTIONS }),
-        },
+        env: options.compileCacheDir ? { NODE_COMPILE_CACHE: options.compileCacheDir } : {},
         ready: 'health',
       };
     case 'naive':

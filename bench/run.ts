@@ -161,7 +161,7 @@ async function main(): Promise<void> {
   log(
     `bench: upstream latency ${settings.latencyMs} ms, concurrency ${settings.concurrency}, ` +
       `${settings.maxRequests} requests or ${settings.maxDurationMs / 1000} s per run after ${settings.warmupRequests} warm-up requests, ` +
-      `${settings.tenants} tenants x ${settings.locationsPerTenant} locations, ${settings.shiftsPerTenant} shifts`,
+      `${settings.tenants} tenants x ${settings.locationsPerTenant} locations, ${settings.shiftsPerTenant} shifts; servers run with NODE_OPTIONS=${settings.nodeOptions ?? '(none)'}`,
   );
 
   const emulator = await startEmulatorProcess({
@@ -177,7 +177,7 @@ async function main(): Promise<void> {
   writeFileSync(tenantsFile, JSON.stringify(tenants.map(({ tenantId, clientId, clientSecret, scope }) => ({ tenantId, clientId, clientSecret, scope }))), { mode: 0o600 });
   const profileDir = settings.cpuProfile ? join(root, 'dist', 'bench', 'profiles') : null;
   // A compile cache of this run's own: the first cold start fills it, the later ones use it.
-  const serverOptions: ServerProcessOptions = { authUrl: emulator.ready.authUrl, tenantsFile, profileDir, subgraphEntry, compileCacheDir: join(workDir, 'compile-cache') };
+  const serverOptions: ServerProcessOptions = { authUrl: emulator.ready.authUrl, tenantsFile, profileDir, subgraphEntry, compileCacheDir: join(workDir, 'compile-cache'), nodeOptions: settings.nodeOptions };
   const agent = new Agent({ connections: Math.max(settings.concurrency, 64), keepAliveTimeout: 10_000, pipelining: 1 });
   const direct = new DirectClient(emulator.ready.authUrl, agent);
 

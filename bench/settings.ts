@@ -29,7 +29,12 @@ export interface BenchSettings {
   readonly coldStarts: number;
   /** Seconds of the heap run (mixed load on a fresh subgraph with --trace-gc); 0: off. */
   readonly heapSeconds: number;
+  /** NODE_OPTIONS every server runs with: by default the Dockerfile's runtime flags. */
+  readonly nodeOptions: string | null;
 }
+
+/** The runtime flags the Dockerfile (and `npm start`) give the subgraph. */
+export const DEPLOYED_NODE_OPTIONS = '--max-semi-space-size=8';
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const text = env[name]?.trim();
@@ -62,6 +67,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): BenchSetting
     subgraphEntry: env.BENCH_SUBGRAPH_ENTRY?.trim() || null,
     coldStarts: integer(env, 'BENCH_COLD_STARTS', 3, 0, 20),
     heapSeconds: integer(env, 'BENCH_HEAP_S', 0, 0, 3600),
+    nodeOptions: env.BENCH_NODE_OPTIONS === undefined ? DEPLOYED_NODE_OPTIONS : env.BENCH_NODE_OPTIONS.trim() || null,
   });
 }
 

@@ -1,5 +1,6 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { request } from 'undici';
@@ -23,8 +24,30 @@ process.on('exit', () => {
   for (const child of children) child.process.kill('SIGKILL');
 });
 
-function startChild(name: string, modulePath: string, args: string[], env: NodeJS.ProcessEnv, execArgv: string[] = []): Child {
-  const proc = fork(modulePath, args, { env, execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+/**
+ * CPU pinning: the server under test on core 0, the emulator and this load generator
+ * on core 1 (`taskset`, from util-linux). Null where there is no taskset or fewer than
+ * two cores: then nothing is pinned, and the report says so.
+ */
+export const PINNING: { readonly taskset: string; readonly subject: number; readonly rest: number } | null = (() => {
+  if (os.cpus().length < 2 || process.platform !== 'linux') return null;
+  const taskset = ['/usr/bin/taskset', '/bin/taskset'].find((path) => existsSync(path));
+  return taskset ? { taskset, subject: 0, rest: 1 } : null;
+})();
+
+/** Pins this process (every thread of it) to the load generator's core. */
+export function pinSelf(): void {
+  if (PINNING) execFileSync(PINNING.taskset, ['-a', '-cp', String(PINNING.rest), String(process.pid)], { stdio: 'ignore' });
+}
+
+function startChild(name: string, modulePath: string, args: string[], env: NodeJS.ProcessEnv, execArgv: string[] = [], cpu?: number): Child {
+  // fork() through taskset: taskset execs node in place, so the pid, the pipes and the IPC channel stay the same.
+  const pinned = PINNING && cpu !== undefined ? PINNING : null;
+  const proc = fork(modulePath, args, {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    ...(pinned ? { execPath: pinned.taskset, execArgv: ['-c', String(cpu), process.execPath, ...execArgv] } : { execArgv }),
+  });
   let tail = '';
   const keep = (chunk: Buffer) => {
     tail = (tail + chunk.toString('utf8')).slice(-65_536);
@@ -107,7 +130,7 @@ export interface EmulatorChild {
 }
 
 export async function startEmulatorProcess(options: EmulatorProcessOptions): Promise<EmulatorChild> {
-  const child = startChild('emulator', join(__dirname, 'emulatorProcess.js'), [JSON.stringify(options)], { ...process.env, NODE_ENV: 'production' });
+  const child = startChild('emulator', join(__dirname, 'emulatorProcess.js'), [JSON.stringify(options)], { ...process.env, NODE_ENV: 'production' }, [], PINNING?.rest);
   const ready = await untilReady(child, firstMessage<EmulatorReady>(child, 'ready'));
   let nextId = 1;
   const call = <T>(op: string): Promise<T> =>
@@ -142,6 +165,8 @@ export interface ServerChild {
   stop(): Promise<void>;
 }
 
+export type ServerTarget = 'naive' | 'subgraph' | 'floor' | 'proxy';
+
 export interface ServerProcessOptions {
   readonly authUrl: string;
   readonly tenantsFile: string;
@@ -149,9 +174,15 @@ export interface ServerProcessOptions {
   readonly profileDir: string | null;
   /** The subgraph's entry point; default dist/index.js. */
   readonly subgraphEntry?: string | null;
+  /** The subgraph's NODE_COMPILE_CACHE directory (one per bench run). */
+  readonly compileCacheDir?: string | null;
+  /** Extra V8/Node flags for the server (e.g. --trace-gc). */
+  readonly execArgv?: readonly string[];
+  /** NODE_OPTIONS for every server (the deployment's runtime flags), or null. */
+  readonly nodeOptions?: string | null;
 }
 
-/** Environment both GraphQL servers get: loopback, production mode, quiet logs. */
+/** Environment every GraphQL server gets: loopback, production mode, quiet logs. */
 function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
@@ -162,24 +193,75 @@ function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessE
     WFS_TENANTS_FILE: options.tenantsFile,
     WFS_CURSOR_SECRET: 'bench-cursor-secret-0123456789abcdef0123',
     LOG_LEVEL: 'error',
+    ...(options.nodeOptions && { NODE_OPTIONS: options.nodeOptions }),
   };
 }
 
-/** The product, as deployed: `node dist/index.js` configured through its environment. */
-export async function startSubgraphProcess(options: ServerProcessOptions): Promise<ServerChild> {
+/** How to run each server: its module, its extra environment, how it says it is ready. */
+function serverSpec(target: ServerTarget, options: ServerProcessOptions): { module: string; env: NodeJS.ProcessEnv; ready: 'ipc' | 'health' } {
+  switch (target) {
+    case 'subgraph':
+      return {
+        module: resolve(options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')),
+        env: options.compileCacheDir ? { NODE_COMPILE_CACHE: options.compileCacheDir } : {},
+        ready: 'health',
+      };
+    case 'naive':
+      return { module: join(__dirname, 'naive', 'server.js'), env: {}, ready: 'ipc' };
+    case 'floor':
+    case 'proxy':
+      return { module: join(__dirname, 'floor', 'server.js'), env: { BENCH_FLOOR_MODE: target === 'floor' ? 'graphql' : 'proxy' }, ready: 'ipc' };
+  }
+}
+
+/** Starts one GraphQL server (pinned to the subject core) and waits until it is ready. */
+export async function startServerProcess(target: ServerTarget, options: ServerProcessOptions): Promise<ServerChild> {
   const port = await freePort();
-  const child = startChild('subgraph', resolve(options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')), [], serverEnv(port, options), profileArgs('subgraph', options.profileDir));
+  const spec = serverSpec(target, options);
+  const child = startChild(target, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [...profileArgs(target, options.profileDir), ...(options.execArgv ?? [])], PINNING?.subject);
   const base = `http://127.0.0.1:${port}`;
-  await untilReady(child, waitForHealth(`${base}/health`, child));
+  if (spec.ready === 'health') await untilReady(child, waitForHealth(`${base}/health`, child));
+  else await untilReady(child, firstMessage<{ url: string }>(child, 'ready'));
   return { child, url: `${base}/graphql`, stop: () => child.stop() };
 }
 
-/** The naive baseline in bench/naive/server.ts. */
-export async function startNaiveProcess(options: ServerProcessOptions): Promise<ServerChild> {
+/**
+ * Cold start: from spawning the process to the first correct answer of `probe`
+ * (which throws until the answer is right), the way an autoscaler sees a new replica.
+ * The server is stopped again afterwards.
+ */
+export async function measureColdStart(target: ServerTarget, options: ServerProcessOptions, probe: (url: string) => Promise<void>): Promise<number> {
   const port = await freePort();
-  const child = startChild('naive', join(__dirname, 'naive', 'server.js'), [], serverEnv(port, options), profileArgs('naive', options.profileDir));
-  const ready = await untilReady(child, firstMessage<{ url: string }>(child, 'ready'));
-  return { child, url: new URL('/', ready.url.replace('localhost', '127.0.0.1')).href, stop: () => child.stop() };
+  const spec = serverSpec(target, options);
+  const url = `http://127.0.0.1:${port}/graphql`;
+  const started = performance.now();
+  const child = startChild(`${target} (cold start)`, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [], PINNING?.subject);
+  try {
+    const deadline = started + 30_000;
+    for (;;) {
+      if (child.process.exitCode !== null) throw new Error(`${target} exited during its cold start:\n${child.output()}`);
+      try {
+        await probe(url);
+        return performance.now() - started;
+      } catch (error) {
+        if (performance.now() > deadline) throw new Error(`${target} gave no correct answer within 30 s: ${String(error)}`);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    }
+  } finally {
+    await child.stop();
+  }
+}
+
+/** The process's peak resident set (VmHWM) so far, in MiB; null where /proc is missing. */
+export function peakRssMiB(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Math.round(Number(match[1]) / 102.4) / 10 : null;
+  } catch {
+    return null;
+  }
 }
 
 async function waitForHealth(url: string, child: Child): Promise<void> {

@@ -6,12 +6,17 @@ import { mean, percentile, type LoadResult } from './load';
 import type { UpstreamCounters } from './emulatorProcess';
 import type { BenchSettings } from './settings';
 
-export type TargetName = 'direct' | 'naive' | 'subgraph';
+import type { TargetName } from './scenarios';
+
+export type { TargetName } from './scenarios';
 
 /** One measured run: one scenario against one target. */
 export interface Measurement {
   readonly scenario: string;
+  /** The scenario whose floor, naive and direct rows the ratios use. */
+  readonly baseline: string;
   readonly target: TargetName;
+  readonly concurrency: number;
   readonly requests: number;
   readonly errors: number;
   readonly firstError: string | null;
@@ -28,8 +33,19 @@ export interface Measurement {
   readonly cpuMsPerRequest: { readonly server: number | null; readonly emulator: number | null; readonly loadGenerator: number };
   /** Whether the first answer had the same data as the direct client's (null for direct itself). */
   readonly sameDataAsDirect: boolean | null;
-  /** req/s of this target divided by naive's and direct's; p50 likewise. */
-  readonly ratios: { readonly rpsVsNaive: number | null; readonly rpsVsDirect: number | null; readonly p50VsNaive: number | null; readonly p50VsDirect: number | null };
+  /** The server's peak resident set (VmHWM) at the end of this run, in MiB (null for direct). */
+  readonly peakRssMiB: number | null;
+  /** Token requests this target caused in this scenario, warm-up and first answer included. */
+  readonly tokenRequestsInScenario: number;
+  /** req/s of this target divided by floor's, naive's and direct's; p50 likewise; p50 minus the floor's. */
+  readonly ratios: {
+    readonly rpsVsFloor: number | null;
+    readonly rpsVsNaive: number | null;
+    readonly rpsVsDirect: number | null;
+    readonly p50VsNaive: number | null;
+    readonly p50VsDirect: number | null;
+    readonly p50OverFloorMs: number | null;
+  };
 }
 
 /** CPU ms each process used during a measured run (null where unknown). */
@@ -39,13 +55,26 @@ export interface CpuUsed {
   readonly loadGenerator: number;
 }
 
-export function measure(scenario: string, target: TargetName, load: LoadResult, counters: UpstreamCounters, cpu: CpuUsed, sameDataAsDirect: boolean | null): Omit<Measurement, 'ratios'> {
+export interface RunFacts {
+  readonly scenario: string;
+  readonly baseline: string;
+  readonly target: TargetName;
+  readonly concurrency: number;
+  readonly sameDataAsDirect: boolean | null;
+  readonly peakRssMiB: number | null;
+  readonly tokenRequestsInScenario: number;
+}
+
+export function measure(facts: RunFacts, load: LoadResult, counters: UpstreamCounters, cpu: CpuUsed): Omit<Measurement, 'ratios'> {
+  const { scenario, target, sameDataAsDirect } = facts;
   const sent = Math.max(1, load.ok + load.errors);
   const perRequest = (ms: number | null) => (ms === null ? null : round(ms / sent, 3));
   const sorted = load.latenciesMs;
   return {
     scenario,
+    baseline: facts.baseline,
     target,
+    concurrency: facts.concurrency,
     requests: load.ok,
     errors: load.errors,
     firstError: load.firstError,
@@ -67,22 +96,28 @@ export function measure(scenario: string, target: TargetName, load: LoadResult, 
     },
     cpuMsPerRequest: { server: perRequest(cpu.server), emulator: perRequest(cpu.emulator), loadGenerator: round(cpu.loadGenerator / sent, 3) },
     sameDataAsDirect,
+    peakRssMiB: facts.peakRssMiB,
+    tokenRequestsInScenario: facts.tokenRequestsInScenario,
   };
 }
 
-/** Adds the ratios against naive and direct of the same scenario. */
+/** Adds the ratios against floor, naive and direct of the row's baseline scenario. */
 export function withRatios(rows: ReadonlyArray<Omit<Measurement, 'ratios'>>): Measurement[] {
   return rows.map((row) => {
-    const naive = rows.find((r) => r.scenario === row.scenario && r.target === 'naive');
-    const direct = rows.find((r) => r.scenario === row.scenario && r.target === 'direct');
+    const of = (target: TargetName) => rows.find((r) => r.scenario === row.baseline && r.target === target);
+    const floor = of('floor');
+    const naive = of('naive');
+    const direct = of('direct');
     const ratio = (a: number, b: number | undefined) => (b && Number.isFinite(a) && Number.isFinite(b) && b > 0 ? round(a / b, 2) : null);
     return {
       ...row,
       ratios: {
+        rpsVsFloor: ratio(row.requestsPerSecond, floor?.requestsPerSecond),
         rpsVsNaive: ratio(row.requestsPerSecond, naive?.requestsPerSecond),
         rpsVsDirect: ratio(row.requestsPerSecond, direct?.requestsPerSecond),
         p50VsNaive: ratio(row.latencyMs.p50, naive?.latencyMs.p50),
         p50VsDirect: ratio(row.latencyMs.p50, direct?.latencyMs.p50),
+        p50OverFloorMs: floor && Number.isFinite(floor.latencyMs.p50) ? round(row.latencyMs.p50 - floor.latencyMs.p50, 2) : null,
       },
     };
   });
@@ -97,6 +132,7 @@ function round(value: number, digits: number): number {
 const COLUMNS: ReadonlyArray<{ title: string; align: 'l' | 'r'; cell(m: Measurement): string }> = [
   { title: 'scenario', align: 'l', cell: (m) => m.scenario },
   { title: 'target', align: 'l', cell: (m) => m.target },
+  { title: 'in flight', align: 'r', cell: (m) => String(m.concurrency) },
   { title: 'reqs', align: 'r', cell: (m) => String(m.requests) + (m.stoppedBy === 'time' ? '*' : '') },
   { title: 'err', align: 'r', cell: (m) => String(m.errors) },
   { title: 'req/s', align: 'r', cell: (m) => m.requestsPerSecond.toFixed(0) },
@@ -106,9 +142,11 @@ const COLUMNS: ReadonlyArray<{ title: string; align: 'l' | 'r'; cell(m: Measurem
   { title: 'token/req', align: 'r', cell: (m) => m.upstreamPerRequest.token.toFixed(2) },
   { title: 'list/req', align: 'r', cell: (m) => m.upstreamPerRequest.list.toFixed(2) },
   { title: 'cpu ms/req', align: 'r', cell: (m) => (m.cpuMsPerRequest.server === null ? '-' : m.cpuMsPerRequest.server.toFixed(2)) },
+  { title: 'RSS MiB', align: 'r', cell: (m) => (m.peakRssMiB === null ? '-' : m.peakRssMiB.toFixed(0)) },
+  { title: 'req/s vs floor', align: 'r', cell: (m) => times(m.ratios.rpsVsFloor) },
   { title: 'req/s vs naive', align: 'r', cell: (m) => times(m.ratios.rpsVsNaive) },
   { title: 'req/s vs direct', align: 'r', cell: (m) => times(m.ratios.rpsVsDirect) },
-  { title: 'p50 vs naive', align: 'r', cell: (m) => times(m.ratios.p50VsNaive) },
+  { title: 'p50 - floor', align: 'r', cell: (m) => (m.ratios.p50OverFloorMs === null ? '-' : `${m.ratios.p50OverFloorMs >= 0 ? '+' : ''}${m.ratios.p50OverFloorMs.toFixed(1)} ms`) },
   { title: 'p50 vs direct', align: 'r', cell: (m) => times(m.ratios.p50VsDirect) },
   { title: 'same data', align: 'l', cell: (m) => (m.sameDataAsDirect === null ? '-' : m.sameDataAsDirect ? 'yes' : 'NO') },
 ];
@@ -178,6 +216,10 @@ export interface RunReport {
   readonly machineAfter: { readonly loadAverage: readonly number[] };
   readonly totalSeconds: number;
   readonly measurements: readonly Measurement[];
+  readonly coldStartMs: Record<string, readonly number[]>;
+  readonly tokenRequestsPerTarget: Record<string, number>;
+  readonly heap: unknown;
+  readonly pinning: string;
   readonly serverLogs: Record<string, string>;
 }
 

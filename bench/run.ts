@@ -1,29 +1,34 @@
 /**
- * `npm run bench`: the same scenarios against three targets, side by side.
+ * `npm run bench`: the same scenarios against five targets, side by side.
  *
- * - direct:   a client calling the upstream REST API itself (token once, then list calls): the floor.
+ * - direct:   a client calling the upstream REST API itself (token once, then list calls).
+ * - floor:    bench/floor/server.ts: node:http + undici + graphql-js on a cached document, nothing else.
+ * - proxy:    the same server without graphql-js: request in, one upstream call, JSON out.
  * - naive:    bench/naive/server.ts, the straightforward GraphQL server (token per request, N+1).
  * - subgraph: the product, `node dist/index.js`, configured as deployed.
  *
- * The emulator, each server and this load generator run as separate processes on
- * loopback. Prints a table and writes bench/results/run-<timestamp>.json.
+ * The servers run pinned to core 0 and the emulator and this load generator to core 1
+ * (taskset), each a separate process on loopback. Then cold starts (spawn to first
+ * correct answer) and, with BENCH_HEAP_S, a long run that follows the heap after GC.
+ * Prints a table and writes bench/results/run-<timestamp>.json.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import type { BenchTenant } from './emulatorProcess';
 import { runLoad, type Job } from './load';
-import { cpuTimeMs, startEmulatorProcess, startNaiveProcess, startSubgraphProcess, type ServerChild } from './processes';
+import { PINNING, cpuTimeMs, measureColdStart, peakRssMiB, pinSelf, startEmulatorProcess, startServerProcess, type ServerChild, type ServerProcessOptions, type ServerTarget } from './processes';
 import { describeMachine, formatTable, machineInfo, measure, withRatios, writeReport, type Measurement, type TargetName } from './report';
-import { DirectClient } from './rest';
-import { SCENARIOS, type DigestJob, type GraphQLCaller, type Scenario } from './scenarios';
-import { readSettings, repoRoot } from './settings';
+import { DirectClient, LOCATIONS_PATH } from './rest';
+import { COLD_START_QUERY, SCENARIOS, type DigestJob, type GraphQLCaller, type Scenario } from './scenarios';
+import { readSettings, repoRoot, type BenchSettings } from './settings';
 
-const TARGETS: readonly TargetName[] = ['direct', 'naive', 'subgraph'];
+const TARGETS: readonly TargetName[] = ['direct', 'floor', 'proxy', 'naive', 'subgraph'];
+const SERVERS: readonly ServerTarget[] = ['floor', 'proxy', 'naive', 'subgraph'];
 /** Warm-up is bounded by time too, so a slow target does not eat the budget. */
-const WARMUP_MAX_MS = 3_000;
-/** Apollo's start-up notice on every subgraph (inline tracing only runs when a router asks for it). */
+const WARMUP_MAX_MS = 2_000;
+/** Apollo's start-up notice on a subgraph that did not configure inline tracing itself (the naive server). */
 const KNOWN_NOISE = /^Enabling inline tracing for this subgraph/;
 
 function log(line: string): void {
@@ -31,11 +36,11 @@ function log(line: string): void {
 }
 
 function graphQLCaller(url: string, dispatcher: Agent): GraphQLCaller {
-  return async (tenantId, query, variables) => {
+  return async (tenantId, query, variables, headers) => {
     const response = await request(url, {
       method: 'POST',
       dispatcher,
-      headers: { 'content-type': 'application/json', 'x-tenant-id': tenantId },
+      headers: { 'content-type': 'application/json', 'x-tenant-id': tenantId, ...headers },
       body: JSON.stringify(variables ? { query, variables } : { query }),
     });
     const text = await response.body.text();
@@ -53,6 +58,92 @@ function graphQLCaller(url: string, dispatcher: Agent): GraphQLCaller {
   };
 }
 
+/** Spawn to first correct answer, `count` times per server, plus the direct client's first answer. */
+async function coldStarts(settings: BenchSettings, options: ServerProcessOptions, tenant: BenchTenant, authUrl: string, targets: readonly TargetName[]): Promise<Record<string, number[]>> {
+  const results: Record<string, number[]> = {};
+  const probeAgent = new Agent({ connections: 1, keepAliveTimeout: 1_000 });
+  try {
+    for (const target of SERVERS.filter((t) => targets.includes(t))) {
+      const call = (url: string) => graphQLCaller(url, probeAgent);
+      results[target] = [];
+      for (let i = 0; i < settings.coldStarts; i++) {
+        const ms = await measureColdStart(target, options, async (url) => {
+          const data = await call(url)(tenant.tenantId, COLD_START_QUERY);
+          if (data?.locations?.nodes?.length !== 100) throw new Error('not the 100 locations yet');
+        });
+        results[target]!.push(Math.round(ms));
+      }
+      log(`bench: cold start ${target.padEnd(8)} ${results[target]!.join(', ')} ms`);
+    }
+    if (targets.includes('direct')) {
+      results.direct = [];
+      for (let i = 0; i < settings.coldStarts; i++) {
+        const started = performance.now();
+        await new DirectClient(authUrl, probeAgent).page(tenant, LOCATIONS_PATH, 100, null);
+        results.direct.push(Math.round(performance.now() - started));
+      }
+      log(`bench: cold start direct    ${results.direct.join(', ')} ms (token + one list call, no process)`);
+    }
+  } finally {
+    await probeAgent.close();
+  }
+  return results;
+}
+
+const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+
+/**
+ * A long mixed run on a fresh subgraph started with --trace-gc: the heap size after
+ * every full (mark-compact) GC, so a leak shows as a rising line.
+ */
+async function heapRun(settings: BenchSettings, options: ServerProcessOptions, tenants: readonly BenchTenant[]) {
+  const server = await startServerProcess('subgraph', { ...options, execArgv: ['--trace-gc'] });
+  const samples: Array<{ atS: number; heapAfterGcMiB: number }> = [];
+  const started = performance.now();
+  let pending = '';
+  server.child.process.stdout?.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      const match = /Mark-Compact.*?-> ([\d.]+) \(/.exec(line);
+      if (match) samples.push({ atS: Math.round((performance.now() - started) / 100) / 10, heapAfterGcMiB: Number(match[1]) });
+    }
+  });
+  const agent = new Agent({ connections: settings.concurrency, keepAliveTimeout: 10_000 });
+  try {
+    const call = graphQLCaller(server.url, agent);
+    const mixed = SCENARIOS.find((s) => s.name === 'tenants')!;
+    const load = await runLoad(
+      (worker) => {
+        const job = mixed.graphql(call, tenants[worker % tenants.length]!);
+        return async () => {
+          await job();
+        };
+      },
+      { concurrency: settings.concurrency, maxRequests: 100_000_000, maxDurationMs: settings.heapSeconds * 1000 },
+    );
+    const peak = peakRssMiB(server.child.process.pid);
+    const minute = Math.min(60, settings.heapSeconds / 3);
+    const firstWindow = samples.filter((s) => s.atS <= minute).map((s) => s.heapAfterGcMiB);
+    const lastWindow = samples.filter((s) => s.atS >= settings.heapSeconds - minute).map((s) => s.heapAfterGcMiB);
+    const result = {
+      seconds: settings.heapSeconds,
+      requests: load.ok,
+      errors: load.errors,
+      fullGcs: samples.length,
+      heapAfterGcMiB: { firstWindowMedian: median(firstWindow), lastWindowMedian: median(lastWindow), max: Math.max(...samples.map((s) => s.heapAfterGcMiB)) },
+      peakRssMiB: peak,
+      samples,
+    };
+    log(`bench: heap run ${result.seconds} s, ${result.requests} requests, ${result.fullGcs} full GCs, heap after GC ${result.heapAfterGcMiB.firstWindowMedian} MiB (first ${minute} s) -> ${result.heapAfterGcMiB.lastWindowMedian} MiB (last ${minute} s), peak RSS ${peak} MiB`);
+    return result;
+  } finally {
+    await agent.close();
+    await server.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const settings = readSettings();
@@ -63,12 +154,14 @@ async function main(): Promise<void> {
   const scenarios = SCENARIOS.filter((s) => !settings.scenarios || settings.scenarios.includes(s.name));
   const targets = TARGETS.filter((t) => !settings.targets || settings.targets.includes(t));
   if (scenarios.length === 0 || targets.length === 0) throw new Error(`nothing to run: scenarios ${SCENARIOS.map((s) => s.name).join(',')}; targets ${TARGETS.join(',')}`);
+  pinSelf();
+  const pinning = PINNING ? `servers on cpu ${PINNING.subject}; emulator and load generator on cpu ${PINNING.rest} (${PINNING.taskset})` : 'not pinned (no taskset or fewer than 2 cores)';
   const machine = machineInfo(root);
-  log(`bench: ${describeMachine(machine)}`);
+  log(`bench: ${describeMachine(machine)}; ${pinning}`);
   log(
     `bench: upstream latency ${settings.latencyMs} ms, concurrency ${settings.concurrency}, ` +
       `${settings.maxRequests} requests or ${settings.maxDurationMs / 1000} s per run after ${settings.warmupRequests} warm-up requests, ` +
-      `${settings.tenants} tenants x ${settings.locationsPerTenant} locations, ${settings.shiftsPerTenant} shifts`,
+      `${settings.tenants} tenants x ${settings.locationsPerTenant} locations, ${settings.shiftsPerTenant} shifts; servers run with NODE_OPTIONS=${settings.nodeOptions ?? '(none)'}`,
   );
 
   const emulator = await startEmulatorProcess({
@@ -79,47 +172,54 @@ async function main(): Promise<void> {
   });
   const servers: Partial<Record<TargetName, ServerChild>> = {};
   const tenants = emulator.ready.tenants;
-  const tenantsFile = join(mkdtempSync(join(tmpdir(), 'wfs-bench-')), 'tenants.json');
+  const workDir = mkdtempSync(join(tmpdir(), 'wfs-bench-'));
+  const tenantsFile = join(workDir, 'tenants.json');
   writeFileSync(tenantsFile, JSON.stringify(tenants.map(({ tenantId, clientId, clientSecret, scope }) => ({ tenantId, clientId, clientSecret, scope }))), { mode: 0o600 });
   const profileDir = settings.cpuProfile ? join(root, 'dist', 'bench', 'profiles') : null;
-  const serverOptions = { authUrl: emulator.ready.authUrl, tenantsFile, profileDir, subgraphEntry };
-  const agent = new Agent({ connections: settings.concurrency, keepAliveTimeout: 10_000, pipelining: 1 });
+  // A compile cache of this run's own: the first cold start fills it, the later ones use it.
+  const serverOptions: ServerProcessOptions = { authUrl: emulator.ready.authUrl, tenantsFile, profileDir, subgraphEntry, compileCacheDir: join(workDir, 'compile-cache'), nodeOptions: settings.nodeOptions };
+  const agent = new Agent({ connections: Math.max(settings.concurrency, 64), keepAliveTimeout: 10_000, pipelining: 1 });
   const direct = new DirectClient(emulator.ready.authUrl, agent);
 
   try {
-    if (targets.includes('naive')) servers.naive = await startNaiveProcess(serverOptions);
-    if (targets.includes('subgraph')) servers.subgraph = await startSubgraphProcess(serverOptions);
+    const coldStartMs = settings.coldStarts > 0 ? await coldStarts(settings, serverOptions, tenants[0]!, emulator.ready.authUrl, targets) : {};
+    for (const target of SERVERS) {
+      if (targets.includes(target) && scenarios.some((s) => s.targets.includes(target))) servers[target] = await startServerProcess(target, serverOptions);
+    }
     const callers: Partial<Record<TargetName, GraphQLCaller>> = {};
-    for (const target of ['naive', 'subgraph'] as const) {
+    for (const target of SERVERS) {
       const server = servers[target];
       if (server) callers[target] = graphQLCaller(server.url, agent);
     }
     const jobFor = (scenario: Scenario, target: TargetName, tenant: BenchTenant): DigestJob =>
       target === 'direct' ? scenario.direct(direct, tenant) : scenario.graphql(callers[target]!, tenant);
-    // Workers are spread over the tenants, each worker staying with one.
-    const makeJob = (scenario: Scenario, target: TargetName) => (worker: number): Job => {
-      const job = jobFor(scenario, target, tenants[worker % tenants.length]!);
-      return async () => {
-        await job();
+    // Workers are spread over the scenario's tenants, each worker staying with one.
+    const makeJob = (scenario: Scenario, target: TargetName) => {
+      const spread = scenario.tenants === 0 ? tenants : tenants.slice(0, scenario.tenants ?? 2);
+      return (worker: number): Job => {
+        const job = jobFor(scenario, target, spread[worker % spread.length]!);
+        return async () => {
+          await job();
+        };
       };
     };
 
     const rows: Array<Omit<Measurement, 'ratios'>> = [];
+    const tokenRequestsPerTarget: Record<string, number> = {};
     for (const scenario of scenarios) {
       log(`bench: ${scenario.name}: ${scenario.description}`);
+      const concurrency = scenario.concurrency ?? settings.concurrency;
       // Same data from every target? The first answer of a fresh job, for the first tenant.
       const reference = targets.includes('direct') ? await jobFor(scenario, 'direct', tenants[0]!)() : null;
-      for (const target of targets) {
+      for (const target of targets.filter((t) => scenario.targets.includes(t))) {
+        const tokensBefore = (await emulator.counters()).tokenRequests;
         const sameData = target === 'direct' || reference === null ? null : (await jobFor(scenario, target, tenants[0]!)()) === reference;
-        await runLoad(makeJob(scenario, target), { concurrency: settings.concurrency, maxRequests: settings.warmupRequests, maxDurationMs: WARMUP_MAX_MS });
+        await runLoad(makeJob(scenario, target), { concurrency, maxRequests: settings.warmupRequests, maxDurationMs: WARMUP_MAX_MS });
+        const warmupTokens = (await emulator.counters()).tokenRequests - tokensBefore;
         await emulator.resetCounters();
         const serverPid = target === 'direct' ? undefined : servers[target]?.child.process.pid;
         const cpuBefore = { server: cpuTimeMs(serverPid), emulator: cpuTimeMs(emulator.child.process.pid), loadGenerator: process.cpuUsage() };
-        const load = await runLoad(makeJob(scenario, target), {
-          concurrency: settings.concurrency,
-          maxRequests: settings.maxRequests,
-          maxDurationMs: settings.maxDurationMs,
-        });
+        const load = await runLoad(makeJob(scenario, target), { concurrency, maxRequests: settings.maxRequests, maxDurationMs: settings.maxDurationMs });
         const counters = await emulator.counters();
         const since = (before: number | null, after: number | null) => (before === null || after === null ? null : after - before);
         const loadCpu = process.cpuUsage(cpuBefore.loadGenerator);
@@ -128,17 +228,26 @@ async function main(): Promise<void> {
           emulator: since(cpuBefore.emulator, cpuTimeMs(emulator.child.process.pid)),
           loadGenerator: (loadCpu.user + loadCpu.system) / 1000,
         };
-        const row = measure(scenario.name, target, load, counters, cpu, sameData);
+        const tokenRequestsInScenario = warmupTokens + counters.tokenRequests;
+        tokenRequestsPerTarget[target] = (tokenRequestsPerTarget[target] ?? 0) + tokenRequestsInScenario;
+        const row = measure(
+          { scenario: scenario.name, baseline: scenario.baseline ?? scenario.name, target, concurrency, sameDataAsDirect: sameData, peakRssMiB: peakRssMiB(serverPid), tokenRequestsInScenario },
+          load,
+          counters,
+          cpu,
+        );
         rows.push(row);
         log(
           `bench:   ${target.padEnd(8)} ${row.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${row.latencyMs.p50.toFixed(1)} ms` +
             `  p99 ${row.latencyMs.p99.toFixed(1)} ms  ${row.upstreamPerRequest.token.toFixed(2)} token + ${row.upstreamPerRequest.list.toFixed(2)} list calls/req` +
             `  cpu ms/req: server ${row.cpuMsPerRequest.server?.toFixed(2) ?? '-'}, emulator ${row.cpuMsPerRequest.emulator?.toFixed(2) ?? '-'}, load ${row.cpuMsPerRequest.loadGenerator.toFixed(2)}` +
+            `  tokens in scenario ${tokenRequestsInScenario}` +
             (row.errors ? `  ${row.errors} errors, first: ${row.firstError}` : ''),
         );
       }
     }
 
+    const heap = settings.heapSeconds > 0 ? await heapRun(settings, serverOptions, tenants) : null;
     const measurements = withRatios(rows);
     const serverLogs: Record<string, string> = {};
     for (const [name, server] of Object.entries(servers)) await server.stop().then(() => (serverLogs[name] = server.child.output()));
@@ -148,18 +257,31 @@ async function main(): Promise<void> {
       settings,
       machine,
       machineAfter: { loadAverage: machineInfo(root).loadAverage },
+      pinning,
       totalSeconds: Math.round((Date.now() - started) / 100) / 10,
       measurements,
+      coldStartMs,
+      tokenRequestsPerTarget,
+      heap,
       serverLogs,
     };
     const path = writeReport(root, report);
 
-    process.stdout.write(`\n${describeMachine(machine)}\n`);
+    process.stdout.write(`\n${describeMachine(machine)}; ${pinning}\n`);
     process.stdout.write(
-      `upstream latency ${settings.latencyMs} ms/response, concurrency ${settings.concurrency}, ` +
+      `upstream latency ${settings.latencyMs} ms/response, ${settings.tenants} tenants, ` +
         `${settings.maxRequests} requests or ${settings.maxDurationMs / 1000} s per run (* = stopped by time), ${timestamp}\n\n`,
     );
     process.stdout.write(`${formatTable(measurements)}\n\n`);
+    const coldLine = Object.entries(coldStartMs).map(([target, values]) => `${target} ${median(values)} ms (${values.join(', ')})`);
+    if (coldLine.length) process.stdout.write(`cold start, spawn to first correct answer, median (each run): ${coldLine.join('; ')}\n`);
+    const floorCold = coldStartMs.floor ? median(coldStartMs.floor) : null;
+    if (floorCold && coldStartMs.subgraph) process.stdout.write(`cold start subgraph / floor: ${(median(coldStartMs.subgraph) / floorCold).toFixed(2)}x\n`);
+    const rss = (target: TargetName) => measurements.find((m) => m.scenario === 'locations' && m.target === target)?.peakRssMiB ?? null;
+    if (rss('subgraph') && rss('floor')) process.stdout.write(`peak RSS after locations at ${settings.concurrency} in flight, subgraph / floor: ${rss('subgraph')} / ${rss('floor')} MiB = ${(rss('subgraph')! / rss('floor')!).toFixed(2)}x\n`);
+    const rps = (scenario: string) => measurements.find((m) => m.scenario === scenario && m.target === 'subgraph')?.requestsPerSecond;
+    if (rps('locations-ftv1') && rps('locations')) process.stdout.write(`inline trace on / off (subgraph, locations): ${(rps('locations-ftv1')! / rps('locations')!).toFixed(2)}x\n`);
+    process.stdout.write(`token requests over the whole run, per target (${settings.tenants} tenants): ${Object.entries(tokenRequestsPerTarget).map(([t, n]) => `${t} ${n}`).join(', ')}\n`);
     for (const m of measurements) {
       if (m.errors > 0) process.stdout.write(`! ${m.scenario}/${m.target}: ${m.errors} errors, first: ${m.firstError}\n`);
       if (m.sameDataAsDirect === false) process.stdout.write(`! ${m.scenario}/${m.target}: its first answer differs from the direct client's\n`);
@@ -170,7 +292,7 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`results: ${path} (${report.totalSeconds} s)\n`);
   } finally {
-    rmSync(dirname(tenantsFile), { recursive: true, force: true });
+    rmSync(workDir, { recursive: true, force: true });
     await agent.close();
     await Promise.all(Object.values(servers).map((server) => server.stop()));
     await emulator.stop();

@@ -2,7 +2,10 @@ import type { BenchTenant } from './emulatorProcess';
 import { LOCATIONS_PATH, SHIFTS_PATH, locationIdOf, type DirectClient, type UpstreamLocation, type UpstreamShift } from './rest';
 
 /** Sends one GraphQL operation for a tenant; resolves to `data`, throws on any error. */
-export type GraphQLCaller = (tenantId: string, query: string, variables?: Record<string, unknown>) => Promise<any>;
+export type GraphQLCaller = (tenantId: string, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>) => Promise<any>;
+
+/** Every target a scenario can run against. */
+export type TargetName = 'direct' | 'floor' | 'proxy' | 'naive' | 'subgraph';
 
 /**
  * One timed request. It resolves to a digest of the answer (what the caller would
@@ -14,6 +17,14 @@ export interface Scenario {
   readonly name: string;
   /** What one request is, for the table's heading. */
   readonly description: string;
+  /** The targets it runs against (floor and proxy serve only the locations list). */
+  readonly targets: readonly TargetName[];
+  /** Requests in flight; default BENCH_CONCURRENCY. */
+  readonly concurrency?: number;
+  /** Spread the workers over this many tenants (default 2; 0: every tenant of the emulator). */
+  readonly tenants?: number;
+  /** Ratios against floor, naive and direct come from this scenario's rows (default: its own). */
+  readonly baseline?: string;
   /** The job a worker runs against a GraphQL server (naive or subgraph). */
   graphql(call: GraphQLCaller, tenant: BenchTenant): DigestJob;
   /** The same work done by a client calling the upstream itself. */
@@ -32,41 +43,90 @@ export function spreadLocationIds(tenant: BenchTenant, count = 20): string[] {
   return Array.from({ length: count }, (_, i) => ids[Math.floor(((i + 1) * ids.length) / count) - 1]!);
 }
 
-const locations: Scenario = {
-  name: 'locations',
-  description: 'locations(first: 20) { nodes { id name } }',
-  graphql: (call, tenant) => async () => {
-    const data = await call(tenant.tenantId, 'query BenchLocations { locations(first: 20) { nodes { id name } } }');
-    const nodes = data?.locations?.nodes ?? [];
-    expectCount('locations', nodes.length, 20);
-    return digestLocations(nodes);
-  },
-  direct: (client, tenant) => async () => {
-    const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, 20, null);
-    const nodes = page.data.slice(0, 20);
-    expectCount('locations', nodes.length, 20);
-    return digestLocations(nodes);
-  },
+const LOCATIONS_QUERY = 'query BenchLocations { locations(first: 100) { nodes { id name } } }';
+const ALL: readonly TargetName[] = ['direct', 'floor', 'proxy', 'naive', 'subgraph'];
+const GRAPHQL_SERVERS: readonly TargetName[] = ['direct', 'naive', 'subgraph'];
+
+function locationsJob(headers?: Record<string, string>): Pick<Scenario, 'graphql' | 'direct'> {
+  return {
+    graphql: (call, tenant) => async () => {
+      const data = await call(tenant.tenantId, LOCATIONS_QUERY, undefined, headers);
+      const nodes = data?.locations?.nodes ?? [];
+      expectCount('locations', nodes.length, 100);
+      return digestLocations(nodes);
+    },
+    direct: (client, tenant) => async () => {
+      const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, 100, null);
+      const nodes = page.data.slice(0, 100);
+      expectCount('locations', nodes.length, 100);
+      return digestLocations(nodes);
+    },
+  };
+}
+
+const locations: Scenario = { name: 'locations', description: `${LOCATIONS_QUERY}, BENCH_CONCURRENCY in flight`, targets: ALL, ...locationsJob() };
+
+const locationsOne: Scenario = {
+  name: 'locations-1',
+  description: 'the same, 1 in flight (latency)',
+  targets: ALL,
+  concurrency: 1,
+  ...locationsJob(),
 };
 
-const shifts: Scenario = {
-  name: 'shifts',
-  description: 'shifts(first: 50) { nodes { id start end location { name } } }',
-  graphql: (call, tenant) => async () => {
-    const data = await call(tenant.tenantId, 'query BenchShifts { shifts(first: 50) { nodes { id start end location { name } } } }');
-    const nodes: Array<{ id: string; start: string | null; end: string | null; location: { name: string } | null }> = data?.shifts?.nodes ?? [];
-    expectCount('shifts', nodes.length, 50);
-    return JSON.stringify(nodes.map((s) => [s.id, s.start, s.end, s.location?.name ?? null]));
+const traced: Scenario = {
+  name: 'locations-ftv1',
+  description: 'the same with the router asking for an inline trace (apollo-federation-include-trace: ftv1)',
+  targets: ['subgraph'],
+  baseline: 'locations',
+  ...locationsJob({ 'apollo-federation-include-trace': 'ftv1' }),
+};
+
+const SHIFTS_QUERY = 'query BenchShifts { shifts(first: 100) { nodes { id start end location { id name } } } }';
+
+function shiftsJob(): Pick<Scenario, 'graphql' | 'direct'> {
+  return {
+    graphql: (call, tenant) => async () => {
+      const data = await call(tenant.tenantId, SHIFTS_QUERY);
+      const nodes: Array<{ id: string; start: string | null; end: string | null; location: { id: string; name: string } | null }> = data?.shifts?.nodes ?? [];
+      expectCount('shifts', nodes.length, 100);
+      return JSON.stringify(nodes.map((s) => [s.id, s.start, s.end, s.location?.id ?? null, s.location?.name ?? null]));
+    },
+    // Sensible by hand: one shifts page, then the locations pages until every location
+    // those shifts name has been seen.
+    direct: (client, tenant) => async () => {
+      const page = await client.page<UpstreamShift>(tenant, SHIFTS_PATH, 100, null);
+      const nodes = page.data.slice(0, 100);
+      expectCount('shifts', nodes.length, 100);
+      const wanted = new Set(nodes.map(locationIdOf).filter((id): id is string => id !== null));
+      const found = await client.scan<UpstreamLocation>(tenant, LOCATIONS_PATH, (seen) => [...wanted].every((id) => seen.has(id)));
+      return JSON.stringify(
+        nodes.map((s) => {
+          const location = found.get(locationIdOf(s) ?? '');
+          return [String(s.id), s.start ?? null, s.end ?? null, location ? String(location.id) : null, location?.name ?? null];
+        }),
+      );
+    },
+  };
+}
+
+const shifts: Scenario = { name: 'shifts', description: `${SHIFTS_QUERY}`, targets: GRAPHQL_SERVERS, ...shiftsJob() };
+
+/** Every tenant of the emulator, each worker alternating the locations and the shifts request. */
+const tenantsMixed: Scenario = {
+  name: 'tenants',
+  description: 'every tenant (BENCH_TENANTS), each worker alternating the locations and the shifts request',
+  targets: GRAPHQL_SERVERS,
+  tenants: 0,
+  graphql: (call, tenant) => {
+    const jobs = [locationsJob().graphql(call, tenant), shiftsJob().graphql(call, tenant)];
+    let turn = 0;
+    return () => jobs[turn++ % 2]!();
   },
-  // Sensible by hand: one shifts page, then the locations pages until every location
-  // those shifts name has been seen.
-  direct: (client, tenant) => async () => {
-    const page = await client.page<UpstreamShift>(tenant, SHIFTS_PATH, 50, null);
-    const nodes = page.data.slice(0, 50);
-    expectCount('shifts', nodes.length, 50);
-    const wanted = new Set(nodes.map(locationIdOf).filter((id): id is string => id !== null));
-    const found = await client.scan<UpstreamLocation>(tenant, LOCATIONS_PATH, (seen) => [...wanted].every((id) => seen.has(id)));
-    return JSON.stringify(nodes.map((s) => [String(s.id), s.start ?? null, s.end ?? null, found.get(locationIdOf(s) ?? '')?.name ?? null]));
+  direct: (client, tenant) => {
+    const jobs = [locationsJob().direct(client, tenant), shiftsJob().direct(client, tenant)];
+    let turn = 0;
+    return () => jobs[turn++ % 2]!();
   },
 };
 
@@ -75,6 +135,7 @@ const ENTITIES_QUERY = 'query BenchEntities($representations: [_Any!]!) { _entit
 const entities: Scenario = {
   name: 'entities',
   description: '_entities for 20 Location references (spread over the list)',
+  targets: GRAPHQL_SERVERS,
   graphql: (call, tenant) => {
     const representations = spreadLocationIds(tenant).map((id) => ({ __typename: 'Location', id }));
     return async () => {
@@ -104,6 +165,7 @@ const WALK_QUERY = 'query BenchWalk($after: String) { locations(first: 10, after
 const walk: Scenario = {
   name: 'walk',
   description: 'every page of locations(first: 10, after: $endCursor), one page per request',
+  targets: GRAPHQL_SERVERS,
   graphql: (call, tenant) => {
     let after: string | null = null;
     return async () => {
@@ -126,4 +188,7 @@ const walk: Scenario = {
   },
 };
 
-export const SCENARIOS: readonly Scenario[] = [locations, shifts, entities, walk];
+export const SCENARIOS: readonly Scenario[] = [locations, locationsOne, traced, shifts, tenantsMixed, entities, walk];
+
+/** The request a cold start waits for: the locations list, correct. */
+export const COLD_START_QUERY = LOCATIONS_QUERY;

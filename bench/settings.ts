@@ -25,7 +25,16 @@ export interface BenchSettings {
   readonly cpuProfile: boolean;
   /** The subgraph's entry point (default dist/index.js), e.g. another build to compare. */
   readonly subgraphEntry: string | null;
+  /** Cold starts measured per server (spawn to first correct answer). */
+  readonly coldStarts: number;
+  /** Seconds of the heap run (mixed load on a fresh subgraph with --trace-gc); 0: off. */
+  readonly heapSeconds: number;
+  /** NODE_OPTIONS every server runs with: by default the Dockerfile's runtime flags. */
+  readonly nodeOptions: string | null;
 }
+
+/** The runtime flags the Dockerfile (and `npm start`) give the subgraph. */
+export const DEPLOYED_NODE_OPTIONS = '--max-semi-space-size=8';
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const text = env[name]?.trim();
@@ -44,18 +53,21 @@ function list(env: NodeJS.ProcessEnv, name: string): string[] | null {
 
 export function readSettings(env: NodeJS.ProcessEnv = process.env): BenchSettings {
   return Object.freeze({
-    latencyMs: integer(env, 'BENCH_LATENCY_MS', 5, 0, 1000),
-    concurrency: integer(env, 'BENCH_CONCURRENCY', 16, 1, 1024),
-    maxRequests: integer(env, 'BENCH_REQUESTS', 1000, 1, 1_000_000),
-    maxDurationMs: integer(env, 'BENCH_DURATION_S', 10, 1, 600) * 1000,
-    warmupRequests: integer(env, 'BENCH_WARMUP', 200, 0, 100_000),
-    tenants: integer(env, 'BENCH_TENANTS', 2, 1, 100),
+    latencyMs: integer(env, 'BENCH_LATENCY_MS', 20, 0, 1000),
+    concurrency: integer(env, 'BENCH_CONCURRENCY', 50, 1, 1024),
+    maxRequests: integer(env, 'BENCH_REQUESTS', 5000, 1, 1_000_000),
+    maxDurationMs: integer(env, 'BENCH_DURATION_S', 5, 1, 600) * 1000,
+    warmupRequests: integer(env, 'BENCH_WARMUP', 300, 0, 100_000),
+    tenants: integer(env, 'BENCH_TENANTS', 20, 2, 100),
     locationsPerTenant: integer(env, 'BENCH_LOCATIONS', 200, 20, 100_000),
     shiftsPerTenant: integer(env, 'BENCH_SHIFTS', 500, 50, 1_000_000),
     scenarios: list(env, 'BENCH_SCENARIOS'),
     targets: list(env, 'BENCH_TARGETS'),
     cpuProfile: ['1', 'true', 'yes'].includes((env.BENCH_CPU_PROFILE ?? '').trim().toLowerCase()),
     subgraphEntry: env.BENCH_SUBGRAPH_ENTRY?.trim() || null,
+    coldStarts: integer(env, 'BENCH_COLD_STARTS', 3, 0, 20),
+    heapSeconds: integer(env, 'BENCH_HEAP_S', 0, 0, 3600),
+    nodeOptions: env.BENCH_NODE_OPTIONS === undefined ? DEPLOYED_NODE_OPTIONS : env.BENCH_NODE_OPTIONS.trim() || null,
   });
 }
 

@@ -13,7 +13,7 @@ import { noteCoalesced as noteCoalescedInTrace, noteListAttempt, traceTokenReque
 import { createUpstreamObserver, type UpstreamObserver } from './observability/upstreamObserver';
 import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
-import { createRedisTokenStore } from './upstream/redisTokenStore';
+import type * as RedisTokenStoreModule from './upstream/redisTokenStore';
 import { ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/tokenCache';
 import { requestToken } from './upstream/tokenEndpoint';
@@ -62,7 +62,9 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   const dispatcher = overrides.dispatcher ?? createUpstreamAgent(DEFAULT_TIMEOUTS, { allowList: config.apiBaseAllow });
   const authDispatcher = overrides.dispatcher ?? createUpstreamAgent();
   const redis = config.redisUrl
-    ? createRedisTokenStore(config.redisUrl, {
+    ? // ioredis is loaded only when Redis is configured: most deployments and every
+      // cold start without WFS_REDIS_URL skip its module graph.
+      (require('./upstream/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(config.redisUrl, {
         encryptionKey: config.redisKey ?? '',
         apiBaseAllow: config.apiBaseAllow,
         ...(overrides.now && { now: overrides.now }),

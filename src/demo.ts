@@ -1,6 +1,6 @@
 import type { Config } from './config';
 import { startEmulator, type Emulator } from './emulator';
-import { EXAMPLE_QUERY } from './server';
+import { EXAMPLE_QUERY } from './exampleQuery';
 
 export interface Demo {
   readonly emulator: Emulator;

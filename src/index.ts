@@ -1,14 +1,17 @@
+import './compileCache'; // first: everything loaded after it is compiled from the cache
 import { ConfigError, loadConfig, type Config } from './config';
-import { demoBanner, startDemo, type Demo } from './demo';
+import type * as DemoModule from './demo';
 import { createLogger } from './logger';
 import { startServer } from './server';
 
 /** Start-up: load the configuration, start the server, exit 1 with one clear line on error. */
 async function main(): Promise<void> {
   let config: Config = loadConfig();
-  let demo: Demo | undefined;
-  if (!config.authUrl) {
-    demo = await startDemo(config);
+  let demo: DemoModule.Demo | undefined;
+  // The demo (and the emulator it embeds) is loaded only in demo mode: a deployment's cold start skips it.
+  const demoModule = config.authUrl ? undefined : (require('./demo') as typeof DemoModule);
+  if (demoModule) {
+    demo = await demoModule.startDemo(config);
     config = demo.config;
   }
   const logger = createLogger(config.logLevel);
@@ -31,7 +34,7 @@ async function main(): Promise<void> {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError('PORT', `port ${config.port} is already in use; set PORT to a free port`);
     throw error;
   });
-  if (demo) process.stdout.write(demoBanner(demo, server.url));
+  if (demo && demoModule) process.stdout.write(demoModule.demoBanner(demo, server.url));
   logger.info({ url: server.url, tenants: config.tenants.length, redis: Boolean(config.redisUrl) }, 'subgraph ready');
 
   let stopping = false;
@@ -39,7 +42,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 10_000);
+    // Requests in flight may use their whole 15 s upstream budget; the Kubernetes
+    // example's grace period (30 s, after a 5 s preStop pause) covers this 20 s.
+    const force = setTimeout(() => process.exit(1), 20_000);
     force.unref();
     void Promise.allSettled([server.close(), demo?.emulator.close()]).then(() => process.exit(0));
   };

@@ -29,13 +29,16 @@ const COMMON_HEADERS = {
  * it returns false for anything else so the caller can route on.
  *
  * The explorer is GraphiQL 3 with React 18, all served from this process, so it works
- * on a network with no internet access. Assets are read once, here.
+ * on a network with no internet access. Assets are read and hashed on the first
+ * request for the page or an asset, not at start-up (they are megabytes, and most
+ * processes never serve them), then kept.
  */
 export function createExplorer(options: ExplorerOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const assets = loadExplorerAssets();
-  const byName = new Map<string, Asset>(Object.values(assets).map((asset) => [asset.name, asset]));
-  const page = Buffer.from(
-    renderPage(
+  let loaded: { byName: Map<string, Asset>; page: Buffer } | undefined;
+  const load = () => {
+    if (loaded) return loaded;
+    const assets = loadExplorerAssets();
+    const page = renderPage(
       {
         graphqlPath: options.graphqlPath,
         defaultQuery: options.defaultQuery,
@@ -43,13 +46,16 @@ export function createExplorer(options: ExplorerOptions): (req: IncomingMessage,
         title: options.title ?? DEFAULT_TITLE,
       },
       assets,
-    ),
-  );
+    );
+    loaded = { byName: new Map<string, Asset>(Object.values(assets).map((asset) => [asset.name, asset])), page: Buffer.from(page) };
+    return loaded;
+  };
 
   return (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (path === '/') {
+      const { page } = load();
       res.writeHead(200, {
         ...COMMON_HEADERS,
         'content-type': 'text/html; charset=utf-8',
@@ -63,7 +69,7 @@ export function createExplorer(options: ExplorerOptions): (req: IncomingMessage,
       return true;
     }
     if (!path.startsWith(ASSET_PREFIX)) return false;
-    const asset = byName.get(path.slice(ASSET_PREFIX.length));
+    const asset = load().byName.get(path.slice(ASSET_PREFIX.length));
     if (!asset) {
       res.writeHead(404, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
       res.end(req.method === 'HEAD' ? undefined : 'no such explorer asset\n');

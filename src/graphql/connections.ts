@@ -130,15 +130,30 @@ export async function resolveConnection<T extends { id: string }>(
   };
 }
 
+/**
+ * An edge whose cursor is signed on first read. A class, not an object literal with a
+ * getter: V8 builds a literal with an accessor on a slow path, and this runs for every
+ * record of every page.
+ */
+class LazyEdge<T extends { id: string }, N> implements Edge<N> {
+  private signed: string | undefined;
+  readonly node: N;
+
+  constructor(
+    private readonly item: { node: N; position: CursorPosition },
+    private readonly source: ConnectionSource<T>,
+  ) {
+    this.node = item.node;
+  }
+
+  get cursor(): string {
+    this.signed ??= this.source.encodeCursor(this.item.position);
+    return this.signed;
+  }
+}
+
 function lazyEdge<T extends { id: string }, N = T>(item: { node: N; position: CursorPosition }, source: ConnectionSource<T>): Edge<N> {
-  let cursor: string | undefined;
-  return {
-    node: item.node,
-    get cursor() {
-      cursor ??= source.encodeCursor(item.position);
-      return cursor;
-    },
-  };
+  return new LazyEdge(item, source);
 }
 
 /** The most upstream pages one field may read: a runaway or hostile chain stops here. */

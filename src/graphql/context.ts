@@ -119,7 +119,6 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
     async connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope: ConnectionScope<F> = {}) {
       const request = checkConnectionArgs(args);
       const list = resource.name;
-      const loader = loaderOf(resource as Resource<R>);
       const index = services.indexes.for<R>(tenantId, list);
       const boundTo = scopeKey(scope);
       const filter = scope.filter;
@@ -133,9 +132,12 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
             const held = filtered && !query ? index.page(ref, pageSize) : undefined;
             const page = held ?? (await fetchPage(resource as Resource<R>, ref, pageSize, query));
             const records = page.items.filter((item): item is R => !isMalformed(item));
+            // The tenant's index learns the records (a later `_entities` or
+            // `Shift.location` then needs no scan). The request's DataLoader is not
+            // primed: it would allocate a promise per record for lookups that the
+            // index answers anyway.
             if (query) index.prime(records);
             else index.keepPage(page, pageSize);
-            for (const record of records) loader.prime(record.id, record);
             return page;
           },
           decodeCursor: (cursor, argument) => services.cursors.decode(cursor, tenantId, list, argument, boundTo),

@@ -37,10 +37,15 @@ export class EntityIndex<T extends { id: string }> {
     this.expiresAt = now() + ttlMs;
   }
 
-  /** Adds records seen elsewhere (a connection page), without moving the scan. */
+  /**
+   * Adds records seen elsewhere (a connection page), without moving the scan. A record
+   * the index already holds is kept until the index expires: replacing it on every
+   * page would turn each request's records into long-lived garbage for the old
+   * generation to collect, for answers no fresher than the index's lifetime allows.
+   */
   prime(records: Iterable<T>): void {
     this.expireIfStale();
-    for (const record of records) this.records.set(record.id, record);
+    for (const record of records) if (!this.records.has(record.id)) this.records.set(record.id, record);
   }
 
   /** A page this index holds (asked for at UPSTREAM_PAGE_SIZE from `ref`), or undefined. */

@@ -1,0 +1,50 @@
+import type { Server } from 'node:http';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import type { GraphQLFormattedError } from 'graphql';
+import type { Logger } from '../logger';
+import type { GraphQLContext } from './context';
+import { createErrorFormatter } from './errors';
+import { DEFAULT_QUERY_LIMITS, LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
+import { subgraphPlugins } from './plugins';
+import { createSubgraphSchema, type SchemaExtension } from './schema';
+
+export interface ApolloServerOptions {
+  readonly logger: Logger;
+  readonly httpServer: Server;
+  /** Hide "Did you mean …?" schema hints from clients (the explorer is off). */
+  readonly hideSchemaDetails: boolean;
+  /** Answer `__schema` and `__type` (WFS_INTROSPECTION); the router's `_service` is always served. */
+  readonly introspection: boolean;
+  /** Resources served beyond the registry (see SchemaExtension). */
+  readonly extension?: SchemaExtension;
+  /** Plugins that run after the subgraph's own (metrics, logs, tracing, demo notices). */
+  readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
+  readonly limits?: QueryLimits;
+}
+
+/** The subgraph's Apollo Server: schema, query limits, error formatting and plugins; not started. */
+export function createApolloServer(options: ApolloServerOptions): ApolloServer<GraphQLContext> {
+  const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
+  const formatError = createErrorFormatter((error) => options.logger.error({ err: error }, 'unexpected error in a resolver'));
+  return new ApolloServer<GraphQLContext>({
+    schema: createSubgraphSchema(options.extension),
+    introspection: options.introspection,
+    logger: options.logger,
+    parseOptions: limitParseOptions(limits),
+    validationRules: limitRules(limits),
+    allowBatchedHttpRequests: false,
+    includeStacktraceInErrorResponses: false,
+    hideSchemaDetailsFromClientErrors: options.hideSchemaDetails,
+    // Compact JSON: Apollo's default indents every answer, which costs time and bytes.
+    stringifyResult: (value) => JSON.stringify(value),
+    formatError: (formatted: GraphQLFormattedError, error: unknown) => {
+      // A token limit stops the parser, so graphql-js calls it a syntax error; it is a limit like the others.
+      if (formatted.extensions?.code === 'GRAPHQL_PARSE_FAILED' && isTokenLimitError(formatted.message)) {
+        return { message: formatted.message.replace(/^Syntax Error: /, ''), extensions: { code: LIMIT_ERROR_CODE } };
+      }
+      return formatError(formatted, error);
+    },
+    plugins: subgraphPlugins([ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }), ...(options.plugins ?? [])]),
+  });
+}

@@ -1,0 +1,97 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HeaderMap, type ApolloServer } from '@apollo/server';
+import { createContext, type ContextServices, type GraphQLContext } from '../graphql/context';
+import { sendGraphQLError } from './respond';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface GraphQLHandlerOptions {
+  readonly apollo: ApolloServer<GraphQLContext>;
+  readonly services: ContextServices;
+  /** The most upstream time one request may use, in ms; its signal aborts after that. */
+  readonly budgetMs: number;
+}
+
+/** Serves one GraphQL request over node:http; rejects only on a fault of our own. */
+export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/**
+ * Apollo Server's documented integration path, as one function a request runs
+ * through from top to bottom: read the body, build the request's signal and
+ * context, execute, write the answer. Hooks that wrap a request (a logging context,
+ * a trace span) go around the body of `handle`.
+ */
+export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHandler {
+  const { apollo, services, budgetMs } = options;
+  return async function handle(req, res) {
+    let body: unknown;
+    if (req.method === 'POST') {
+      const text = await readBody(req);
+      if (text === null) return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${MAX_BODY_BYTES} bytes`);
+      if ((req.headers['content-type'] ?? '').includes('application/json')) {
+        try {
+          body = text === '' ? {} : JSON.parse(text);
+        } catch {
+          return sendGraphQLError(res, 400, 'BAD_REQUEST', 'the request body is not valid JSON');
+        }
+      } else body = text;
+    }
+
+    const signal = requestSignal(res, budgetMs);
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const response = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: req.method ?? 'GET', headers: headerMap(req), search: query === -1 ? '' : url.slice(query), body },
+      context: async () => createContext(services, req.headers, signal),
+    });
+
+    const headers: Record<string, string> = {};
+    for (const [name, value] of response.headers) headers[name] = value;
+    if (response.body.kind === 'complete') {
+      res.writeHead(response.status ?? 200, headers);
+      res.end(response.body.string);
+      return;
+    }
+    res.writeHead(response.status ?? 200, headers);
+    for await (const chunk of response.body.asyncIterator) res.write(chunk);
+    res.end();
+  };
+}
+
+/**
+ * Aborts when the client goes away before the answer is written, or when the
+ * request's upstream budget is spent. One controller and one timer per request,
+ * both released when the response closes (AbortSignal.timeout plus AbortSignal.any
+ * cost a timer, a signal and a dependency list each, and outlived the request).
+ */
+function requestSignal(res: ServerResponse, budgetMs: number): AbortSignal {
+  const controller = new AbortController();
+  const budget = setTimeout(() => controller.abort(new DOMException('the request budget is spent', 'TimeoutError')), budgetMs);
+  res.once('close', () => {
+    clearTimeout(budget);
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** The request's headers as Apollo's HeaderMap (lower-case names, repeated values joined). */
+function headerMap(req: IncomingMessage): HeaderMap {
+  const headers = new HeaderMap();
+  const source = req.headers;
+  for (const name in source) {
+    const value = source[name];
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return headers;
+}
+
+async function readBody(req: IncomingMessage): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return null;
+    chunks.push(chunk as Buffer);
+  }
+  return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+}

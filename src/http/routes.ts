@@ -1,0 +1,88 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { wantsExplorer } from '../browserRedirect';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+import { runInRequestScope } from '../observability/requestContext';
+import { traceGraphQLRequest } from '../telemetry';
+import type { GraphQLHandler } from './graphqlHandler';
+import { sendGraphQLError, sendJson } from './respond';
+
+export interface RoutesOptions {
+  readonly graphqlPath: string;
+  readonly graphql: GraphQLHandler;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** Requests to the GraphQL path must carry `router-authorization: <secret>` (null: no gate). */
+  readonly routerSecret: string | null;
+  /** Whether the shared token store answers (null without one). */
+  readonly sharedStoreUp: () => Promise<boolean | null>;
+  readonly draining: () => boolean;
+  /** Serves `/` and its assets; false for anything else. Undefined: the explorer is off. */
+  readonly explorer?: (req: IncomingMessage, res: ServerResponse) => boolean;
+}
+
+/**
+ * The HTTP routes: `/health`, `/ready`, `/metrics`, the GraphQL path behind the
+ * router gate, and the explorer. One listener for node:http's `request` event.
+ */
+export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { graphqlPath, graphql, metrics, logger } = options;
+  const routerSecret = options.routerSecret ? digest(options.routerSecret) : null;
+
+  return (req, res) => {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    if (path === graphqlPath) {
+      // A browser opening the endpoint gets the explorer, not a CSRF error.
+      if (options.explorer && wantsExplorer(req)) return void res.writeHead(302, { location: '/' }).end();
+      if (routerSecret && !sameSecret(req.headers['router-authorization'], routerSecret)) {
+        metrics.graphqlErrors.inc({ code: 'UNAUTHENTICATED' });
+        return sendGraphQLError(res, 401, 'UNAUTHENTICATED', 'this subgraph only answers the router: the router-authorization header is missing or wrong');
+      }
+      // Everything the request causes runs in its scope (request id on every log line,
+      // abort accounting, the in-flight gauge) and, with tracing on, in its span.
+      metrics.graphqlInFlight.inc();
+      runInRequestScope(req, res, { metrics, onEnd: () => metrics.graphqlInFlight.dec() }, () =>
+        traceGraphQLRequest(req.headers, () => graphql(req, res)).catch((error: unknown) => {
+          logger.error({ err: error }, 'GraphQL request failed');
+          if (!res.headersSent) sendGraphQLError(res, 500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
+          else res.destroy();
+        }),
+      );
+      return;
+    }
+    if (req.method === 'GET' && path === '/health') return sendJson(res, 200, { status: 'ok' });
+    if (req.method === 'GET' && path === '/ready') {
+      // A Redis outage does not make us unready: tokens then stay per replica.
+      const draining = options.draining();
+      metrics.ready.set(draining ? 0 : 1);
+      void options.sharedStoreUp().then((redis) => {
+        sendJson(res, draining ? 503 : 200, { status: draining ? 'shutting down' : 'ready', ...(redis !== null && { sharedTokenStore: redis ? 'up' : 'down' }) });
+      });
+      return;
+    }
+    if (req.method === 'GET' && path === '/metrics') {
+      void metrics.registry.metrics().then((text) => {
+        res.writeHead(200, { 'content-type': metrics.registry.contentType });
+        res.end(text);
+      });
+      return;
+    }
+    if (options.explorer?.(req, res)) return;
+    const hint = path === '/' && !options.explorer ? ' (the explorer is off: set WFS_EXPLORER=true to serve it here)' : '';
+    sendJson(res, 404, { error: `no route for ${req.method} ${path}; the GraphQL endpoint is ${graphqlPath}${hint}` });
+  };
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** Compares digests, so neither the secret's length nor its content leaks through timing. */
+function sameSecret(header: string | string[] | undefined, expectedDigest: Buffer): boolean {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return false;
+  return timingSafeEqual(digest(value), expectedDigest);
+}

@@ -21,6 +21,8 @@ export interface ConnectionScope<F extends ListFilter = ListFilter> {
 /** One tenant's data, for one GraphQL request. */
 export interface TenantData {
   readonly tenantId: string;
+  /** The record the tenant's entity index holds for `id` now, if any: no batch, no promise. */
+  held<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined;
   /** The per-request entity loader of a resource (by resource, list name or GraphQL type name). */
   loader<R extends UpstreamRecord>(resource: Resource<R, any> | string): DataLoader<string, R | null>;
   /** One page of a resource's list as a Relay connection, filtered and scoped as asked. */
@@ -31,6 +33,8 @@ export interface TenantData {
 export interface GraphQLContext {
   /** The request's tenant and its loaders; rejects with UNAUTHENTICATED or FORBIDDEN. */
   tenant(): Promise<TenantData>;
+  /** The tenant once `tenant()` has resolved (undefined before): lets hot resolvers skip a promise. */
+  knownTenant(): TenantData | undefined;
   /** Errors that do not fail a field (a malformed item skipped in a page); sent with the response. */
   readonly itemErrors: GraphQLError[];
 }
@@ -52,15 +56,18 @@ export interface ContextServices {
 export function createContext(services: ContextServices, headers: IncomingHttpHeaders, signal: AbortSignal): GraphQLContext {
   const itemErrors: GraphQLError[] = [];
   let tenant: Promise<TenantData> | undefined;
+  let known: TenantData | undefined;
   return {
     itemErrors,
     tenant() {
       tenant ??= services.identify(headers).then((tenantId) => {
         noteTenant(tenantId);
-        return tenantData(services, tenantId, signal, itemErrors);
+        known = tenantData(services, tenantId, signal, itemErrors);
+        return known;
       });
       return tenant;
     },
+    knownTenant: () => known,
   };
 }
 
@@ -115,6 +122,11 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
 
   return {
     tenantId,
+    held: <R extends UpstreamRecord>(resource: Resource<R, any>, id: string) => {
+      const record = services.indexes.for<R>(tenantId, resource.name).peek(id);
+      if (record) noteCacheLookups('entity_index', 1, 0);
+      return record;
+    },
     loader: <R extends UpstreamRecord>(resource: Resource<R, any> | string) => loaderOf(resourceOf(resource)) as DataLoader<string, R | null>,
     async connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope: ConnectionScope<F> = {}) {
       const request = checkConnectionArgs(args);

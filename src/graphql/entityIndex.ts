@@ -48,6 +48,12 @@ export class EntityIndex<T extends { id: string }> {
     for (const record of records) if (!this.records.has(record.id)) this.records.set(record.id, record);
   }
 
+  /** The record with `id` if this index holds it now (no scan, no promise). */
+  peek(id: string): T | undefined {
+    this.expireIfStale();
+    return this.records.get(id);
+  }
+
   /** A page this index holds (asked for at UPSTREAM_PAGE_SIZE from `ref`), or undefined. */
   page(ref: PageRef | null, pageSize: number): ListPage<T> | undefined {
     this.expireIfStale();

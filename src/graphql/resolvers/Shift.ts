@@ -1,6 +1,7 @@
 import type { ShiftResolvers } from '../../__generated__/resolvers-types';
 import { UpstreamError } from '../../upstream/errors';
 import { locations, normalizeDateTime, type ShiftRecord } from '../../upstream/resources';
+import { loadEntity } from '../resourceResolvers';
 
 /** A date-time the upstream sent in a form we cannot serve fails that field alone. */
 function dateTime(shift: ShiftRecord, field: 'start' | 'end'): string | null {
@@ -17,6 +18,6 @@ function dateTime(shift: ShiftRecord, field: 'start' | 'end'): string | null {
 export const Shift: ShiftResolvers = {
   start: (shift) => dateTime(shift, 'start'),
   end: (shift) => dateTime(shift, 'end'),
-  location: async (shift, _args, context) => (shift.locationId ? (await context.tenant()).loader(locations).load(shift.locationId) : null),
+  location: (shift, _args, context) => (shift.locationId ? loadEntity(context, locations, shift.locationId) : null),
   user: (shift) => (shift.userId ? { id: shift.userId } : null),
 };

@@ -36,6 +36,11 @@ export interface Tracing {
 let tracing: Tracing | undefined;
 let starting: Promise<Tracing | undefined> | undefined;
 
+/** Whether tracing is on in this process (it was started and found its switch). */
+export function tracingActive(): boolean {
+  return tracing !== undefined;
+}
+
 /** Whether the standard OpenTelemetry variables turn tracing on. */
 export function tracingEnabled(env: Readonly<Record<string, string | undefined>>): boolean {
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;

@@ -21,6 +21,15 @@ fi
 echo "==> npm ci (brings Node 24 as a devDependency)"
 npm ci --no-audit --no-fund
 
+# Grafbase Gateway (test/e2e/grafbase.test.ts) ships its binary in a platform package of
+# its own; only the Linux x64 one is on the registry at this version, so it is not a
+# devDependency (npm ci would then fail on every other platform) but installed here.
+GRAFBASE_CLI=@grafbase/cli-x86_64-unknown-linux-musl@0.80.4
+if [ ! -x node_modules/@grafbase/cli-x86_64-unknown-linux-musl/grafbase ]; then
+  echo "==> Grafbase Gateway binary ($GRAFBASE_CLI)"
+  npm install --no-save --no-audit --no-fund "$GRAFBASE_CLI"
+fi
+
 echo "==> generated code is up to date with schema.graphql and operations/"
 snapshot=$(mktemp -d)
 trap 'rm -rf "$snapshot"' EXIT

@@ -71,7 +71,8 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
       return;
     }
     if (options.explorer?.(req, res)) return;
-    const hint = path === '/' && !options.explorer ? ' (the explorer is off: set WFS_EXPLORER=true to serve it here)' : '';
+    // Clients learn that the explorer is off, not which setting turns it on (that is for the operator's README).
+    const hint = path === '/' && !options.explorer ? ' (the explorer is not served by this deployment)' : '';
     sendJson(res, 404, { error: `no route for ${req.method} ${path}; the GraphQL endpoint is ${graphqlPath}${hint}` });
   };
 }

@@ -90,6 +90,14 @@ export interface WfsClientOptions {
   readonly now?: () => number;
 }
 
+/** One page as the request loop sends it: which list, where in it, how large, with which query. */
+interface PageRequest<R extends UpstreamRecord> {
+  readonly resource: Resource<R>;
+  readonly ref: PageRef | null;
+  readonly pageSize: number;
+  readonly query: Readonly<Record<string, string>> | undefined;
+}
+
 type Outcome<R> =
   | { kind: 'page'; page: ListPage<R> }
   | { kind: 'unauthorized' }
@@ -148,7 +156,7 @@ export class WfsClient {
 
   /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */
   private async sharedPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
-    const { ref = null, pageSize = UPSTREAM_PAGE_SIZE, query } = options;
+    const page: PageRequest<R> = { resource, ref: options.ref ?? null, pageSize: options.pageSize ?? UPSTREAM_PAGE_SIZE, query: options.query };
     const list = resource.name;
     const deadlineMs = this.options.deadlineMs ?? 10_000;
     const budget = options.budget ?? this.budgetFor(options.signal ?? AbortSignal.timeout(deadlineMs), deadlineMs);
@@ -164,26 +172,16 @@ export class WfsClient {
     noteShard(grant.apiBase);
     checkScope(grant, resource);
     // The key is the exact URL the call sends: list, reference, page size and any filter.
-    const key = coalescingKey(tenantId, listUrl(grant, resource, ref, pageSize, query));
+    const key = coalescingKey(tenantId, listUrl(grant, page));
     if (this.inFlight.has(key)) this.options.resilience?.onCoalesced?.(list);
-    const page = (await this.inFlight.run(key, signal, (shared) =>
-      this.fetchPage(tenantId, resource, query, ref, pageSize, grant, shared, budget.deadlineAt),
-    )) as ListPage<R>;
-    budget.notePage(list, page);
-    return page;
+    const fetched = (await this.inFlight.run(key, signal, (shared) => this.fetchPage(tenantId, page, grant, shared, budget.deadlineAt))) as ListPage<R>;
+    budget.notePage(list, fetched);
+    return fetched;
   }
 
   /** The request loop of one page: windows, bulkhead, breaker, retries, one 401 renewal. */
-  private async fetchPage<R extends UpstreamRecord>(
-    tenantId: string,
-    resource: Resource<R>,
-    query: Readonly<Record<string, string>> | undefined,
-    ref: PageRef | null,
-    pageSize: number,
-    grant: TokenGrant,
-    signal: AbortSignal,
-    deadlineAt: number,
-  ): Promise<ListPage<R>> {
+  private async fetchPage<R extends UpstreamRecord>(tenantId: string, page: PageRequest<R>, grant: TokenGrant, signal: AbortSignal, deadlineAt: number): Promise<ListPage<R>> {
+    const { resource } = page;
     const list = resource.name;
     const maxWaitMs = (this.options.maxRetryAfterSeconds ?? 2) * 1000;
     const remaining = () => deadlineAt - performance.now();
@@ -208,7 +206,7 @@ export class WfsClient {
         await sleep(windowWait, signal);
       }
 
-      const outcome = await this.attempt(tenantId, origin, resource, query, ref, pageSize, grant, signal);
+      const outcome = await this.attempt(tenantId, origin, page, grant, signal);
       if (outcome.kind === 'page') {
         this.options.tokens.markUsed(grant);
         return outcome.page;
@@ -257,21 +255,12 @@ export class WfsClient {
   }
 
   /** One HTTP attempt, through the tenant's bulkhead and the shard's breaker. */
-  private async attempt<R extends UpstreamRecord>(
-    tenantId: string,
-    origin: string,
-    resource: Resource<R>,
-    query: Readonly<Record<string, string>> | undefined,
-    ref: PageRef | null,
-    pageSize: number,
-    grant: TokenGrant,
-    signal: AbortSignal,
-  ): Promise<Outcome<R>> {
+  private async attempt<R extends UpstreamRecord>(tenantId: string, origin: string, page: PageRequest<R>, grant: TokenGrant, signal: AbortSignal): Promise<Outcome<R>> {
     // The breaker is outside the bulkhead: an open breaker fails fast without queueing.
     try {
       return await this.breakers.run(origin, () =>
         this.bulkheads.run(tenantId, signal, async () => {
-          const outcome = await this.send(grant, resource, query, ref, pageSize, signal);
+          const outcome = await this.send(grant, page, signal);
           // A shard fault counts against the shard's breaker; a cancelled call does not.
           if (outcome.kind === 'transient' && !signal.aborted) throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
           return outcome;
@@ -283,19 +272,12 @@ export class WfsClient {
     }
   }
 
-  private async send<R extends UpstreamRecord>(
-    grant: TokenGrant,
-    resource: Resource<R>,
-    query: Readonly<Record<string, string>> | undefined,
-    ref: PageRef | null,
-    pageSize: number,
-    signal: AbortSignal,
-  ): Promise<Outcome<R>> {
-    const list = resource.name;
+  private async send<R extends UpstreamRecord>(grant: TokenGrant, page: PageRequest<R>, signal: AbortSignal): Promise<Outcome<R>> {
+    const list = page.resource.name;
     // Built from this attempt's token: after a renewal the tenant may live on another shard.
-    const url = listUrl(grant, resource, ref, pageSize, query);
+    const url = listUrl(grant, page);
     const fromReference = Number(url.searchParams.get('page_size'));
-    const sentSize = Number.isInteger(fromReference) && fromReference > 0 ? fromReference : pageSize;
+    const sentSize = Number.isInteger(fromReference) && fromReference > 0 ? fromReference : page.pageSize;
     const started = performance.now();
     let response: Dispatcher.ResponseData;
     try {
@@ -330,12 +312,12 @@ export class WfsClient {
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
     this.options.onListCall?.(list, status, performance.now() - started, { origin: originOf(url), outcome: 'ok' });
-    return { kind: 'page', page: parseEnvelope(body, resource, ref, sentSize, grant.apiBase) };
+    return { kind: 'page', page: parseEnvelope(body, page.resource, page.ref, sentSize, grant.apiBase) };
   }
 }
 
 /** The URL of one page: the tenant's shard, the list's path, the reference, `page_size` and the resource's query. */
-function listUrl(grant: TokenGrant, resource: Resource<UpstreamRecord>, ref: PageRef | null, pageSize: number, query: Readonly<Record<string, string>> | undefined): URL {
+function listUrl(grant: TokenGrant, { resource, ref, pageSize, query }: PageRequest<UpstreamRecord>): URL {
   const url = pageUrl(grant.apiBase, resource.path, ref, pageSize);
   if (ref === null && query) for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
   return url;

@@ -110,34 +110,33 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     },
   });
 
-  const client = upstream.observe(
-    new WfsClient({
-      tokens,
-      dispatcher,
-      onListCall: (list, status, durationMs, attempt) => {
-        noteListAttempt(status);
-        upstream.onListCall(list, status, durationMs, attempt);
+  const client = new WfsClient({
+    tokens,
+    dispatcher,
+    onListCall: (list, status, durationMs, attempt) => {
+      noteListAttempt(status);
+      upstream.onListCall(list, status, durationMs, attempt);
+    },
+    aroundListCall: upstream.aroundListCall,
+    callBudget: config.upstreamCallBudget,
+    ...overrides.upstream,
+    resilience: {
+      onBreakerState: (origin, state) => {
+        metrics.resilience.breakerState.set({ origin }, BREAKER_STATE_VALUES[state]);
+        metrics.resilience.breakerTransitions.inc({ origin, state });
+        if (state === 'open') logger.warn({ origin }, 'upstream shard failing: circuit breaker open, its calls fail fast for a while');
+        else if (state === 'closed') logger.info({ origin }, 'upstream shard answering again: circuit breaker closed');
       },
-      callBudget: config.upstreamCallBudget,
-      ...overrides.upstream,
-      resilience: {
-        onBreakerState: (origin, state) => {
-          metrics.resilience.breakerState.set({ origin }, BREAKER_STATE_VALUES[state]);
-          metrics.resilience.breakerTransitions.inc({ origin, state });
-          if (state === 'open') logger.warn({ origin }, 'upstream shard failing: circuit breaker open, its calls fail fast for a while');
-          else if (state === 'closed') logger.info({ origin }, 'upstream shard answering again: circuit breaker closed');
-        },
-        onRetry: (list, reason) => metrics.resilience.retries.inc({ list, reason }),
-        onCoalesced: (list) => {
-          noteCoalesced(list);
-          noteCoalescedInTrace();
-        },
-        onQueued: () => metrics.resilience.bulkheadQueued.inc(),
-        onRejected: () => metrics.resilience.bulkheadRejected.inc(),
-        onFailFast: (reason) => metrics.resilience.failFast.inc({ reason }),
+      onRetry: (list, reason) => metrics.resilience.retries.inc({ list, reason }),
+      onCoalesced: (list) => {
+        noteCoalesced(list);
+        noteCoalescedInTrace();
       },
-    }),
-  );
+      onQueued: () => metrics.resilience.bulkheadQueued.inc(),
+      onRejected: () => metrics.resilience.bulkheadRejected.inc(),
+      onFailFast: (reason) => metrics.resilience.failFast.inc({ reason }),
+    },
+  });
 
   const services: ContextServices = {
     client,

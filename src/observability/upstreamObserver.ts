@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
-import type { ListCallListener, WfsClient } from '../upstream/client';
+import type { ListCallListener, ListCallWrapper } from '../upstream/client';
 import { isUpstreamError, type UpstreamError } from '../upstream/errors';
 import { isTimeoutReason, type CallOutcome, type FailureCause } from '../upstream/failureCause';
 import { BoundedLabel } from './boundedLabel';
@@ -36,8 +36,8 @@ export interface UpstreamFailure {
 export interface UpstreamObserver {
   /** The WfsClient's per-attempt listener: attempt metrics and the call's record. */
   readonly onListCall: ListCallListener;
-  /** Wraps `client.listPage` so each call is counted once and a final failure is logged once. */
-  observe(client: WfsClient): WfsClient;
+  /** The WfsClient's call wrapper: each call counted once, a final failure logged once. */
+  readonly aroundListCall: ListCallWrapper;
   /** Logs a failure that did not come out of one call (a broken page chain), unless already logged. */
   logFailure(error: UpstreamError, fields: { path?: string }): void;
   /** Writes the counts of suppressed lines now (the timer does it every window). */
@@ -95,52 +95,46 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
 
   return {
     onListCall,
-    observe(client) {
-      const listPage = client.listPage.bind(client);
-      client.listPage = ((tenantId, resource, options = {}) => {
-        const list = resource.name;
-        const signal = options.signal;
-        const scope = currentRequest();
-        if (scope) {
-          scope.upstreamCalls += 1;
-          scope.tenantId ??= tenantId;
-        }
-        const call: CallRecord = { attempts: 0, origin: undefined, lastOutcome: undefined, lastStatus: 0 };
-        const started = performance.now();
-        return calls.run(call, () => listPage(tenantId, resource, options)).then(
-          (page) => {
-            metrics.upstreamCalls.inc({ list, origin: origins.value(call.origin), outcome: 'ok' });
-            return page;
-          },
-          (error: unknown) => {
-            const origin = origins.value(call.origin);
-            const aborted = (signal?.aborted && !isTimeoutReason(signal.reason)) || scope?.aborted === true;
-            if (aborted) {
-              metrics.upstreamCalls.inc({ list, origin, outcome: 'aborted' });
-            } else {
-              const cause = finalCause(error, call);
-              metrics.upstreamCalls.inc({ list, origin, outcome: cause });
-              if (typeof error === 'object' && error !== null && !logged.has(error)) {
-                write(
-                  {
-                    tenantId,
-                    list,
-                    origin: call.origin ?? 'none',
-                    cause,
-                    ...(cause === 'http_status' && { status: call.lastStatus }),
-                    code: isUpstreamError(error) ? error.code : 'INTERNAL_SERVER_ERROR',
-                    attempts: call.attempts,
-                    durationMs: Math.round(performance.now() - started),
-                  },
-                  error,
-                );
-              }
+    aroundListCall({ tenantId, list, signal }, run) {
+      const scope = currentRequest();
+      if (scope) {
+        scope.upstreamCalls += 1;
+        scope.tenantId ??= tenantId;
+      }
+      const call: CallRecord = { attempts: 0, origin: undefined, lastOutcome: undefined, lastStatus: 0 };
+      const started = performance.now();
+      return calls.run(call, run).then(
+        (page) => {
+          metrics.upstreamCalls.inc({ list, origin: origins.value(call.origin), outcome: 'ok' });
+          return page;
+        },
+        (error: unknown) => {
+          const origin = origins.value(call.origin);
+          const aborted = (signal?.aborted && !isTimeoutReason(signal.reason)) || scope?.aborted === true;
+          if (aborted) {
+            metrics.upstreamCalls.inc({ list, origin, outcome: 'aborted' });
+          } else {
+            const cause = finalCause(error, call);
+            metrics.upstreamCalls.inc({ list, origin, outcome: cause });
+            if (typeof error === 'object' && error !== null && !logged.has(error)) {
+              write(
+                {
+                  tenantId,
+                  list,
+                  origin: call.origin ?? 'none',
+                  cause,
+                  ...(cause === 'http_status' && { status: call.lastStatus }),
+                  code: isUpstreamError(error) ? error.code : 'INTERNAL_SERVER_ERROR',
+                  attempts: call.attempts,
+                  durationMs: Math.round(performance.now() - started),
+                },
+                error,
+              );
             }
-            throw error;
-          },
-        );
-      }) as WfsClient['listPage'];
-      return client;
+          }
+          throw error;
+        },
+      );
     },
     logFailure(error, fields) {
       const scope = currentRequest();

@@ -35,6 +35,19 @@ export interface ListPage<T> {
  */
 export type ListCallListener = (list: string, status: number, durationMs: number, attempt: ListAttempt) => void;
 
+/** The call `ListCallWrapper` wraps: whose, which list, and the caller's signal. */
+export interface ListCall {
+  readonly tenantId: string;
+  readonly list: string;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Runs around each list call as a whole (every attempt, retry and wait of it), for
+ * logs and metrics that count a call once and log its final failure once.
+ */
+export type ListCallWrapper = <T>(call: ListCall, run: () => Promise<T>) => Promise<T>;
+
 /** One attempt as the listener sees it: never a path, query, cursor or token. */
 export interface ListAttempt {
   readonly origin: string;
@@ -85,6 +98,7 @@ export interface WfsClientOptions {
   readonly breaker?: Omit<ShardBreakerOptions, 'onStateChange' | 'onFailFast'>;
   readonly bulkhead?: Omit<TenantBulkheadOptions, 'onQueued' | 'onRejected'>;
   readonly onListCall?: ListCallListener;
+  readonly aroundListCall?: ListCallWrapper;
   readonly resilience?: ResilienceListener;
   /** Clock for Retry-After windows. Default Date.now. */
   readonly now?: () => number;
@@ -151,7 +165,9 @@ export class WfsClient {
    * Concurrent calls for the same page of the same tenant share one upstream call.
    */
   listPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions = {}): Promise<ListPage<R>> {
-    return traceListCall(resource.name, options.pageSize ?? UPSTREAM_PAGE_SIZE, () => this.sharedPage(tenantId, resource, options));
+    const run = () => traceListCall(resource.name, options.pageSize ?? UPSTREAM_PAGE_SIZE, () => this.sharedPage(tenantId, resource, options));
+    const around = this.options.aroundListCall;
+    return around ? around({ tenantId, list: resource.name, signal: options.signal }, run) : run();
   }
 
   /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */

@@ -4,9 +4,7 @@ import { createMetrics } from '../../src/metrics';
 import { LogLimiter } from '../../src/observability/logLimiter';
 import { createUpstreamObserver } from '../../src/observability/upstreamObserver';
 import { runInScope, type RequestScope } from '../../src/observability/requestContext';
-import type { WfsClient } from '../../src/upstream/client';
 import { UpstreamError } from '../../src/upstream/errors';
-import { shifts } from '../../src/upstream/resources';
 
 describe('LogLimiter', () => {
   it('lets a burst through per key and window, counts the rest, and reports the count once', () => {
@@ -34,15 +32,14 @@ describe('upstream failure log', () => {
     const logger = createLogger('info', new Writable({ write: (chunk, _encoding, done) => (output.push(String(chunk)), done()) }));
     const metrics = createMetrics();
     const observer = createUpstreamObserver(logger, metrics, { burst: 5, windowMs: 60_000 });
-    const failing = {
-      listPage: async () => {
+    // A list call that fails like a client's would: one attempt reported, then the error.
+    const failingCall = () =>
+      observer.aroundListCall({ tenantId: 't-1', list: 'shifts', signal: undefined }, async () => {
         observer.onListCall('shifts', 503, 3, { origin: 'https://shard-9.example.com', outcome: 'http_status' });
         throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream answered 503 for shifts', { status: 503 });
-      },
-    } as unknown as WfsClient;
-    const client = observer.observe(failing);
+      });
     const scope: RequestScope = { requestId: 'req-1', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0, cacheHits: 0 };
-    await runInScope(scope, () => Promise.all(Array.from({ length: 1_000 }, () => client.listPage('t-1', shifts).catch(() => undefined))));
+    await runInScope(scope, () => Promise.all(Array.from({ length: 1_000 }, () => failingCall().catch(() => undefined))));
     observer.close();
 
     const lines = output.map((line) => JSON.parse(line) as Record<string, unknown>);

@@ -1,5 +1,5 @@
 import { BulkheadRejectedError, TaskCancelledError, bulkhead, type BulkheadPolicy } from 'cockatiel';
-import { UpstreamError } from './errors';
+import { UpstreamError, cancelledError } from './errors';
 
 export interface TenantBulkheadOptions {
   /** Concurrent upstream calls one tenant may have in flight. Default 16. */
@@ -34,7 +34,7 @@ export class TenantBulkheads {
         this.options.onRejected?.();
         throw new UpstreamError('UPSTREAM_RATE_LIMITED', `too many upstream calls are waiting for tenant ${tenantId}; retry shortly`);
       }
-      if (error instanceof TaskCancelledError) throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out');
+      if (error instanceof TaskCancelledError) throw cancelledError();
       throw error;
     }
   }

@@ -1,7 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import { UPSTREAM_PAGE_SIZE } from './endpoints';
-import { UpstreamError } from './errors';
-import { causeOfNetworkError, originOf, type CallOutcome, type FailureCause } from './failureCause';
+import { UpstreamError, cancelledError } from './errors';
+import { causeOfNetworkError, type CallOutcome, type FailureCause } from './failureCause';
 import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
 import { parsePageReference, pageUrl, type PageRef } from './pageReference';
 import type { MalformedRecord, Resource, UpstreamRecord } from './resources';
@@ -177,7 +177,7 @@ export class WfsClient {
     const deadlineMs = this.options.deadlineMs ?? 10_000;
     const budget = options.budget ?? this.budgetFor(options.signal ?? AbortSignal.timeout(deadlineMs), deadlineMs);
     const signal = options.signal ?? budget.signal;
-    if (signal.aborted) throw cancelled();
+    if (signal.aborted) throw cancelledError();
     try {
       budget.take(list);
     } catch (error) {
@@ -208,7 +208,8 @@ export class WfsClient {
     let rateLimitRetries = 0;
     for (;;) {
       checkScope(grant, resource);
-      const origin = new URL(grant.apiBase).origin;
+      // The token's api_base, validated to an origin (checkApiBase).
+      const origin = grant.apiBase;
       // A Retry-After window in force: wait out a short one within the budget, fail fast on a long one.
       const tenantWait = this.windows.remainingMs('tenant', tenantId);
       const shardWait = this.windows.remainingMs('shard', origin);
@@ -304,7 +305,7 @@ export class WfsClient {
         signal,
       });
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started, { origin: originOf(url), outcome: causeOfNetworkError(error, signal) });
+      this.options.onListCall?.(list, 0, performance.now() - started, { origin: url.origin, outcome: causeOfNetworkError(error, signal) });
       if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
       if (isTooLarge(error)) throw tooLarge(list);
       // The connector refused the address (a private network): never retried.
@@ -315,19 +316,19 @@ export class WfsClient {
     if (status !== 200) {
       // Status codes decide; error bodies are undocumented and never read.
       await response.body.dump().catch(() => undefined);
-      this.options.onListCall?.(list, status, performance.now() - started, { origin: originOf(url), outcome: 'http_status' });
+      this.options.onListCall?.(list, status, performance.now() - started, { origin: url.origin, outcome: 'http_status' });
       return classifyStatus(list, status, retryAfterSeconds(response.headers['retry-after']));
     }
     let body: unknown;
     try {
       body = await readJson(response.body);
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started, { origin: originOf(url), outcome: causeOfNetworkError(error, signal) });
+      this.options.onListCall?.(list, 0, performance.now() - started, { origin: url.origin, outcome: causeOfNetworkError(error, signal) });
       if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
       if (isTooLarge(error)) throw tooLarge(list);
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
-    this.options.onListCall?.(list, status, performance.now() - started, { origin: originOf(url), outcome: 'ok' });
+    this.options.onListCall?.(list, status, performance.now() - started, { origin: url.origin, outcome: 'ok' });
     return { kind: 'page', page: parseEnvelope(body, page.resource, page.ref, sentSize, grant.apiBase) };
   }
 }
@@ -391,10 +392,6 @@ function parseEnvelope<R extends UpstreamRecord>(body: unknown, resource: Resour
   };
 }
 
-function cancelled(): UpstreamError {
-  return new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out');
-}
-
 function rateLimited(tenantId: string, retryAfter: number | undefined, cause?: FailureCause): UpstreamError {
   return new UpstreamError('UPSTREAM_RATE_LIMITED', `the upstream is rate limiting tenant ${tenantId}; retry later`, {
     status: 429,
@@ -413,14 +410,14 @@ function shardBusy(origin: string, list: string, retryAfter: number, cause?: Fai
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(cancelled());
+    if (signal.aborted) return reject(cancelledError());
     const timer = setTimeout(() => {
       signal.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
     const onAbort = () => {
       clearTimeout(timer);
-      reject(new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out'));
+      reject(cancelledError());
     };
     signal.addEventListener('abort', onAbort, { once: true });
   });

@@ -1,4 +1,4 @@
-import { UpstreamError } from './errors';
+import { cancelledError } from './errors';
 
 /**
  * The key of one upstream page for one tenant: the tenant and the exact URL the call
@@ -42,7 +42,7 @@ export class InFlight<T> {
    * signal that aborts only when every waiter has left.
    */
   run(key: string, signal: AbortSignal | undefined, start: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    if (signal?.aborted) return Promise.reject(cancelled());
+    if (signal?.aborted) return Promise.reject(cancelledError());
     let call = this.calls.get(key);
     if (!call) {
       const controller = new AbortController();
@@ -67,7 +67,7 @@ export class InFlight<T> {
           if (this.calls.get(key) === call) this.calls.delete(key);
           call.controller.abort();
         }
-        reject(cancelled());
+        reject(cancelledError());
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       call.promise.then(
@@ -84,6 +84,3 @@ export class InFlight<T> {
   }
 }
 
-function cancelled(): UpstreamError {
-  return new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out');
-}

@@ -33,6 +33,11 @@ export class UpstreamError extends Error {
   }
 }
 
+/** The error of a call its caller gave up on (the request went away or its deadline passed). */
+export function cancelledError(): UpstreamError {
+  return new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out');
+}
+
 export function isUpstreamError(error: unknown): error is UpstreamError {
   return error instanceof UpstreamError;
 }

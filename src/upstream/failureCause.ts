@@ -77,14 +77,3 @@ function errorCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/**
- * A shard's origin for logs and labels: scheme, host and port only, never a path,
- * query, cursor or token.
- */
-export function originOf(url: string | URL): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return 'unknown';
-  }
-}

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
-import { causeOfNetworkError, originOf } from '../../src/upstream/failureCause';
+import { causeOfNetworkError } from '../../src/upstream/failureCause';
 
 /**
  * The causes are read from the errors undici really throws: each case provokes the
@@ -88,12 +88,5 @@ describe('causeOfNetworkError', () => {
     expect(causeOfNetworkError(Object.assign(new Error('getaddrinfo ENOTFOUND shard.invalid'), { code: 'ENOTFOUND' }))).toBe('dns');
     expect(causeOfNetworkError(Object.assign(new Error('refused'), { code: 'WFS_ADDRESS_REFUSED' }))).toBe('address_refused');
     expect(causeOfNetworkError(new Error('something else'))).toBe('network');
-  });
-});
-
-describe('originOf', () => {
-  it('keeps scheme, host and port only', () => {
-    expect(originOf('https://user:pw@shard-1.example.com:8443/api/public/v1/shifts/?cursor=abc&page_size=5#x')).toBe('https://shard-1.example.com:8443');
-    expect(originOf('not a url')).toBe('unknown');
   });
 });

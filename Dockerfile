@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Build stage: full install (TypeScript, codegen output is committed), compile to dist/.
+# Build stage: full install (TypeScript, esbuild; codegen output is committed), compile
+# to dist/ and bundle the server into dist/main.js (scripts/bundle.mjs).
 # --ignore-scripts: no dependency needs an install script here, and the one that has
 # an important one, the `node` devDependency (it downloads a Node binary for laptops
 # with an old Node), is not wanted: this image already has Node 24, which then runs
@@ -25,9 +26,10 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 COPY --from=build /app/dist ./dist
 COPY schema.graphql ./schema.graphql
 # Node's module compile cache, filled once here: every container then starts from
-# compiled code instead of compiling Apollo Server, graphql-js and the rest again.
+# compiled code instead of compiling the server bundle (dist/main.js: the server,
+# Apollo Server, graphql-js and the rest in one file) again. Loading it starts nothing.
 ENV NODE_COMPILE_CACHE=/app/.compile-cache
-RUN mkdir -p /app/.compile-cache && node -e "require('./dist/server')" && chown -R node:node /app/.compile-cache
+RUN mkdir -p /app/.compile-cache && node -e "require('./dist/compileCache'); require('./dist/main')" && chown -R node:node /app/.compile-cache
 USER node
 EXPOSE 4001
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \

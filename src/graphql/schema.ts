@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import type { GraphQLSchema } from 'graphql';
 import { gql } from 'graphql-tag';
@@ -10,11 +10,19 @@ import { mergeResolvers, resourceResolvers } from './resourceResolvers';
 import { resolvers } from './resolvers';
 
 /**
- * `schema.graphql` sits at the package root, two levels above this module both in
- * `src/graphql/` and in `dist/graphql/`, so the server finds it from any working
- * directory (and the Docker image copies it next to `dist/`).
+ * `schema.graphql` sits at the package root, next to `package.json`: found by walking
+ * up from this code, which is in `src/graphql/` or `dist/graphql/`, or in the production
+ * bundle `dist/main.js`. So the server finds it from any working directory (the Docker
+ * image copies both next to `dist/`).
  */
-export const SCHEMA_PATH = join(__dirname, '..', '..', 'schema.graphql');
+export const SCHEMA_PATH = join(packageRoot(__dirname), 'schema.graphql');
+
+function packageRoot(from: string): string {
+  for (let dir = from, up = 0; up < 4; dir = dirname(dir), up++) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+  }
+  return join(from, '..', '..');
+}
 
 export function loadTypeDefs(): string {
   return readFileSync(SCHEMA_PATH, 'utf8');

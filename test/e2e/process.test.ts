@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
@@ -136,6 +137,32 @@ describe('node dist/index.js', () => {
       const output = running.stdout() + running.stderr();
       for (const tenant of emulator.tenants) expect(output).not.toContain(tenant.clientSecret);
       expect(output).not.toMatch(/eyJ[\w-]+\.eyJ/);
+    });
+
+    it('is one bundled file: serves a query having loaded no other module of ours and no optional package', async () => {
+      // A preload records every module file the process loaded, when it exits.
+      const dir = mkdtempSync(join(tmpdir(), 'wfs-bundle-'));
+      const listFile = join(dir, 'loaded.json');
+      const preload = join(dir, 'list-modules.js');
+      writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(listFile)}, JSON.stringify(Object.keys(require.cache))));`);
+      running = run({
+        WFS_AUTH_URL: emulator.authUrl,
+        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+        WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
+        NODE_OPTIONS: `--require ${preload}`,
+      });
+      const url = await waitFor(() => /"url":"(http:[^"]+)"/.exec(running!.stdout())?.[1], 'the ready log line');
+      const tenant = emulator.tenants[0]!;
+      const answer = await post(url, '{ locations(first: 2) { nodes { id name } } }', { 'x-tenant-id': tenant.tenantId });
+      expect(answer.body.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
+      running.child.kill('SIGTERM');
+      expect(await running.exit).toBe(0);
+      const loaded = (JSON.parse(readFileSync(listFile, 'utf8')) as string[]).filter((file) => file !== preload);
+      const ours = loaded.filter((file) => file.startsWith(join(root, 'dist'))).map((file) => file.slice(join(root, 'dist').length + 1));
+      expect(ours.sort()).toEqual(['compileCache.js', 'index.js', 'main.js']);
+      // Outside the bundle only the hash helper Apollo Server reaches node:crypto through (scripts/bundle.mjs says why).
+      const packages = [...new Set(loaded.filter((file) => file.includes('node_modules')).map((file) => /node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file)![1]))];
+      expect(packages.sort()).toEqual(['@apollo/utils.createhash', '@apollo/utils.isnodelike']);
     });
   });
 });

@@ -1,5 +1,9 @@
 import { readdirSync } from 'node:fs';
 import type { Resolvers } from '../../__generated__/resolvers-types';
+import { mergeTypeModules, type TypeResolverModule } from './merge';
+
+/** A resolver file: one per GraphQL type, named after it (`Location.ts`). */
+export const TYPE_RESOLVER_FILE = /^[A-Z]\w*\.(ts|js)$/;
 
 /**
  * The hand-written resolvers: one file per GraphQL type (`Location.ts`, `Shift.ts`,
@@ -7,18 +11,14 @@ import type { Resolvers } from '../../__generated__/resolvers-types';
  * only what the registry cannot build (scalars, each type's fields and relations). Every
  * such file in this folder is merged here, so a new resource's resolver file needs no
  * edit elsewhere; the rest is built from the registry (`../resourceResolvers.ts`).
+ *
+ * The production bundle cannot list a folder at run time: `scripts/bundle.mjs` replaces
+ * this module with static imports of the same files, listed when it builds.
  */
 function loadTypeResolvers(): Resolvers {
-  const merged: Record<string, unknown> = {};
-  const files = readdirSync(__dirname).filter((file) => /^[A-Z]\w*\.(ts|js)$/.test(file) && !file.endsWith('.d.ts'));
-  for (const file of files) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const exports = require(`./${file.replace(/\.(ts|js)$/, '')}`) as Record<string, unknown>;
-    for (const [type, resolvers] of Object.entries(exports)) {
-      if (/^[A-Z]/.test(type)) merged[type] = resolvers;
-    }
-  }
-  return merged as Resolvers;
+  const files = readdirSync(__dirname).filter((file) => TYPE_RESOLVER_FILE.test(file) && !file.endsWith('.d.ts'));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return mergeTypeModules(files.map((file) => require(`./${file.replace(/\.(ts|js)$/, '')}`) as TypeResolverModule));
 }
 
 export const resolvers: Resolvers = loadTypeResolvers();

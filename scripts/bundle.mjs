@@ -1,0 +1,76 @@
+// The production server as one file: `npm run build` runs this after tsc and replaces
+// dist/main.js (the server that dist/index.js starts) with a bundle of it and of the
+// packages it loads. A start then reads and compiles one file instead of resolving,
+// reading and wrapping some 600 modules in node_modules, which was most of a cold start
+// (bench/README.md, "Cold start"). Everything else in dist/ stays tsc's output (the
+// emulator, the benchmarks and tools that import single modules).
+//
+// Left out of the bundle, loaded from node_modules when used: the packages only some
+// deployments load, and only when configured (Redis, the OpenTelemetry SDK, the
+// explorer's React and GraphiQL files, read as assets), and @apollo/utils.createhash,
+// which reaches node:crypto through `module.require` and, bundled, would fall back to
+// a pure-JS SHA-256 on every request.
+import { build } from 'esbuild';
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export const EXTERNAL = [
+  'ioredis',
+  '@opentelemetry/sdk-trace-node',
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/resources',
+  '@opentelemetry/core',
+  '@opentelemetry/semantic-conventions',
+  'react',
+  'react-dom',
+  'graphiql',
+  '@apollo/utils.createhash',
+];
+
+/**
+ * `src/graphql/resolvers/index.ts` merges every `<Type>.ts` of its folder, listed at
+ * run time; a bundle has no folder to list, so the same merge is generated here over
+ * the files listed now.
+ */
+const typeResolvers = {
+  name: 'type-resolvers',
+  setup(builder) {
+    builder.onLoad({ filter: /[\\/]src[\\/]graphql[\\/]resolvers[\\/]index\.ts$/ }, ({ path }) => {
+      const dir = dirname(path);
+      const files = readdirSync(dir).filter((file) => /^[A-Z]\w*\.ts$/.test(file) && !file.endsWith('.d.ts')).map((file) => file.slice(0, -3));
+      const contents = [
+        "import { mergeTypeModules } from './merge';",
+        ...files.map((file, i) => `import * as type${i} from './${file}';`),
+        `export const resolvers = mergeTypeModules([${files.map((_, i) => `type${i}`).join(', ')}]);`,
+      ].join('\n');
+      return { contents, loader: 'ts', resolveDir: dir };
+    });
+  },
+};
+
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: ['src/main.ts'],
+  outfile: 'dist/main.js',
+  bundle: true,
+  platform: 'node',
+  target: 'node22',
+  format: 'cjs',
+  external: EXTERNAL,
+  plugins: [typeResolvers],
+  // Whitespace and syntax only: names stay, so a stack trace still reads; the source
+  // map next to the bundle maps it back (node --enable-source-maps dist/index.js).
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: 'linked',
+  legalComments: 'none',
+  logLevel: 'warning',
+  metafile: true,
+});
+
+const bytes = Object.values(result.metafile.outputs).find((output) => output.entryPoint)?.bytes ?? 0;
+process.stdout.write(`bundle: dist/main.js, ${(bytes / 2 ** 20).toFixed(1)} MiB, ${Object.keys(result.metafile.inputs).length} modules\n`);

@@ -1,0 +1,60 @@
+import { ConfigError, loadConfig, type Config } from './config';
+import type * as DemoModule from './demo';
+import { createLogger } from './logger';
+import { startServer } from './server';
+
+/** Start-up: load the configuration, start the server, exit 1 with one clear line on error. */
+export function main(): void {
+  start().catch((error: unknown) => {
+    const message = error instanceof ConfigError ? error.message : `start-up failed: ${error instanceof Error ? error.message : String(error)}`;
+    process.stderr.write(`wfs-subgraph: ${message}\n`);
+    process.exit(1);
+  });
+}
+
+async function start(): Promise<void> {
+  let config: Config = loadConfig();
+  let demo: DemoModule.Demo | undefined;
+  // The demo (and the emulator it embeds) is loaded only in demo mode: a deployment's cold start skips it.
+  const demoModule = config.authUrl ? undefined : (require('./demo') as typeof DemoModule);
+  if (demoModule) {
+    demo = await demoModule.startDemo(config);
+    config = demo.config;
+  }
+  const logger = createLogger(config.logLevel);
+  if (config.cursorSecretGenerated && !demo) {
+    logger.warn('WFS_CURSOR_SECRET is not set: cursors are signed with a random key and stop working on restart or on another replica');
+  }
+  if (config.jwt && config.jwt.audience === undefined) {
+    logger.warn('WFS_JWT_NO_AUDIENCE=true: tokens are accepted without an audience check, so a token the same identity provider issued for another application is accepted too');
+  }
+  if (demo && config.production) {
+    logger.warn('WFS_DEMO=true with NODE_ENV=production: serving the embedded emulator\'s fake demo companies, not a real upstream');
+  }
+  if (!config.jwt && !demo) {
+    logger.info({ header: config.tenantHeader }, 'trusted-header mode: the tenant comes from a request header; expose this subgraph only to the router, on a private network');
+  }
+  const server = await startServer(config, {
+    logger,
+    ...(demo && { defaultTenant: demo.defaultTenant, explorerHeaders: { [config.tenantHeader]: demo.defaultTenant } }),
+  }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError('PORT', `port ${config.port} is already in use; set PORT to a free port`);
+    throw error;
+  });
+  if (demo && demoModule) process.stdout.write(demoModule.demoBanner(demo, server.url));
+  logger.info({ url: server.url, tenants: config.tenants.length, redis: Boolean(config.redisUrl) }, 'subgraph ready');
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    // Requests in flight may use their whole 15 s upstream budget; the Kubernetes
+    // example's grace period (30 s, after a 5 s preStop pause) covers this 20 s.
+    const force = setTimeout(() => process.exit(1), 20_000);
+    force.unref();
+    void Promise.allSettled([server.close(), demo?.emulator.close()]).then(() => process.exit(0));
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}

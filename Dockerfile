@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Build stage: full install (TypeScript, esbuild; codegen output is committed), compile
-# to dist/ and bundle the server into dist/main.js (scripts/bundle.mjs).
+# to dist/ and bundle the server into dist/main.js (scripts/bundle/build.mjs).
 # --ignore-scripts: no dependency needs an install script here, and the one that has
 # an important one, the `node` devDependency (it downloads a Node binary for laptops
 # with an old Node), is not wanted: this image already has Node 24, which then runs
@@ -11,6 +11,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json schema.graphql ./
 COPY src ./src
+COPY scripts/bundle ./scripts/bundle
 RUN npm run build
 
 # Runtime stage: production dependencies only, non-root, no build tools.

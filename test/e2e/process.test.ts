@@ -160,7 +160,7 @@ describe('node dist/index.js', () => {
       const loaded = (JSON.parse(readFileSync(listFile, 'utf8')) as string[]).filter((file) => file !== preload);
       const ours = loaded.filter((file) => file.startsWith(join(root, 'dist'))).map((file) => file.slice(join(root, 'dist').length + 1));
       expect(ours.sort()).toEqual(['compileCache.js', 'index.js', 'main.js']);
-      // Outside the bundle only the hash helper Apollo Server reaches node:crypto through (scripts/bundle.mjs says why).
+      // Outside the bundle only the hash helper Apollo Server reaches node:crypto through (scripts/bundle/build.mjs says why).
       const packages = [...new Set(loaded.filter((file) => file.includes('node_modules')).map((file) => /node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file)![1]))];
       expect(packages.sort()).toEqual(['@apollo/utils.createhash', '@apollo/utils.isnodelike']);
     });

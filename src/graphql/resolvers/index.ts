@@ -12,7 +12,7 @@ export const TYPE_RESOLVER_FILE = /^[A-Z]\w*\.(ts|js)$/;
  * such file in this folder is merged here, so a new resource's resolver file needs no
  * edit elsewhere; the rest is built from the registry (`../resourceResolvers.ts`).
  *
- * The production bundle cannot list a folder at run time: `scripts/bundle.mjs` replaces
+ * The production bundle cannot list a folder at run time: `scripts/bundle/build.mjs` replaces
  * this module with static imports of the same files, listed when it builds.
  */
 function loadTypeResolvers(): Resolvers {

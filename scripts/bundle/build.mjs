@@ -11,11 +11,14 @@
 // which reaches node:crypto through `module.require` and, bundled, would fall back to
 // a pure-JS SHA-256 on every request.
 import { build } from 'esbuild';
-import { readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const here = dirname(fileURLToPath(import.meta.url));
+const require_ = createRequire(import.meta.url);
+const root = join(here, '..', '..');
 
 export const EXTERNAL = [
   'ioredis',
@@ -52,6 +55,30 @@ const typeResolvers = {
   },
 };
 
+/**
+ * `undici` is `undici.cjs` of this folder: the parts of undici the server uses (that
+ * file says why). A name the server imports from undici that the file does not offer
+ * stops the build here instead of being undefined at run time.
+ */
+const undiciCore = {
+  name: 'undici-core',
+  setup(builder) {
+    const shim = join(here, 'undici.cjs');
+    const offered = new Set(Object.keys(require_(shim)));
+    builder.onResolve({ filter: /^undici$/ }, () => ({ path: shim }));
+    builder.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, ({ path }) => {
+      const source = readFileSync(path, 'utf8');
+      for (const [, names] of source.matchAll(/import\s*{([^}]*)}\s*from\s*'undici'/g)) {
+        for (const name of names.split(',').map((part) => part.trim()).filter((part) => part && !part.startsWith('type '))) {
+          const imported = name.split(/\s+as\s+/)[0];
+          if (!offered.has(imported)) return { errors: [{ text: `${imported} from 'undici' is not in scripts/bundle/undici.cjs: add it there (from undici's own files)` }] };
+        }
+      }
+      return undefined;
+    });
+  },
+};
+
 const result = await build({
   absWorkingDir: root,
   entryPoints: ['src/main.ts'],
@@ -61,7 +88,7 @@ const result = await build({
   target: 'node22',
   format: 'cjs',
   external: EXTERNAL,
-  plugins: [typeResolvers],
+  plugins: [typeResolvers, undiciCore],
   // Whitespace and syntax only: names stay, so a stack trace still reads; the source
   // map next to the bundle maps it back (node --enable-source-maps dist/index.js).
   minifyWhitespace: true,

@@ -53,7 +53,11 @@ async function start(): Promise<void> {
     // example's grace period (30 s, after a 5 s preStop pause) covers this 20 s.
     const force = setTimeout(() => process.exit(1), 20_000);
     force.unref();
-    void Promise.allSettled([server.close(), demo?.emulator.close()]).then(() => process.exit(0));
+    void Promise.allSettled([server.close(), demo?.emulator.close()]).then(([closed]) => {
+      if (closed.status === 'rejected') logger.error({ err: closed.reason }, 'shutdown: closing the server failed');
+      else logger.info('stopped: requests drained, upstream connections and the token store closed, traces flushed');
+      process.exit(closed.status === 'rejected' ? 1 : 0);
+    });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

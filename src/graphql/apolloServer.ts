@@ -45,6 +45,12 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
       }
       return formatError(formatted, error);
     },
+    // The process owns SIGTERM and SIGINT (src/main.ts: readiness off, drain, close the
+    // upstream side and Redis, flush traces, exit 0). Apollo's own handlers would race
+    // it: its stop() never releases a concurrent caller after a successful stop (5.5.1),
+    // so our ordered close never ran; with Redis connected the process hung until the
+    // 20 s force exit, and without it exited before the trace flush.
+    stopOnTerminationSignals: false,
     plugins: subgraphPlugins([ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }), ...(options.plugins ?? [])]),
   });
 }

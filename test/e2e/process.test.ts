@@ -2,8 +2,10 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
+import { startRedisServer } from '../helpers/redisServer';
 import { writeTenantsFile } from '../helpers/subgraph';
 
 /**
@@ -139,8 +141,8 @@ describe('node dist/index.js', () => {
       expect(output).not.toMatch(/eyJ[\w-]+\.eyJ/);
     });
 
-    it('is one bundled file: serves a query having loaded no other module of ours and no optional package', async () => {
-      // A preload records every module file the process loaded, when it exits.
+    /** `node dist/index.js` with a preload that records every module file the process loaded, read after it exits. */
+    async function serveAndListModules(env: Record<string, string>) {
       const dir = mkdtempSync(join(tmpdir(), 'wfs-bundle-'));
       const listFile = join(dir, 'loaded.json');
       const preload = join(dir, 'list-modules.js');
@@ -150,6 +152,7 @@ describe('node dist/index.js', () => {
         WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
         WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
         NODE_OPTIONS: `--require ${preload}`,
+        ...env,
       });
       const url = await waitFor(() => /"url":"(http:[^"]+)"/.exec(running!.stdout())?.[1], 'the ready log line');
       const tenant = emulator.tenants[0]!;
@@ -157,12 +160,35 @@ describe('node dist/index.js', () => {
       expect(answer.body.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
       running.child.kill('SIGTERM');
       expect(await running.exit).toBe(0);
+      // Exit 0 after the ordered close, not because nothing was left to keep the process alive.
+      expect(running.stdout()).toMatch(/"msg":"stopped: requests drained/);
       const loaded = (JSON.parse(readFileSync(listFile, 'utf8')) as string[]).filter((file) => file !== preload);
-      const ours = loaded.filter((file) => file.startsWith(join(root, 'dist'))).map((file) => file.slice(join(root, 'dist').length + 1));
-      expect(ours.sort()).toEqual(['compileCache.js', 'index.js', 'main.js']);
+      const dist = join(root, 'dist');
+      return {
+        ours: loaded.filter((file) => file.startsWith(dist)).map((file) => file.slice(dist.length + 1)).sort(),
+        packages: [...new Set(loaded.filter((file) => file.includes('node_modules')).map((file) => /node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file)![1]!))].sort(),
+      };
+    }
+
+    it('is one bundled file: serves a query having loaded no other module of ours and no optional package', async () => {
+      const { ours, packages } = await serveAndListModules({});
+      expect(ours).toEqual(['compileCache.js', 'index.js', 'main.js']);
       // Outside the bundle only the hash helper Apollo Server reaches node:crypto through (scripts/bundle/build.mjs says why).
-      const packages = [...new Set(loaded.filter((file) => file.includes('node_modules')).map((file) => /node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file)![1]))];
-      expect(packages.sort()).toEqual(['@apollo/utils.createhash', '@apollo/utils.isnodelike']);
+      expect(packages).toEqual(['@apollo/utils.createhash', '@apollo/utils.isnodelike']);
+    });
+
+    it('loads the Redis client from node_modules when WFS_REDIS_URL is set, and shares the token through it', async () => {
+      const redis = await startRedisServer();
+      try {
+        const { ours, packages } = await serveAndListModules({ WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' });
+        expect(ours).toEqual(['compileCache.js', 'index.js', 'main.js']);
+        expect(packages).toContain('ioredis');
+        const admin = new Redis(redis.url);
+        const keys = await admin.keys('*').finally(() => admin.disconnect());
+        expect(keys).toContain(`wfs:token:${emulator.tenants[0]!.tenantId}`);
+      } finally {
+        await redis.stop();
+      }
     });
   });
 });

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { GraphQLError, getNamedType, isLeafType, type FieldNode, type GraphQLObjectType, type GraphQLOutputType, type GraphQLResolveInfo } from 'graphql';
 import type { Path } from 'graphql/jsutils/Path';
-import { encodeTrace, FieldShape, TraceNode, type TraceError } from './inlineTraceEncoder';
+import { encodeTrace, FieldShape, TraceTree } from './inlineTraceEncoder';
 import { instrumentResolvers, TRACER, type FieldTracer } from './inlineTraceResolvers';
 
 /** The header a router (Apollo Router, Hive Gateway, @apollo/gateway) sends to ask for a federated trace. */
@@ -50,7 +50,7 @@ export function inlineTrace(): ApolloServerPlugin<BaseContext> {
           const extensions = result.extensions ?? (result.extensions = Object.create(null) as Record<string, unknown>);
           if (extensions['ftv1'] !== undefined) throw new Error('The `ftv1` extension was already present.');
           const queryPlan = metrics.queryPlanTrace ? encodeQueryPlan(metrics.queryPlanTrace) : undefined;
-          extensions['ftv1'] = encodeTrace(trace.root, trace.times(), queryPlan).toString('base64');
+          extensions['ftv1'] = encodeTrace(trace.tree, trace.times(), queryPlan).toString('base64');
         },
       };
     },
@@ -87,35 +87,32 @@ function fieldEntry(info: GraphQLResolveInfo, responseName: string): FieldEntry 
   return entry;
 }
 
-/** The trace tree of one request, built as its fields resolve. */
+/** The trace of one request, built as its fields resolve (nodes are TraceTree rows). */
 class TraceBuilder implements FieldTracer {
-  readonly root = new TraceNode(undefined);
+  readonly tree = new TraceTree();
   private readonly startMs = Date.now();
   private readonly startedAt = performance.now();
   private endMs = 0;
   private durationNs = 0;
   private stopped = false;
-  /** The node of each path whose fields or items may follow: fields of object and list type, list items. */
-  private readonly nodes = new Map<Path, TraceNode>();
-  /** Every field node, in start order: fieldStarted's token is the index. */
-  private readonly fields: TraceNode[] = [];
+  /** The node of each path below which fields may follow: fields of object and list type, list items. */
+  private readonly nodes = new Map<Path, number>();
   // Sibling fields share their parent's path object, so most parents are the last one.
   private lastPrev: Path | undefined = undefined;
-  private lastParent: TraceNode = this.root;
+  private lastParent = 0;
 
   fieldStarted(info: GraphQLResolveInfo): number {
     if (this.stopped) return -1;
     const path = info.path;
     const entry = fieldEntry(info, path.key as string);
-    const node = new TraceNode(path.key, entry.shape);
-    this.parentOf(path).addChild(node);
+    const node = this.tree.add(this.parentOf(path), path.key, entry.shape);
     if (!entry.leaf) this.nodes.set(path, node);
-    node.startNs = this.now();
-    return this.fields.push(node) - 1;
+    this.tree.starts[node] = this.now();
+    return node;
   }
 
-  fieldEnded(token: number): void {
-    if (token >= 0) this.fields[token]!.endNs = this.now();
+  fieldEnded(node: number): void {
+    if (node >= 0) this.tree.ends[node] = this.now();
   }
 
   didEncounterErrors(errors: ReadonlyArray<GraphQLError>): void {
@@ -123,10 +120,7 @@ class TraceBuilder implements FieldTracer {
       // An error a subgraph of ours passed on (a gateway's) is traced there already.
       if (error.extensions?.['serviceName']) continue;
       const masked = maskError(error);
-      const traced: TraceError = { message: masked.message, locations: masked.locations ?? [], json: JSON.stringify(masked) };
-      const node = this.nodeAt(masked.path);
-      if (node.errors === undefined) node.errors = [traced];
-      else node.errors.push(traced);
+      this.tree.addError(this.nodeAt(masked.path), { message: masked.message, locations: masked.locations ?? [], json: JSON.stringify(masked) });
     }
   }
 
@@ -146,7 +140,7 @@ class TraceBuilder implements FieldTracer {
     return Math.round((performance.now() - this.startedAt) * 1e6);
   }
 
-  private parentOf(path: Path): TraceNode {
+  private parentOf(path: Path): number {
     const prev = path.prev;
     if (prev === this.lastPrev) return this.lastParent;
     const parent = this.nodeOf(prev);
@@ -156,28 +150,27 @@ class TraceBuilder implements FieldTracer {
   }
 
   /** The node of `path`, made (with its missing ancestors) when absent: a list item's node appears with its first field. */
-  private nodeOf(path: Path | undefined): TraceNode {
-    if (path === undefined) return this.root;
+  private nodeOf(path: Path | undefined): number {
+    if (path === undefined) return 0;
     let node = this.nodes.get(path);
     if (node === undefined) {
-      node = new TraceNode(path.key);
-      this.nodeOf(path.prev).addChild(node);
+      node = this.tree.add(this.nodeOf(path.prev), path.key, undefined);
       this.nodes.set(path, node);
     }
     return node;
   }
 
-  /** The node of an error's path (the root without one), made when no field got there. */
-  private nodeAt(path: ReadonlyArray<string | number> | undefined): TraceNode {
-    let node = this.root;
+  /** The node of an error's path (the root without one), made when no field got there. Errors are rare: a scan. */
+  private nodeAt(path: ReadonlyArray<string | number> | undefined): number {
+    let node = 0;
     if (path === undefined) return node;
+    const { tree } = this;
     for (const key of path) {
-      let child = node.children?.find((candidate) => (typeof key === 'number' ? candidate.index === key : candidate.responseName === key));
-      if (child === undefined) {
-        child = new TraceNode(key);
-        node.addChild(child);
+      let child = -1;
+      for (let i = node + 1; i < tree.length && child < 0; i++) {
+        if (tree.parents[i] === node && (typeof key === 'number' ? tree.indexes[i] === key : tree.responseName(i) === key)) child = i;
       }
-      node = child;
+      node = child >= 0 ? child : tree.add(node, key, undefined);
     }
     return node;
   }

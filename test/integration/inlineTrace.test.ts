@@ -180,7 +180,7 @@ describe('inline trace (ftv1) with the router header', () => {
     const { response, root } = await traced('{ locations(first: 1) { nodes { noSuchField } } }');
     expect(response.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     expect(root.child ?? []).toEqual([]);
-    expect(root.error?.map((e) => e.message)).toEqual(['<masked>']);
+    expect(root.error?.map((e: { message: string }) => e.message)).toEqual(['<masked>']);
   });
 
   it('answers a syntax error with a trace too', async () => {

@@ -19,11 +19,14 @@ const MASKED_BY = 'ApolloServerPluginInlineTrace';
  *
  * Apollo's trace builder keys its tree by a path string built per field (and again
  * for each field's parent), rebuilds type names per field, reads `process.hrtime()`
- * arrays and encodes through protobufjs message objects. Here the tree is keyed by
- * graphql-js's path objects (siblings share their parent's path object, so the last
- * parent is remembered), type names are cached per type object, times come from
- * `performance.now()`, and the protobuf is written by hand into one Buffer
- * (`inlineTraceEncoder.ts`). A request without the header costs nothing.
+ * arrays, gets each field through its `willResolveField` dispatch and encodes through
+ * protobufjs message objects. Here the parent of a field is found by graphql-js's path
+ * objects (siblings share their parent's, so the last parent is remembered), each
+ * field's names and types are protobuf bytes made once per field of the document, the
+ * tree is a few columns (`TraceTree`), times come from `performance.now()`, the
+ * resolvers report to the request's tracer directly (`inlineTraceResolvers.ts`), and
+ * the protobuf is written by hand into one Buffer (`inlineTraceEncoder.ts`). A request
+ * without the header costs nothing. `bench/README.md` has what each step bought.
  *
  * Installed beside `ApolloServerPluginInlineTraceDisabled()` (see `plugins.ts`), which
  * keeps Apollo from adding its own for a subgraph schema.

@@ -58,7 +58,10 @@ function traced(resolve: GraphQLFieldResolver<unknown, unknown>): GraphQLFieldRe
 
 /** Apollo's `whenResultIsFinished`: a value ends now, a promise when it settles, a list when its promises all have. */
 function whenFinished(result: unknown, tracer: FieldTracer, token: number): void {
-  if (isPromise(result)) {
+  // Most fields are scalars: done now, without looking for a `then` on a string's prototype.
+  if ((typeof result !== 'object' && typeof result !== 'function') || result === null) {
+    tracer.fieldEnded(token);
+  } else if (isPromise(result)) {
     result.then(
       (value) => whenFinished(value, tracer, token),
       () => tracer.fieldEnded(token),

@@ -133,10 +133,12 @@ describe('inline trace (ftv1) with the router header', () => {
   });
 
   it('records nested shifts with their locations', async () => {
-    const { response, root } = await traced('{ shifts(first: 4) { nodes { id start location { id name } } } }');
+    // `end` after `location`: the item's next field comes after the nested ones (its parent is found again by path).
+    const { response, root } = await traced('{ shifts(first: 4) { nodes { id location { id name } end } } }');
     expect(response.data.shifts.nodes).toHaveLength(4);
     const location = child(child(child(child(root, 'shifts'), 'nodes'), 3), 'location');
     expect(location).toMatchObject({ type: 'Location', parentType: 'Shift' });
+    expect(child(child(child(child(root, 'shifts'), 'nodes'), 3), 'end')).toMatchObject({ type: 'DateTime', parentType: 'Shift' });
     expect(child(location, 'name')).toMatchObject({ type: 'String!', parentType: 'Location' });
   });
 

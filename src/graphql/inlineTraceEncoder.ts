@@ -4,9 +4,9 @@
  * The message is Apollo's `Trace` (`@apollo/usage-reporting-protobuf`, `reports.proto`):
  * only the fields Apollo's inline-trace plugin sets, in field-number order as protobufjs
  * writes them, so the bytes match what `Trace.encode` makes of Apollo's own trace tree.
- * protobufjs builds the message with a chain of forked writers, one per node; here
- * the sizes are computed first (scans of the tree's columns) and the whole trace is
- * written into one Buffer (one walk), which costs a fraction for the ~300 nodes of a page.
+ * protobufjs builds the message with a chain of forked writers, one per node; here the
+ * whole trace is written back to front into one Buffer in one walk of the tree (see
+ * encodeTrace), which costs a fraction for the ~300 nodes of a page.
  *
  * Field numbers and wire types (reports.proto):
  *   Trace:     end_time 3 (Timestamp), start_time 4 (Timestamp), duration_ns 11 (uint64),
@@ -61,9 +61,14 @@ export class TraceTree {
   readonly starts: number[] = [-1];
   readonly ends: number[] = [-1];
   readonly shapes: Array<FieldShape | undefined> = [undefined];
+  /** Each node's last child and previous sibling (-1: none): the children, last to first, for the writer. */
+  readonly lastChild: number[] = [-1];
+  readonly previousSibling: number[] = [-1];
   /** The response names of nodes without a shape (only those an error's path made). */
   readonly names = new Map<number, string>();
   readonly errors = new Map<number, TraceError[]>();
+  /** At least the encoded size of the tree, so the writer can allocate once without a size pass. */
+  maxBytes = NODE_MAX_BYTES;
 
   get length(): number {
     return this.parents.length;
@@ -77,7 +82,14 @@ export class TraceTree {
     this.starts.push(-1);
     this.ends.push(-1);
     this.shapes.push(shape);
-    if (shape === undefined && typeof key === 'string') this.names.set(node, key);
+    this.lastChild.push(-1);
+    this.previousSibling.push(this.lastChild[parent]!);
+    this.lastChild[parent] = node;
+    if (shape !== undefined) this.maxBytes += NODE_MAX_BYTES + shape.head.length + shape.tail.length;
+    else if (typeof key === 'string') {
+      this.names.set(node, key);
+      this.maxBytes += NODE_MAX_BYTES + stringFieldSize(key);
+    } else this.maxBytes += NODE_MAX_BYTES;
     return node;
   }
 
@@ -87,6 +99,7 @@ export class TraceTree {
   }
 
   addError(node: number, error: TraceError): void {
+    this.maxBytes += 6 + traceErrorSize(error);
     const errors = this.errors.get(node);
     if (errors === undefined) this.errors.set(node, [error]);
     else errors.push(error);
@@ -101,137 +114,111 @@ export interface TraceTimes {
   readonly durationNs: number;
 }
 
-/** The `Trace` message of `tree`, as one Buffer; `queryPlan`: an already encoded QueryPlanNode, if any. */
+// A node's bytes besides its field bytes and name: index (1 + 5), start and end (1 + 10
+// each), and its tag and length in its parent (1 + 5).
+const NODE_MAX_BYTES = 6 + 11 + 11 + 6;
+// The trace's own fields: two timestamps (1 + 1 + 11 + 1 + 6 each), duration (1 + 10),
+// the root's tag and length (1 + 5), field_execution_weight (2 + 8).
+const TRACE_MAX_BYTES = 2 * 20 + 11 + 6 + 10;
+
+/**
+ * The `Trace` message of `tree`, as one Buffer; `queryPlan`: an already encoded
+ * QueryPlanNode, if any. Written back to front into a buffer of the tree's size bound:
+ * a message's length is known once its content is written, so one walk of the tree
+ * writes everything (children last to first), with no pass to measure sizes first.
+ */
 export function encodeTrace(tree: TraceTree, times: TraceTimes, queryPlan?: Uint8Array): Buffer {
-  const layout = layOut(tree);
-  const rootSize = layout.sizes[0]!;
-  const startSize = timestampSize(times.startMs);
-  const endSize = timestampSize(times.endMs);
-  let total =
-    1 + varintSize(endSize) + endSize +
-    1 + varintSize(startSize) + startSize +
-    1 + varintSize(times.durationNs) +
-    1 + varintSize(rootSize) + rootSize +
-    2 + 8;
-  if (queryPlan) total += 2 + varintSize(queryPlan.length) + queryPlan.length;
-
-  const buf = Buffer.allocUnsafe(total);
-  let pos = 0;
-  buf[pos++] = 26; // end_time
-  pos = writeVarint(buf, pos, endSize);
-  pos = writeTimestamp(buf, pos, times.endMs);
-  buf[pos++] = 34; // start_time
-  pos = writeVarint(buf, pos, startSize);
-  pos = writeTimestamp(buf, pos, times.startMs);
-  buf[pos++] = 88; // duration_ns
-  pos = writeVarint(buf, pos, times.durationNs);
-  buf[pos++] = 114; // root
-  pos = writeVarint(buf, pos, rootSize);
-  pos = writeNode(buf, pos, tree, layout, 0);
-  if (queryPlan) {
-    buf[pos++] = 210; // query_plan (26 << 3 | 2 = 210, a two-byte tag)
-    buf[pos++] = 1;
-    pos = writeVarint(buf, pos, queryPlan.length);
-    buf.set(queryPlan, pos);
-    pos += queryPlan.length;
-  }
-  buf[pos++] = 249; // field_execution_weight (31 << 3 | 1 = 249, a two-byte tag)
-  buf[pos++] = 1;
+  const bound = tree.maxBytes + TRACE_MAX_BYTES + (queryPlan ? 7 + queryPlan.length : 0);
+  const buf = Buffer.allocUnsafe(bound);
+  let pos = bound;
+  pos -= 8;
   buf.writeDoubleLE(1, pos);
-  pos += 8;
-  if (pos !== total) throw new Error(`ftv1 encoder: wrote ${pos} bytes of ${total}`);
-  return buf;
+  buf[--pos] = 1; // field_execution_weight: 31 << 3 | 1 = 249, a two-byte tag
+  buf[--pos] = 249;
+  if (queryPlan) {
+    pos -= queryPlan.length;
+    buf.set(queryPlan, pos);
+    pos = varintBefore(buf, pos, queryPlan.length);
+    buf[--pos] = 1; // query_plan: 26 << 3 | 2 = 210, a two-byte tag
+    buf[--pos] = 210;
+  }
+  const rootEnd = pos;
+  pos = nodeBefore(buf, pos, tree, 0);
+  pos = varintBefore(buf, pos, rootEnd - pos);
+  buf[--pos] = 114; // root
+  pos = varintBefore(buf, pos, times.durationNs);
+  buf[--pos] = 88; // duration_ns
+  pos = timestampBefore(buf, pos, times.startMs);
+  buf[--pos] = 34; // start_time
+  pos = timestampBefore(buf, pos, times.endMs);
+  buf[--pos] = 26; // end_time
+  if (pos < 0) throw new Error(`ftv1 encoder: the size bound ${bound} was too small`);
+  return buf.subarray(pos);
 }
 
-/** Each node's encoded content length, and its children in order (`children[first[i] .. first[i + 1]]`). */
-interface Layout {
-  readonly sizes: number[];
-  readonly first: number[];
-  readonly children: number[];
-}
-
-function layOut(tree: TraceTree): Layout {
-  const { parents, indexes, starts, ends, shapes } = tree;
-  const count = parents.length;
-  const sizes = new Array<number>(count);
-  // The node's own fields first (one scan in node order)...
-  for (let i = 0; i < count; i++) {
-    const shape = shapes[i];
-    let size = shape === undefined ? 0 : shape.head.length + shape.tail.length;
-    if (indexes[i]! >= 0) size += 1 + varintSize(indexes[i]!);
-    if (starts[i]! >= 0) size += 1 + varintSize(starts[i]!);
-    if (ends[i]! >= 0) size += 1 + varintSize(ends[i]!);
-    sizes[i] = size;
-  }
-  for (const [node, name] of tree.names) sizes[node]! += stringFieldSize(name);
-  for (const [node, errors] of tree.errors) {
-    for (const error of errors) {
-      const errorSize = traceErrorSize(error);
-      sizes[node]! += 1 + varintSize(errorSize) + errorSize;
-    }
-  }
-  // ...then each node into its parent, last to first: a node comes after its parent,
-  // so its own size is complete when it is reached.
-  for (let i = count - 1; i > 0; i--) {
-    const size = sizes[i]!;
-    sizes[parents[i]!]! += 1 + varintSize(size) + size;
-  }
-  // Children lists in node order (a counting sort by parent), for the write pass.
-  const first = new Array<number>(count + 1).fill(0);
-  for (let i = 1; i < count; i++) first[parents[i]! + 1]!++;
-  for (let i = 0; i < count; i++) first[i + 1]! += first[i]!;
-  const next = first.slice(0, count);
-  const children = new Array<number>(count - 1);
-  for (let i = 1; i < count; i++) children[next[parents[i]!]!++] = i;
-  return { sizes, first, children };
-}
-
-function writeNode(buf: Buffer, pos: number, tree: TraceTree, layout: Layout, node: number): number {
+/** Writes `node` (its content, not its own tag and length) to end at `end`; returns where it starts. */
+function nodeBefore(buf: Buffer, end: number, tree: TraceTree, node: number): number {
+  let pos = end;
   const shape = tree.shapes[node];
-  if (shape !== undefined) pos = writeBytes(buf, pos, shape.head);
-  else {
-    const name = tree.names.size === 0 ? undefined : tree.names.get(node);
-    if (name !== undefined) pos = writeStringField(buf, pos, 10, name);
-  }
-  const index = tree.indexes[node]!;
-  if (index >= 0) {
-    buf[pos++] = 16;
-    pos = writeVarint(buf, pos, index);
-  }
-  const start = tree.starts[node]!;
-  if (start >= 0) {
-    buf[pos++] = 64;
-    pos = writeVarint(buf, pos, start);
-  }
-  const end = tree.ends[node]!;
-  if (end >= 0) {
-    buf[pos++] = 72;
-    pos = writeVarint(buf, pos, end);
+  if (shape !== undefined) pos = bytesBefore(buf, pos, shape.tail);
+  for (let child = tree.lastChild[node]!; child >= 0; child = tree.previousSibling[child]!) {
+    const childEnd = pos;
+    pos = nodeBefore(buf, pos, tree, child);
+    pos = varintBefore(buf, pos, childEnd - pos);
+    buf[--pos] = 98; // child
   }
   const errors = tree.errors.size === 0 ? undefined : tree.errors.get(node);
   if (errors !== undefined) {
-    for (const error of errors) {
-      buf[pos++] = 90;
-      pos = writeVarint(buf, pos, traceErrorSize(error));
-      pos = writeTraceError(buf, pos, error);
+    for (let i = errors.length - 1; i >= 0; i--) {
+      const error = errors[i]!;
+      const size = traceErrorSize(error);
+      pos -= size;
+      writeTraceError(buf, pos, error);
+      pos = varintBefore(buf, pos, size);
+      buf[--pos] = 90; // error
     }
   }
-  const { sizes, first, children } = layout;
-  for (let c = first[node]!, last = first[node + 1]!; c < last; c++) {
-    const child = children[c]!;
-    buf[pos++] = 98;
-    pos = writeVarint(buf, pos, sizes[child]!);
-    pos = writeNode(buf, pos, tree, layout, child);
+  const nodeEnd = tree.ends[node]!;
+  if (nodeEnd >= 0) {
+    pos = varintBefore(buf, pos, nodeEnd);
+    buf[--pos] = 72; // end_time
   }
-  if (shape !== undefined) pos = writeBytes(buf, pos, shape.tail);
+  const start = tree.starts[node]!;
+  if (start >= 0) {
+    pos = varintBefore(buf, pos, start);
+    buf[--pos] = 64; // start_time
+  }
+  const index = tree.indexes[node]!;
+  if (index >= 0) {
+    pos = varintBefore(buf, pos, index);
+    buf[--pos] = 16; // index
+  }
+  if (shape !== undefined) return bytesBefore(buf, pos, shape.head);
+  const name = tree.names.size === 0 ? undefined : tree.names.get(node);
+  if (name !== undefined) {
+    pos -= stringFieldSize(name);
+    writeStringField(buf, pos, 10, name); // response_name
+  }
   return pos;
 }
 
+function varintBefore(buf: Buffer, end: number, value: number): number {
+  const start = end - varintSize(value);
+  writeVarint(buf, start, value);
+  return start;
+}
+
+function timestampBefore(buf: Buffer, end: number, ms: number): number {
+  const size = timestampSize(ms);
+  writeTimestamp(buf, end - size, ms);
+  return varintBefore(buf, end - size, size);
+}
+
 // A few bytes each: a loop beats a call into TypedArray.prototype.set.
-function writeBytes(buf: Buffer, pos: number, bytes: Uint8Array): number {
-  const length = bytes.length;
-  for (let i = 0; i < length; i++) buf[pos + i] = bytes[i]!;
-  return pos + length;
+function bytesBefore(buf: Buffer, end: number, bytes: Uint8Array): number {
+  const start = end - bytes.length;
+  for (let i = 0; i < bytes.length; i++) buf[start + i] = bytes[i]!;
+  return start;
 }
 
 // Errors are rare (one per failed field at most), so their sizes are simply recomputed when written.

@@ -90,4 +90,21 @@ describe('encodeTrace', () => {
     ).finish();
     expect(Buffer.from(expected).toString('hex')).toBe(bytes.toString('hex'));
   });
+
+  it('stays within its size bound for a wide tree with the largest times', () => {
+    const tree = new TraceTree();
+    const shape = new FieldShape('items', '[Item!]!', 'Query', undefined);
+    const itemId = new FieldShape('id', 'ID!', 'Item', undefined);
+    const list = tree.add(0, 'items', shape);
+    for (let i = 0; i < 2000; i++) {
+      const field = tree.add(tree.add(list, i, undefined), 'id', itemId);
+      tree.starts[field] = Number.MAX_SAFE_INTEGER - 1;
+      tree.ends[field] = Number.MAX_SAFE_INTEGER;
+    }
+    const bytes = encodeTrace(tree, { startMs: 1_700_000_000_000, endMs: 1_700_000_000_001, durationNs: Number.MAX_SAFE_INTEGER });
+    const decoded = Trace.decode(bytes);
+    expect(decoded.root?.child?.[0]?.child).toHaveLength(2000);
+    expect(Number(decoded.root?.child?.[0]?.child?.[1999]?.child?.[0]?.endTime)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(Buffer.from(Trace.encode(decoded).finish()).equals(bytes)).toBe(true);
+  });
 });

@@ -1,10 +1,12 @@
 import { createServer } from 'node:http';
+import type { ApolloServerPlugin } from '@apollo/server';
 import type { AddressInfo } from 'node:net';
 import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
 import { createApolloServer } from './graphql/apolloServer';
+import type { GraphQLContext } from './graphql/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { createRoutes } from './http/routes';
 import { demoTenantPlugin } from './graphql/demoTenant';
@@ -31,6 +33,8 @@ export interface ServerOptions extends AppOverrides {
   readonly explorerHeaders?: Record<string, string>;
   /** The OTEL_* variables to read (default: process.env); tests hand in their own. */
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
+  /** Apollo Server plugins that run after the subgraph's own (tests observe requests with them). */
+  readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
 }
 
 export interface RunningServer {
@@ -66,6 +70,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       operationObserver(metrics, logger, app.upstream),
       ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
       operationSpanPlugin(),
+      ...(options.plugins ?? []),
     ],
   });
   // Redis (when configured) connects while Apollo Server starts, not after it.

@@ -7,7 +7,8 @@
 //
 // Left out of the bundle, loaded from node_modules when used: the packages only some
 // deployments load, and only when configured (Redis, the OpenTelemetry SDK, the
-// explorer's React and GraphiQL files, read as assets), and @apollo/utils.createhash,
+// explorer's React and GraphiQL files, read as assets; the protobufjs messages of a
+// gateway's query plan trace), and @apollo/utils.createhash,
 // which reaches node:crypto through `module.require` and, bundled, would fall back to
 // a pure-JS SHA-256 on every request.
 import { build } from 'esbuild';
@@ -32,6 +33,8 @@ export const EXTERNAL = [
   'react-dom',
   'graphiql',
   '@apollo/utils.createhash',
+  // protobufjs messages, for a gateway's query plan in a trace: never in a subgraph.
+  '@apollo/usage-reporting-protobuf',
 ];
 
 /**

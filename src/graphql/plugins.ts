@@ -1,4 +1,4 @@
-import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import type { ApolloServerPlugin } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -6,8 +6,8 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import { ApolloServerPluginInlineTrace } from '@apollo/server/plugin/inlineTrace';
 import type { GraphQLContext } from './context';
+import { inlineTrace } from './inlineTrace';
 
 /**
  * The Apollo Server plugins this subgraph runs, and the built-in ones it switches off.
@@ -17,7 +17,9 @@ import type { GraphQLContext } from './context';
  * does not cache our answers) and, for a subgraph, the inline trace. Usage and
  * schema reporting start whenever APOLLO_KEY happens to be set; a subgraph reports
  * through the router, never on its own. Each is named here, so none comes back
- * silently; `bench/README.md` has what each one cost per request.
+ * silently; `bench/README.md` has what each one cost per request. The inline trace
+ * is our own (`inlineTrace.ts`): the same trace as Apollo's, only when the router
+ * asks for it, at a fraction of the cost.
  */
 export function subgraphPlugins(extra: ReadonlyArray<ApolloServerPlugin<GraphQLContext>> = []): Array<ApolloServerPlugin<GraphQLContext>> {
   return [
@@ -26,28 +28,10 @@ export function subgraphPlugins(extra: ReadonlyArray<ApolloServerPlugin<GraphQLC
     ApolloServerPluginSchemaReportingDisabled(),
     ApolloServerPluginLandingPageDisabled(),
     ApolloServerPluginInlineTraceDisabled(),
-    inlineTraceWhenAsked(),
+    inlineTrace(),
     itemErrors(),
     ...extra,
   ] as Array<ApolloServerPlugin<GraphQLContext>>;
-}
-
-const TRACE_HEADER = 'apollo-federation-include-trace';
-
-/**
- * Federated tracing (`ftv1`) for the requests whose router asks for it, and nothing
- * at all for the others. Apollo's own plugin already skips field instrumentation
- * without the header, but builds a trace tree for every request first; this wrapper
- * (installed with the built-in one switched off) does no work without the header.
- */
-export function inlineTraceWhenAsked(): ApolloServerPlugin<BaseContext> {
-  const inner = ApolloServerPluginInlineTrace();
-  return {
-    async requestDidStart(requestContext) {
-      if (requestContext.request.http?.headers.get(TRACE_HEADER) !== 'ftv1') return;
-      return inner.requestDidStart?.(requestContext);
-    },
-  };
 }
 
 /**

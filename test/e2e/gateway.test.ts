@@ -1,6 +1,6 @@
 import { composeServices } from '@apollo/composition';
 import { ApolloGateway, RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
-import { ApolloServer } from '@apollo/server';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'graphql';
@@ -93,7 +93,12 @@ class RouterHeaderRules extends RemoteGraphQLDataSource<GatewayContext> {
 
 const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
-async function startGateway(urls: Record<string, string>, routerEnv: Record<string, string>, fetches?: SubgraphFetch[]): Promise<ApolloServer<GatewayContext>> {
+async function startGateway(
+  urls: Record<string, string>,
+  routerEnv: Record<string, string>,
+  fetches?: SubgraphFetch[],
+  plugins: ApolloServerPlugin<GatewayContext>[] = [],
+): Promise<ApolloServer<GatewayContext>> {
   const schemaFiles: Record<string, string> = { wfs: 'schema.graphql', people: 'examples/people-subgraph/schema.graphql' };
   const composed = composeServices(
     Object.entries(schemaFiles).map(([name, file]) => ({
@@ -108,7 +113,7 @@ async function startGateway(urls: Record<string, string>, routerEnv: Record<stri
     logger: silent,
     buildService: ({ name, url }) => new RouterHeaderRules(name, url as string, routerEnv, fetches),
   });
-  const server = new ApolloServer<GatewayContext>({ gateway, logger: silent });
+  const server = new ApolloServer<GatewayContext>({ gateway, logger: silent, plugins });
   await server.start();
   return server;
 }
@@ -121,6 +126,21 @@ async function run(server: ApolloServer<GatewayContext>, query: string, headers:
 
 
 const ids = (nodes: { id: string }[] | undefined) => nodes?.map((node) => node.id);
+
+interface TraceNodeLike {
+  responseName?: string | null;
+  child?: TraceNodeLike[] | null;
+  error?: { message?: string | null }[] | null;
+}
+
+/** The fetch nodes of a gateway's query plan trace: each subgraph call, with the trace it decoded. */
+function fetchTraceNodes(plan: unknown, found: { serviceName: string; traceParsingFailed?: boolean; trace?: { root?: TraceNodeLike } }[] = []) {
+  if (plan && typeof plan === 'object') {
+    if ('serviceName' in plan) found.push(plan as (typeof found)[number]);
+    else for (const value of Object.values(plan)) fetchTraceNodes(value, found);
+  }
+  return found;
+}
 
 /**
  * 50 shifts with their location names (ours) and, from the people subgraph through
@@ -258,6 +278,37 @@ describe('supergraph through a gateway', () => {
    * The people subgraph stopped: the fields it adds to our entities are nullable, so
    * the gateway nulls just those, with an error at their path, and serves our lists.
    */
+  it('decodes our federated trace (ftv1) when it captures traces, as a router does for the requests it samples', async () => {
+    const plans: unknown[] = [];
+    const tracing = await startGateway({ wfs: subgraph.server.url, people: people.url }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, undefined, [
+      {
+        async requestDidStart({ metrics }) {
+          // What usage reporting does for a sampled request: the gateway then sends `apollo-federation-include-trace: ftv1`.
+          metrics.captureTraces = true;
+          return {
+            async willSendResponse(context) {
+              plans.push(context.metrics.queryPlanTrace);
+            },
+          };
+        },
+      },
+    ]);
+    try {
+      const result = await run(tracing, '{ locations(first: 2) { nodes { name headcount } } shifts(first: 2) { nodes { id } } }', as(NO_SHIFTS));
+      expect(result.data?.['locations'].nodes).toHaveLength(2);
+      const fetches = fetchTraceNodes(plans[0]);
+      const ours = fetches.find((fetch) => fetch.serviceName === 'wfs');
+      expect(ours?.traceParsingFailed).toBe(false);
+      const root = ours?.trace?.root;
+      expect(root?.child?.map((child) => child.responseName)).toEqual(['locations', 'shifts']);
+      const nodes = root?.child?.[0]?.child?.find((child) => child.responseName === 'nodes');
+      expect(nodes?.child).toHaveLength(2);
+      expect(root?.child?.[1]?.error?.[0]?.message).toBe('<masked>');
+    } finally {
+      await tracing.stop();
+    }
+  });
+
   it('serves our data when the people subgraph is down, with errors only for its fields', async () => {
     const doomed = await startPeopleSubgraph();
     const partial = await startGateway({ wfs: subgraph.server.url, people: doomed.url }, { WFS_ROUTER_SECRET: ROUTER_SECRET });

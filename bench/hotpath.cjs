@@ -1,0 +1,74 @@
+// The in-process harness of bench/README.md ("What each step bought"): the emulator
+// (0 ms latency), the server and an undici client in ONE process, so the CPU time per
+// request it prints moves far less between runs than `npm run bench` on a shared machine.
+//
+//   npm run build && npx tsc -p tsconfig.bench.json
+//   taskset -c 0 node_modules/.bin/node bench/hotpath.cjs            # the subgraph
+//   TRACE=1 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs    # every request asks for ftv1
+//   FLOOR=graphql taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # the floor (or FLOOR=proxy)
+//   Q='{ shifts(first: 100) { nodes { id location { name } } } }' ...     # another query
+//
+// An argument names another build's dist/ folder (default: this checkout's). It loads
+// tsc's single modules (dist/server.js …), the same code the bundle holds.
+'use strict';
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const dist = path.resolve(process.argv[2] ?? path.join(__dirname, '..', 'dist'));
+const { startEmulator, makeTenant } = require(path.join(dist, 'emulator'));
+const { loadConfig } = require(path.join(dist, 'config'));
+const { startServer } = require(path.join(dist, 'server'));
+const { createLogger } = require(path.join(dist, 'logger'));
+const { Agent, request } = require('undici');
+
+const IN_FLIGHT = 10;
+const WARMUP = 3_000;
+const PER_ROUND = 3_000;
+const ROUNDS = 5;
+
+(async () => {
+  process.env.NODE_ENV = 'production';
+  const tenant = makeTenant({ tenantId: 'be0c0000-0000-4000-8000-000000000001', clientId: 'c1', clientSecret: 's1-abcdefgh', grantedScopes: ['shifts.read'], shard: 0, locationCount: 200, shiftCount: 500 });
+  const emulator = await startEmulator({ tenants: [tenant], latencyMs: 0 });
+  const credentials = [{ tenantId: tenant.tenantId, clientId: tenant.clientId, clientSecret: tenant.clientSecret, scope: 'shifts.read' }];
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wfs-hotpath-')), 'tenants.json');
+  fs.writeFileSync(file, JSON.stringify(credentials));
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'x'.repeat(40), LOG_LEVEL: 'error', NODE_ENV: 'production' });
+  const server = process.env.FLOOR
+    ? await require(path.join(dist, 'bench', 'bench', 'floor', 'server.js')).startFloorServer({ mode: process.env.FLOOR, authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1' })
+    : await startServer(config, { logger: createLogger('error') });
+  const agent = new Agent({ connections: IN_FLIGHT });
+  const body = JSON.stringify({ query: process.env.Q || 'query BenchLocations { locations(first: 100) { nodes { id name } } }' });
+  const headers = { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId, ...(process.env.TRACE && { 'apollo-federation-include-trace': 'ftv1' }) };
+  const one = async (extra = {}) => {
+    const response = await request(server.url, { method: 'POST', headers: { ...headers, ...extra }, body, dispatcher: agent });
+    const text = await response.body.text();
+    if (response.statusCode !== 200 || text.includes('"errors"')) throw new Error(text.slice(0, 300));
+  };
+  const run = async (count) => {
+    let sent = 0;
+    await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+      while (sent++ < count) await one();
+    }));
+  };
+  // PRETRACE=1: one traced request first, so the untraced ones run on the wrapped resolvers.
+  if (process.env.PRETRACE) await one({ 'apollo-federation-include-trace': 'ftv1' });
+  await run(WARMUP);
+  const perRequest = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const before = process.cpuUsage();
+    await run(PER_ROUND);
+    const used = process.cpuUsage(before);
+    perRequest.push((used.user + used.system) / 1000 / PER_ROUND);
+  }
+  perRequest.sort((a, b) => a - b);
+  process.stdout.write(`cpu ms/req (emulator + server + client, one process): median ${perRequest[ROUNDS >> 1].toFixed(3)}, min ${perRequest[0].toFixed(3)}; rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB\n`);
+  await agent.close();
+  await (server.close ?? server.stop).call(server);
+  await emulator.close();
+  process.exit(0);
+})().catch((error) => {
+  process.stderr.write(`${error.stack ?? error}\n`);
+  process.exit(1);
+});

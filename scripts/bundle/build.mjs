@@ -8,9 +8,10 @@
 // Left out of the bundle, loaded from node_modules when used: the packages only some
 // deployments load, and only when configured (Redis, the OpenTelemetry SDK, the
 // explorer's React and GraphiQL files, read as assets; the protobufjs messages of a
-// gateway's query plan trace), and @apollo/utils.createhash,
-// which reaches node:crypto through `module.require` and, bundled, would fall back to
-// a pure-JS SHA-256 on every request.
+// gateway's query plan trace). Each must be one of our own dependencies, so that a
+// production install (`npm ci --omit=dev`) puts it where the bundle looks: the build
+// checks that. Two packages are replaced by files of this folder (`undici.cjs`,
+// `createhash.cjs`; each says why).
 import { build } from 'esbuild';
 import { createRequire } from 'node:module';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -21,10 +22,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 const require_ = createRequire(import.meta.url);
 const root = join(here, '..', '..');
 
-export const EXTERNAL = [
+const EXTERNAL = [
   'ioredis',
   '@opentelemetry/sdk-trace-node',
-  '@opentelemetry/sdk-trace-base',
   '@opentelemetry/exporter-trace-otlp-http',
   '@opentelemetry/resources',
   '@opentelemetry/core',
@@ -32,10 +32,18 @@ export const EXTERNAL = [
   'react',
   'react-dom',
   'graphiql',
-  '@apollo/utils.createhash',
   // protobufjs messages, for a gateway's query plan in a trace: never in a subgraph.
   '@apollo/usage-reporting-protobuf',
 ];
+
+const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const notOurs = EXTERNAL.filter((name) => !(name in dependencies));
+if (notOurs.length > 0) {
+  throw new Error(`${notOurs.join(', ')}: left outside the bundle but not in package.json "dependencies", so a production install may nest it where dist/main.js does not look`);
+}
+
+/** Packages the bundle takes from a file of this folder instead of their own entry point. */
+const REPLACED = { undici: 'undici.cjs', '@apollo/utils.createhash': 'createhash.cjs' };
 
 /**
  * `src/graphql/resolvers/index.ts` merges every `<Type>.ts` of its folder, listed at
@@ -59,16 +67,16 @@ const typeResolvers = {
 };
 
 /**
- * `undici` is `undici.cjs` of this folder: the parts of undici the server uses (that
- * file says why). A name the server imports from undici that the file does not offer
- * stops the build here instead of being undefined at run time.
+ * The packages of REPLACED resolve to their file of this folder. `undici.cjs` offers
+ * the parts of undici the server uses: a name the server imports from undici that the
+ * file does not offer stops the build here instead of being undefined at run time.
  */
-const undiciCore = {
-  name: 'undici-core',
+const replacedPackages = {
+  name: 'replaced-packages',
   setup(builder) {
-    const shim = join(here, 'undici.cjs');
-    const offered = new Set(Object.keys(require_(shim)));
-    builder.onResolve({ filter: /^undici$/ }, () => ({ path: shim }));
+    const filter = new RegExp(`^(${Object.keys(REPLACED).map((name) => name.replace(/[.\/]/g, '\\$&')).join('|')})$`);
+    builder.onResolve({ filter }, ({ path }) => ({ path: join(here, REPLACED[path]) }));
+    const offered = new Set(Object.keys(require_(join(here, REPLACED.undici))));
     builder.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, ({ path }) => {
       const source = readFileSync(path, 'utf8');
       for (const [, names] of source.matchAll(/import\s*{([^}]*)}\s*from\s*'undici'/g)) {
@@ -91,7 +99,7 @@ const result = await build({
   target: 'node22',
   format: 'cjs',
   external: EXTERNAL,
-  plugins: [typeResolvers, undiciCore],
+  plugins: [typeResolvers, replacedPackages],
   // Whitespace and syntax only: names stay, so a stack trace still reads; the source
   // map next to the bundle maps it back (node --enable-source-maps dist/index.js).
   minifyWhitespace: true,

@@ -1,0 +1,93 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { startEmulator, type Emulator } from '../../src/emulator';
+import { writeTenantsFile } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
+
+/**
+ * The Docker image's runtime stage without Docker (there is no engine on the build
+ * machines): the Dockerfile's own production install into an empty folder, the built
+ * `dist/` and `schema.graphql` copied in as its COPY lines do, its compile-cache step,
+ * then its CMD against an upstream. A development checkout hoists every package to the
+ * top of node_modules; a production install does not, which is how a bundle that
+ * looked for a nested package once failed only in the image.
+ */
+const root = join(__dirname, '..', '..');
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+
+/** The runtime stage's `RUN npm ci …` words, up to the first `&&`. */
+const installWords = /^RUN (npm ci [^&\n]*)/m.exec(runtime)![1]!.trim().split(/\s+/);
+/** The `node -e "…"` that fills the compile cache. */
+const fillScript = /node -e "([^"]+)"/.exec(runtime.slice(runtime.indexOf('NODE_COMPILE_CACHE')))![1]!;
+const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(runtime)![1]!) as string[];
+
+let emulator: Emulator;
+let app: string;
+
+beforeAll(async () => {
+  if (!existsSync(join(root, 'dist', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (scripts/test.sh does)');
+  emulator = await startEmulator({ authPathPrefix: '/tenants/gateway/auth' });
+  app = mkdtempSync(join(tmpdir(), 'wfs-image-'));
+  for (const file of ['package.json', 'package-lock.json', 'schema.graphql']) cpSync(join(root, file), join(app, file));
+  // --prefer-offline: the packages are in npm's cache already, from the checkout's own install.
+  const install = spawnSync(installWords[0]!, [...installWords.slice(1), '--prefer-offline'], { cwd: app, encoding: 'utf8', timeout: 240_000 });
+  if (install.status !== 0) throw new Error(`${installWords.join(' ')} failed: ${install.stderr.slice(-2_000)}`);
+  cpSync(join(root, 'dist'), join(app, 'dist'), { recursive: true });
+}, 300_000);
+
+afterAll(async () => {
+  await emulator?.close();
+  if (app) rmSync(app, { recursive: true, force: true });
+});
+
+describe('the image, its runtime stage without Docker', () => {
+  it('installs production dependencies only (no TypeScript, no esbuild, no jest)', () => {
+    expect(installWords).toEqual(expect.arrayContaining(['--omit=dev']));
+    for (const tool of ['typescript', 'esbuild', 'jest']) expect(existsSync(join(app, 'node_modules', tool))).toBe(false);
+  });
+
+  it("fills the compile cache without starting anything, then serves an upstream with the CMD and stops on SIGTERM", async () => {
+    const cache = join(app, '.compile-cache');
+    const fill = spawnSync(process.execPath, ['-e', fillScript], { cwd: app, env: { PATH: process.env.PATH ?? '', NODE_COMPILE_CACHE: cache }, encoding: 'utf8', timeout: 60_000 });
+    expect(fill.stderr).toBe('');
+    expect(fill.status).toBe(0);
+
+    expect(cmd[0]).toBe('node');
+    const child = spawn(process.execPath, cmd.slice(1), {
+      cwd: app,
+      env: {
+        PATH: process.env.PATH ?? '',
+        NODE_ENV: 'production',
+        NODE_COMPILE_CACHE: cache,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        WFS_AUTH_URL: emulator.authUrl,
+        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+        WFS_CURSOR_SECRET: 'image-cursor-secret-0123456789abcdefghij',
+      },
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk) => (out += String(chunk)));
+    child.stderr.on('data', (chunk) => (err += String(chunk)));
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor(() => /"url":"http:[^"]+"/.test(out) || child.exitCode !== null, 'the ready log line');
+      const url = /"url":"(http:[^"]+)"/.exec(out)?.[1];
+      if (!url) throw new Error(`the server did not start: ${err}`);
+      const tenant = emulator.tenants[0]!;
+      const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId }, body: JSON.stringify({ query: '{ locations(first: 2) { nodes { id } } }' }) });
+      const body = (await response.body.json()) as { data?: { locations: { nodes: Array<{ id: string }> } } };
+      expect(body.data?.locations.nodes.map((node) => node.id)).toEqual(tenant.locations.slice(0, 2).map((location) => location.id));
+      child.kill('SIGTERM');
+      expect(await exit).toBe(0);
+      expect(err).toBe('');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+});

@@ -8,15 +8,16 @@ export type CacheName =
   | 'entity_index';
 
 /**
- * Counts cache lookups for the request being served (its debug line) and for
- * `wfs_cache_requests_total`. A call from outside a request counts nowhere.
+ * Counts cache lookups for the request being served (its debug line, and
+ * `wfs_cache_requests_total` when it ends). A call from outside a request counts nowhere.
  */
 export function noteCacheLookups(cache: CacheName, hits: number, misses = 0): void {
   const scope = currentRequest();
   if (!scope || hits + misses === 0) return;
   scope.cacheHits += hits;
-  if (hits > 0) scope.metrics?.cacheRequests.inc({ cache, result: 'hit' }, hits);
-  if (misses > 0) scope.metrics?.cacheRequests.inc({ cache, result: 'miss' }, misses);
+  const counts = ((scope.cacheLookups ??= {})[cache] ??= { hits: 0, misses: 0 });
+  counts.hits += hits;
+  counts.misses += misses;
 }
 
 /**

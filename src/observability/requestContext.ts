@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Metrics } from '../metrics';
+import type { CacheName } from './hits';
 
 /**
  * What one GraphQL request carries through every async step it causes: its id for
@@ -24,6 +25,12 @@ export interface RequestScope {
   coalesced: number;
   /** Pages or records answered from a cache instead of the upstream. */
   cacheHits: number;
+  /**
+   * Lookups per cache, added to `wfs_cache_requests_total` once when the request ends:
+   * one counter update per cache and result instead of one per record looked up
+   * (prom-client builds a label key on every update).
+   */
+  cacheLookups?: Partial<Record<CacheName, { hits: number; misses: number }>>;
   /** The serving process's metrics, for counters bumped deep in the call stack (hits.ts). */
   readonly metrics?: Metrics;
 }
@@ -84,9 +91,18 @@ export function runInRequestScope<T>(
   // the request's AbortController fires and any upstream call sees the abort.
   res.once('close', () => {
     if (!res.writableFinished) scope.aborted = true;
+    countCacheLookups(scope);
     options.onEnd?.(scope);
   });
   return storage.run(scope, handler);
+}
+
+function countCacheLookups(scope: RequestScope): void {
+  if (!scope.cacheLookups || !scope.metrics) return;
+  for (const [cache, { hits, misses }] of Object.entries(scope.cacheLookups)) {
+    if (hits > 0) scope.metrics.cacheRequests.inc({ cache, result: 'hit' }, hits);
+    if (misses > 0) scope.metrics.cacheRequests.inc({ cache, result: 'miss' }, misses);
+  }
 }
 
 /** Runs `fn` inside a given scope (tests, and work started for a request from elsewhere). */

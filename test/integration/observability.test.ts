@@ -110,6 +110,20 @@ describe('upstream failure logs', () => {
     expect(await scrapeTotalOf('wfs_cache_requests_total', { cache: 'entity_index', result: 'hit' })).toBeGreaterThan(0);
   });
 
+  it("adds each request's cache hits to wfs_cache_requests_total, once it has ended: the same number its debug line gives", async () => {
+    const query = '{ shifts(first: 6) { nodes { id location { name } } } }';
+    await post(subgraph, query, PATIENT); // fills the entity index
+    const hitsBefore = await scrapeTotalOf('wfs_cache_requests_total', { result: 'hit' });
+    const before = subgraph.logs.length;
+    const { body, requestId } = await post(subgraph, query, PATIENT);
+    expect(errorCodes(body)).toEqual([]);
+    const line = lines({ ...subgraph, logs: subgraph.logs.slice(before) }).find((entry) => entry.event === 'graphql_request' && entry.requestId === requestId)!;
+    // The shifts' locations, answered by the index the first request filled.
+    expect(line.cacheHits).toBeGreaterThan(0);
+    await until(async () => (await scrapeTotalOf('wfs_cache_requests_total', { result: 'hit' })) - hitsBefore >= (line.cacheHits as number));
+    expect((await scrapeTotalOf('wfs_cache_requests_total', { result: 'hit' })) - hitsBefore).toBe(line.cacheHits);
+  });
+
   it('keeps a usable x-request-id from the router and replaces an unusable one', async () => {
     const kept = await post(subgraph, LOCATIONS, PATIENT, 'router-req-42');
     expect(kept.requestId).toBe('router-req-42');

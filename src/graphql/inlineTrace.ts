@@ -45,15 +45,23 @@ export function inlineTrace(): ApolloServerPlugin<BaseContext> {
         async didEncounterErrors({ errors }) {
           trace.didEncounterErrors(errors);
         },
-        async willSendResponse({ response }) {
+        async willSendResponse({ response, logger }) {
           trace.stop();
           // Apollo sends no trace with an incremental (@defer/@stream) answer.
           if (response.body.kind === 'incremental') return;
           const result = response.body.singleResult;
           const extensions = result.extensions ?? (result.extensions = Object.create(null) as Record<string, unknown>);
           if (extensions['ftv1'] !== undefined) throw new Error('The `ftv1` extension was already present.');
-          const queryPlan = metrics.queryPlanTrace ? encodeQueryPlan(metrics.queryPlanTrace) : undefined;
-          extensions['ftv1'] = encodeTrace(trace.tree, trace.times(), queryPlan).toString('base64');
+          let encoded: string;
+          try {
+            const queryPlan = metrics.queryPlanTrace ? encodeQueryPlan(metrics.queryPlanTrace) : undefined;
+            encoded = encodeTrace(trace.tree, trace.times(), queryPlan).toString('base64');
+          } catch (error) {
+            // A trace is for the router's statistics: the answer goes out without it rather than not at all.
+            logger.error(`ftv1: the federated trace could not be encoded, answered without it: ${error instanceof Error ? error.message : String(error)}`);
+            return;
+          }
+          extensions['ftv1'] = encoded;
         },
       };
     },

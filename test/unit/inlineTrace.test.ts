@@ -3,6 +3,7 @@ import { Trace } from '@apollo/usage-reporting-protobuf';
 import { buildSchema, GraphQLObjectType } from 'graphql';
 import { inlineTrace, TRACE_HEADER } from '../../src/graphql/inlineTrace';
 import { TRACER } from '../../src/graphql/inlineTraceResolvers';
+import * as encoder from '../../src/graphql/inlineTraceEncoder';
 import { encodeTrace, FieldShape, TraceTree } from '../../src/graphql/inlineTraceEncoder';
 
 /** The plugin's cheap path (no header, no trace) and the encoder against protobufjs, one module each. */
@@ -40,6 +41,23 @@ describe('inlineTrace plugin', () => {
     expect(context.metrics.captureTraces).toBe(true);
     expect((context.contextValue as Record<symbol, unknown>)[TRACER]).toBeDefined();
     expect(resolvers()).toEqual([expect.any(Function)]);
+  });
+
+  it('answers without a trace, and logs why, when the trace cannot be encoded', async () => {
+    const context = requestContext({ [TRACE_HEADER]: 'ftv1' });
+    const hooks = await inlineTrace().requestDidStart!(context);
+    const encode = jest.spyOn(encoder, 'encodeTrace').mockImplementation(() => {
+      throw new RangeError('offset out of range');
+    });
+    const errors: string[] = [];
+    const response = { body: { kind: 'single', singleResult: { data: { hello: 'world' } } } };
+    try {
+      await hooks!.willSendResponse!({ ...context, response, logger: { error: (message: string) => errors.push(message) } } as never);
+    } finally {
+      encode.mockRestore();
+    }
+    expect(response.body.singleResult).toEqual({ data: { hello: 'world' }, extensions: {} });
+    expect(errors).toEqual([expect.stringContaining('offset out of range')]);
   });
 });
 

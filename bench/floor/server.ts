@@ -14,11 +14,11 @@
  * Both serve only `locations(first: N) { nodes { id name } }` (the floor rows of the
  * table); PORT, HOST, WFS_AUTH_URL and WFS_TENANTS_FILE as for the product.
  */
-import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildSchema, execute, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { Agent } from 'undici';
+import { childSettings, serveAsChild } from '../child';
 import { DirectClient, LOCATIONS_PATH, type RestCredentials, type UpstreamLocation } from '../rest';
 
 const SDL = `
@@ -91,22 +91,5 @@ export async function startFloorServer(options: { mode: 'graphql' | 'proxy'; aut
 
 if (require.main === module) {
   const mode = process.env.BENCH_FLOOR_MODE === 'proxy' ? 'proxy' : 'graphql';
-  startFloorServer({
-    mode,
-    authUrl: process.env.WFS_AUTH_URL!.replace(/\/+$/, ''),
-    tenants: JSON.parse(readFileSync(process.env.WFS_TENANTS_FILE!, 'utf8')) as RestCredentials[],
-    port: Number(process.env.PORT ?? 4003),
-    host: process.env.HOST ?? '127.0.0.1',
-  }).then(
-    ({ url, stop }) => {
-      process.send?.({ type: 'ready', url });
-      const shutdown = () => void stop().finally(() => process.exit(0));
-      process.on('SIGTERM', shutdown);
-      process.on('disconnect', shutdown);
-    },
-    (error: unknown) => {
-      process.stderr.write(`floor server (${mode}): ${error instanceof Error ? error.stack : String(error)}\n`);
-      process.exit(1);
-    },
-  );
+  serveAsChild(`floor server (${mode})`, startFloorServer({ mode, ...childSettings<RestCredentials>(4003) }));
 }

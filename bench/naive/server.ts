@@ -22,6 +22,7 @@ import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import { GraphQLError } from 'graphql';
 import { gql } from 'graphql-tag';
 import { Agent, request } from 'undici';
+import { childSettings, serveAsChild } from '../child';
 import { repoRoot } from '../settings';
 
 interface TenantEntry {
@@ -182,22 +183,5 @@ export async function startNaiveServer(options: NaiveServerOptions): Promise<{ u
 }
 
 if (require.main === module) {
-  const tenants = JSON.parse(readFileSync(process.env.WFS_TENANTS_FILE!, 'utf8')) as TenantEntry[];
-  startNaiveServer({
-    authUrl: process.env.WFS_AUTH_URL!.replace(/\/+$/, ''),
-    tenants,
-    port: Number(process.env.PORT ?? 4002),
-    host: process.env.HOST ?? '127.0.0.1',
-  }).then(
-    ({ url, stop }) => {
-      process.send?.({ type: 'ready', url });
-      const shutdown = () => void stop().finally(() => process.exit(0));
-      process.on('SIGTERM', shutdown);
-      process.on('disconnect', shutdown);
-    },
-    (error: unknown) => {
-      process.stderr.write(`naive server: ${error instanceof Error ? error.stack : String(error)}\n`);
-      process.exit(1);
-    },
-  );
+  serveAsChild('naive server', startNaiveServer(childSettings<TenantEntry>(4002)));
 }

@@ -55,7 +55,7 @@ const typeResolvers = {
   setup(builder) {
     builder.onLoad({ filter: /[\\/]src[\\/]graphql[\\/]resolvers[\\/]index\.ts$/ }, ({ path }) => {
       const dir = dirname(path);
-      const files = readdirSync(dir).filter((file) => /^[A-Z]\w*\.ts$/.test(file) && !file.endsWith('.d.ts')).map((file) => file.slice(0, -3));
+      const files = readdirSync(dir).filter((file) => /^[A-Z]\w*\.ts$/.test(file)).map((file) => file.slice(0, -3));
       const contents = [
         "import { mergeTypeModules } from './merge';",
         ...files.map((file, i) => `import * as type${i} from './${file}';`),

@@ -14,7 +14,6 @@ export type CacheName =
 export function noteCacheLookups(cache: CacheName, hits: number, misses = 0): void {
   const scope = currentRequest();
   if (!scope || hits + misses === 0) return;
-  scope.cacheHits += hits;
   const counts = ((scope.cacheLookups ??= {})[cache] ??= { hits: 0, misses: 0 });
   counts.hits += hits;
   counts.misses += misses;

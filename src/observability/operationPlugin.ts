@@ -4,7 +4,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { isUpstreamError } from '../upstream/errors';
 import { BoundedLabel } from './boundedLabel';
-import { currentRequest } from './requestContext';
+import { cacheHitsOf, currentRequest } from './requestContext';
 import type { UpstreamObserver } from './upstreamObserver';
 
 /** Operation names kept as label values; the rest are `other` (operation names come from clients). */
@@ -57,7 +57,7 @@ export function operationObserver(metrics: Metrics, logger: Logger, upstream: Up
                 durationMs: Math.round(seconds * 1000),
                 upstreamCalls: scope?.upstreamCalls ?? 0,
                 coalesced: scope?.coalesced ?? 0,
-                cacheHits: scope?.cacheHits ?? 0,
+                cacheHits: scope ? cacheHitsOf(scope) : 0,
                 errorCodes: codes,
                 aborted,
               },

@@ -23,12 +23,11 @@ export interface RequestScope {
   upstreamCalls: number;
   /** Upstream calls answered by one already in flight (coalescing). */
   coalesced: number;
-  /** Pages or records answered from a cache instead of the upstream. */
-  cacheHits: number;
   /**
-   * Lookups per cache, added to `wfs_cache_requests_total` once when the request ends:
-   * one counter update per cache and result instead of one per record looked up
-   * (prom-client builds a label key on every update).
+   * Lookups per cache (pages or records answered from a cache instead of the upstream,
+   * and those that were not), added to `wfs_cache_requests_total` once when the request
+   * ends: one counter update per cache and result instead of one per record looked up
+   * (prom-client builds a label key on every update). `cacheHitsOf` sums the hits.
    */
   cacheLookups?: Partial<Record<CacheName, { hits: number; misses: number }>>;
   /** The serving process's metrics, for counters bumped deep in the call stack (hits.ts). */
@@ -83,7 +82,6 @@ export function runInRequestScope<T>(
     aborted: false,
     upstreamCalls: 0,
     coalesced: 0,
-    cacheHits: 0,
     ...(options.metrics && { metrics: options.metrics }),
   };
   res.setHeader('x-request-id', scope.requestId);
@@ -95,6 +93,13 @@ export function runInRequestScope<T>(
     options.onEnd?.(scope);
   });
   return storage.run(scope, handler);
+}
+
+/** The request's cache hits, every cache together (its debug line). */
+export function cacheHitsOf(scope: RequestScope): number {
+  let hits = 0;
+  for (const counts of Object.values(scope.cacheLookups ?? {})) hits += counts.hits;
+  return hits;
 }
 
 function countCacheLookups(scope: RequestScope): void {

@@ -38,7 +38,7 @@ async function failureLine(apiBase: string, dispatcher: Dispatcher = new Agent({
     fetchToken: async () => ({ accessToken: TOKEN, tenantId: 'tenant-1', apiBase, scopes: ['shifts.read'], obtainedAt: Date.now(), expiresAt: Date.now() + 900_000 }),
   });
   const client = new WfsClient({ tokens, dispatcher, deadlineMs, onListCall: observer.onListCall, aroundListCall: observer.aroundListCall });
-  const scope: RequestScope = { requestId: 'req-causes', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0, cacheHits: 0 };
+  const scope: RequestScope = { requestId: 'req-causes', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 };
   try {
     await expect(runInScope(scope, () => client.listPage('tenant-1', shifts, { ref: 'cursor-secret-page-9' }))).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
   } finally {

@@ -38,7 +38,7 @@ describe('upstream failure log', () => {
         observer.onListCall('shifts', 503, 3, { origin: 'https://shard-9.example.com', outcome: 'http_status' });
         throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream answered 503 for shifts', { status: 503 });
       });
-    const scope: RequestScope = { requestId: 'req-1', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0, cacheHits: 0 };
+    const scope: RequestScope = { requestId: 'req-1', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 };
     await runInScope(scope, () => Promise.all(Array.from({ length: 1_000 }, () => failingCall().catch(() => undefined))));
     observer.close();
 

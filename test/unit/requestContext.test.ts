@@ -8,7 +8,7 @@ function capture() {
   return { logger, lines };
 }
 
-const scope = (requestId: string): RequestScope => ({ requestId, startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0, cacheHits: 0 });
+const scope = (requestId: string): RequestScope => ({ requestId, startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 });
 
 describe('request scope on log lines', () => {
   afterEach(() => setTraceIdProvider(undefined));

@@ -2,9 +2,6 @@ import { readdirSync } from 'node:fs';
 import type { Resolvers } from '../../__generated__/resolvers-types';
 import { mergeTypeModules, type TypeResolverModule } from './merge';
 
-/** A resolver file: one per GraphQL type, named after it (`Location.ts`). */
-export const TYPE_RESOLVER_FILE = /^[A-Z]\w*\.(ts|js)$/;
-
 /**
  * The hand-written resolvers: one file per GraphQL type (`Location.ts`, `Shift.ts`,
  * `DateTime.ts`), each exporting resolvers named after the types it serves and holding
@@ -16,7 +13,8 @@ export const TYPE_RESOLVER_FILE = /^[A-Z]\w*\.(ts|js)$/;
  * this module with static imports of the same files, listed when it builds.
  */
 function loadTypeResolvers(): Resolvers {
-  const files = readdirSync(__dirname).filter((file) => TYPE_RESOLVER_FILE.test(file) && !file.endsWith('.d.ts'));
+  // `Location.ts` (or `.js` when built); a declaration file (`Location.d.ts`) does not match.
+  const files = readdirSync(__dirname).filter((file) => /^[A-Z]\w*\.(ts|js)$/.test(file));
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return mergeTypeModules(files.map((file) => require(`./${file.replace(/\.(ts|js)$/, '')}`) as TypeResolverModule));
 }

@@ -28,6 +28,7 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_DEMO',
   'WFS_INTROSPECTION',
   'WFS_UPSTREAM_CALL_BUDGET',
+  'WFS_MAX_COST',
 ] as const;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -78,6 +79,8 @@ export interface Config {
   readonly logLevel: string;
   /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make (default 200). */
   readonly upstreamCallBudget: number;
+  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/cost.ts; default 10 000). */
+  readonly maxCost: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -155,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     introspection: flag(env, 'WFS_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
     upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET', 200, 10_000),
+    maxCost: positiveInteger(env, 'WFS_MAX_COST', 10_000, 1_000_000_000),
   };
   return Object.freeze(config);
 }

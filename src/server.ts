@@ -6,6 +6,7 @@ import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
 import { createApolloServer } from './graphql/apolloServer';
+import { DEFAULT_QUERY_LIMITS } from './graphql/limits';
 import type { GraphQLContext } from './graphql/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { createRoutes } from './http/routes';
@@ -64,6 +65,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     httpServer,
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
+    limits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
     ...(options.extension && { extension: options.extension }),
     // Order matters: the operation observer counts the item errors appended before it.
     plugins: [

@@ -4,6 +4,7 @@ import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHt
 import type { GraphQLFormattedError } from 'graphql';
 import type { Logger } from '../logger';
 import type { GraphQLContext } from './context';
+import { costLimit } from './cost';
 import { createErrorFormatter } from './errors';
 import { DEFAULT_QUERY_LIMITS, LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
 import { subgraphPlugins } from './plugins';
@@ -51,6 +52,8 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
     // so our ordered close never ran; with Redis connected the process hung until the
     // 20 s force exit, and without it exited before the trace flush.
     stopOnTerminationSignals: false,
-    plugins: subgraphPlugins([ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }), ...(options.plugins ?? [])]),
+    // The cost limit needs the operation's variables, so it runs once the operation is
+    // resolved (after validation, before any resolver), not as a validation rule.
+    plugins: subgraphPlugins([costLimit<GraphQLContext>(limits.maxCost), ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }), ...(options.plugins ?? [])]),
   });
 }

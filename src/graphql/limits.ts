@@ -30,6 +30,8 @@ export interface QueryLimits {
   /** Directives in the whole document. */
   readonly maxDirectives: number;
   /** Fields per operation once every fragment spread is expanded (1 per field). */
+  readonly maxFields: number;
+  /** Estimated size of an operation's answer, page sizes multiplied through (cost.ts); checked once variables are known. */
   readonly maxCost: number;
   /** Lexical tokens in the document; enforced by graphql-js while parsing. */
   readonly maxTokens: number;
@@ -40,7 +42,8 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = Object.freeze({
   maxIntrospectionDepth: 20,
   maxAliases: 30,
   maxDirectives: 50,
-  maxCost: 20_000,
+  maxFields: 20_000,
+  maxCost: 10_000,
   maxTokens: 5_000,
 });
 
@@ -76,7 +79,7 @@ interface Measure {
   /** Deepest field inside an introspection root field, counted from that root field. */
   introspectionDepth: number;
   aliases: number;
-  cost: number;
+  fields: number;
 }
 
 const INTROSPECTION_ROOTS = new Set(['__schema', '__type']);
@@ -103,7 +106,7 @@ function limitsVisitor(context: ValidationContext, limits: QueryLimits): ASTVisi
         report(`operation${name} nests introspection ${measure.introspectionDepth} fields deep; at most ${limits.maxIntrospectionDepth} are allowed`);
       }
       if (measure.aliases > limits.maxAliases) report(`operation${name} has ${measure.aliases} aliases; at most ${limits.maxAliases} are allowed`);
-      if (measure.cost > limits.maxCost) report(`operation${name} selects ${measure.cost} fields once fragments are expanded; at most ${limits.maxCost} are allowed`);
+      if (measure.fields > limits.maxFields) report(`operation${name} selects ${measure.fields} fields once fragments are expanded; at most ${limits.maxFields} are allowed`);
       return false; // measured as a whole; nothing below needs visiting again
     },
   };
@@ -131,7 +134,7 @@ function countDirectives(document: DocumentNode): number {
  * Measures an operation, following fragment spreads. Each fragment is measured once
  * per mode (data or introspection) and its measure reused at every spread, so a
  * document that spreads fragments into each other costs linear time to measure while
- * its expanded size (cost, aliases) is still counted in full. A spread cycle (which
+ * its expanded size (fields, aliases) is still counted in full. A spread cycle (which
  * graphql-js reports on its own) counts as nothing here.
  */
 function measureOperation(root: SelectionSetNode, fragments: ReadonlyMap<string, FragmentDefinitionNode>): Measure {
@@ -139,12 +142,12 @@ function measureOperation(root: SelectionSetNode, fragments: ReadonlyMap<string,
   const active = new Set<string>();
 
   const measureSet = (set: SelectionSetNode, inIntrospection: boolean, atRoot: boolean): Measure => {
-    const result: Measure = { depth: 0, introspectionDepth: 0, aliases: 0, cost: 0 };
+    const result: Measure = { depth: 0, introspectionDepth: 0, aliases: 0, fields: 0 };
     const add = (child: Measure, levels: number, introspectionLevels: number) => {
       result.depth = Math.max(result.depth, child.depth + levels);
       result.introspectionDepth = Math.max(result.introspectionDepth, child.introspectionDepth + introspectionLevels);
       result.aliases = Math.min(CAP, result.aliases + child.aliases);
-      result.cost = Math.min(CAP, result.cost + child.cost);
+      result.fields = Math.min(CAP, result.fields + child.fields);
     };
     for (const selection of set.selections) {
       if (selection.kind === Kind.FIELD) {
@@ -152,8 +155,8 @@ function measureOperation(root: SelectionSetNode, fragments: ReadonlyMap<string,
         // the introspection subtree; inside it every level counts against its bound.
         const opensIntrospection = !inIntrospection && atRoot && INTROSPECTION_ROOTS.has(selection.name.value);
         const inside = inIntrospection || opensIntrospection;
-        const child = selection.selectionSet ? measureSet(selection.selectionSet, inside, false) : { depth: 0, introspectionDepth: 0, aliases: 0, cost: 0 };
-        const own: Measure = { depth: 0, introspectionDepth: 0, aliases: selection.alias ? 1 : 0, cost: 1 };
+        const child = selection.selectionSet ? measureSet(selection.selectionSet, inside, false) : { depth: 0, introspectionDepth: 0, aliases: 0, fields: 0 };
+        const own: Measure = { depth: 0, introspectionDepth: 0, aliases: selection.alias ? 1 : 0, fields: 1 };
         add(own, 0, 0);
         if (inside) add({ ...child, depth: 0 }, 0, 1);
         else add(child, 1, 0);

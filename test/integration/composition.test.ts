@@ -3,8 +3,11 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildSchema, parse, printSchema, validate, type GraphQLInterfaceType, type GraphQLSchema } from 'graphql';
+import { Kind, buildSchema, parse, print, printSchema, validate, type ConstDirectiveNode, type GraphQLInterfaceType, type GraphQLSchema } from 'graphql';
 import { parse as parseYaml } from 'yaml';
+import { loadConfig } from '../../src/config';
+import { DEFAULT_PAGE_SIZE } from '../../src/graphql/connections';
+import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/limits';
 
 /**
  * Our schema must compose with the subgraphs around it the way every real supergraph
@@ -102,6 +105,14 @@ describe('supergraph composition', () => {
     expect(committedSchema.getPossibleTypes(committedSchema.getType('Node') as GraphQLInterfaceType).map((type) => type.name).sort()).toEqual(['Location', 'Shift']);
   });
 
+  it("keeps schema.graphql's cost directives in the supergraph, where a router's demand control reads them", () => {
+    const ours = costDirectives(readFileSync(path.join(repoRoot, 'schema.graphql'), 'utf8'));
+    expect([...ours.keys()]).toEqual(expect.arrayContaining(['Query.locations', 'Query.shifts', 'Location.shifts', 'Query.shifts(filter:)', 'Shift.start', 'PageInfo.endCursor']));
+    const composed = costDirectives(result.supergraphSdl ?? '');
+    for (const [coordinate, directives] of ours) expect({ coordinate, directives: composed.get(coordinate) }).toEqual({ coordinate, directives });
+    expect(result.supergraphSdl).toContain('@link(url: "https://specs.apollo.dev/cost/v0.1"');
+  });
+
   it('pins the same federation version in supergraph.yaml that npm run compose uses', () => {
     const installed = (require('@apollo/composition/package.json') as { version: string }).version;
     expect(readSupergraphConfig().federation_version).toBe(`=${installed}`);
@@ -172,6 +183,7 @@ describe('router/router.yaml', () => {
       subgraphs: Record<string, { request: Record<string, Record<string, string>>[] }>;
     };
     traffic_shaping: { subgraphs: Record<string, unknown> };
+    demand_control: { enabled: boolean; mode: string; strategy: { static_estimated: { list_size: number; max: number } } };
   };
   const subgraphNames = Object.keys(readSupergraphConfig().subgraphs);
 
@@ -192,7 +204,30 @@ describe('router/router.yaml', () => {
     });
     expect(JSON.stringify(router.headers.all)).not.toContain('router-authorization');
   });
+
+  it("enforces demand control with the subgraph's default cost budget, assuming our default page size", () => {
+    expect(router.demand_control).toMatchObject({ enabled: true, mode: 'enforce' });
+    expect(router.demand_control.strategy.static_estimated).toEqual({ max: DEFAULT_QUERY_LIMITS.maxCost, list_size: DEFAULT_PAGE_SIZE });
+    expect(loadConfig({}).maxCost).toBe(DEFAULT_QUERY_LIMITS.maxCost);
+  });
 });
+
+/** `Type.field` and `Type.field(arg:)` → their @cost and @listSize, as printed. */
+function costDirectives(sdl: string): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  const note = (coordinate: string, directives: readonly ConstDirectiveNode[] | undefined) => {
+    const printed = (directives ?? []).filter((directive) => ['cost', 'listSize'].includes(directive.name.value)).map((directive) => print(directive));
+    if (printed.length > 0) found.set(coordinate, printed);
+  };
+  for (const definition of parse(sdl).definitions) {
+    if (definition.kind !== Kind.OBJECT_TYPE_DEFINITION && definition.kind !== Kind.OBJECT_TYPE_EXTENSION) continue;
+    for (const field of definition.fields ?? []) {
+      note(`${definition.name.value}.${field.name.value}`, field.directives);
+      for (const arg of field.arguments ?? []) note(`${definition.name.value}.${field.name.value}(${arg.name.value}:)`, arg.directives);
+    }
+  }
+  return found;
+}
 
 function apiSchema(result: CompositionResult): GraphQLSchema {
   if (!result.schema) throw new Error('composition failed');

@@ -85,7 +85,7 @@ describe('Node in the supergraph', () => {
   it("Federation's entity interfaces do not help: the subgraph with Node's @key must define every implementation, User included", () => {
     const wfs = edit(
       edit(
-        edit(edit(wfsSdl, 'import: ["@key", "@shareable"]', 'import: ["@key", "@shareable", "@interfaceObject"]'), 'interface Node {', 'interface Node @key(fields: "nodeId") {'),
+        edit(edit(wfsSdl, 'import: ["@key", "@shareable", "@cost", "@listSize"]', 'import: ["@key", "@shareable", "@cost", "@listSize", "@interfaceObject"]'), 'interface Node {', 'interface Node @key(fields: "nodeId") {'),
         'type Location implements Node @key(fields: "id")',
         'type Location implements Node @key(fields: "id") @key(fields: "nodeId")',
       ),

@@ -1,5 +1,8 @@
-import { getIntrospectionQuery } from 'graphql';
+import { Kind, getIntrospectionQuery, print } from 'graphql';
 import { makeTenant } from '../../src/emulator';
+import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/limits';
+import { nestedBomb } from '../helpers/nestedBomb';
+import { shippedOperations } from '../helpers/shippedOperations';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
@@ -9,12 +12,14 @@ import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/sub
  * the upstream nothing.
  */
 const A = makeTenant({ tenantId: 'aaaaaaaa-0000-4000-8000-00000000000a', clientId: 'client-a', clientSecret: 'secret-a-limits-1', grantedScopes: ['shifts.read'], shard: 0, locationCount: 5, shiftCount: 5 });
+/** Another company, for the cost-limit tests. */
+const B = makeTenant({ tenantId: 'bbbbbbbb-0000-4000-8000-00000000000b', clientId: 'client-b', clientSecret: 'secret-b-limits-2', grantedScopes: ['shifts.read'], shard: 1, locationCount: 3, shiftCount: 4 });
 const as = { 'x-tenant-id': A.tenantId };
 const LIST = 'locations(first: 1) { nodes { id } }';
 
 let subgraph: TestSubgraph;
 beforeAll(async () => {
-  subgraph = await startTestSubgraph({ tenants: [A] });
+  subgraph = await startTestSubgraph({ tenants: [A, B] });
 });
 afterAll(async () => {
   await subgraph.close();
@@ -78,5 +83,83 @@ describe('query limits', () => {
     const aliases = await subgraph.query(`{ ${repeat(30, (i) => `t${i}: __typename`)} }`, {}, as);
     expect(aliases.status).toBe(200);
     expect(aliases.errors).toBeUndefined();
+  });
+});
+
+/**
+ * Issue 17: a document whose answer multiplies through nested connections is refused
+ * before any upstream call, whatever its aliases, fragments or variables; every
+ * document we ship is served.
+ */
+describe('cost limit', () => {
+  const throughFragments = `query Bomb { l: locations { ...L } }
+    fragment L on LocationConnection { nodes { id s: shifts { ...S } } }
+    fragment S on ShiftConnection { nodes { id location { t: shifts { nodes { location { u: shifts { nodes { id start } } } } } } } }`;
+  const fromVariables = 'query Pages($n: Int) { locations(first: $n) { nodes { shifts(first: $n) { nodes { location { shifts(first: $n) { nodes { id } } } } } } } }';
+
+  const refusals: Array<[string, string, Record<string, unknown>]> = [
+    ['the nested bomb of the issue', nestedBomb(), {}],
+    ['the same bomb with other aliases', nestedBomb((i) => `alias_${i}_x`), {}],
+    ['the same nesting spread through fragments', throughFragments, {}],
+    ['page sizes given as variables', fromVariables, { n: 100 }],
+  ];
+
+  it.each(refusals)('refuses %s: HTTP 400 GRAPHQL_VALIDATION_FAILED with the estimate and the budget, no upstream call', async (_name, query, variables) => {
+    const response = await subgraph.query(query, variables, as);
+    expect(response.status).toBe(400);
+    expect(response.data).toBeUndefined();
+    expect(errorCodes(response)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    const extensions = response.errors?.[0]?.extensions ?? {};
+    expect(extensions['cost.max']).toBe(DEFAULT_QUERY_LIMITS.maxCost);
+    expect(extensions['cost.estimated']).toBeGreaterThan(DEFAULT_QUERY_LIMITS.maxCost);
+    expect(response.errors?.[0]?.message).toMatch(/^operation \w+ is estimated at \d+ \(the size of the answer it can produce\); at most 10000 are allowed$/);
+    expect(upstreamCalls()).toBe(0);
+  });
+
+  it('serves the same variables-sized document with small pages', async () => {
+    const response = await subgraph.query(fromVariables, { n: 2 }, as);
+    expect(response.status).toBe(200);
+    expect(response.errors).toBeUndefined();
+    expect(response.data?.locations?.nodes).toHaveLength(2);
+  });
+
+  it('serves every operation we ship (operations/, the README, the examples) at its largest page size', async () => {
+    // A required cursor (README's `Earlier` pages back from one): a real shifts cursor.
+    const cursor = (await subgraph.query('{ shifts(first: 2) { edges { cursor } } }', {}, as)).data?.shifts?.edges[1]?.cursor as string;
+    for (const operation of shippedOperations()) {
+      const required = (operation.operation.variableDefinitions ?? []).filter((definition) => definition.type.kind === Kind.NON_NULL_TYPE && !(definition.variable.name.value in operation.variables));
+      const variables = { ...operation.variables, ...Object.fromEntries(required.map((definition) => [definition.variable.name.value, cursor])) };
+      const response = await subgraph.query(print(operation.document), variables, as);
+      expect({ operation: operation.name, source: operation.source, status: response.status, codes: errorCodes(response) }).toEqual({
+        operation: operation.name,
+        source: operation.source,
+        status: 200,
+        codes: expect.not.arrayContaining(['GRAPHQL_VALIDATION_FAILED']),
+      });
+    }
+  });
+
+  it("answers another company's query while bombs arrive", async () => {
+    const [other, ...bombs] = await Promise.all([
+      subgraph.query('{ locations(first: 3) { nodes { id } } }', {}, { 'x-tenant-id': B.tenantId }),
+      ...Array.from({ length: 10 }, () => subgraph.query(nestedBomb(), {}, as)),
+    ]);
+    expect(bombs.map((bomb) => bomb.status)).toEqual(Array(10).fill(400));
+    expect(other?.errors).toBeUndefined();
+    expect(other?.data?.locations?.nodes).toHaveLength(3);
+  });
+
+  it('takes its budget from WFS_MAX_COST', async () => {
+    const strict = await startTestSubgraph({}, { WFS_MAX_COST: '300' }, {}, subgraph.emulator);
+    try {
+      // LocationPicker (operations/) is estimated at 304 (README "Query limits").
+      const picker = shippedOperations().find((op) => op.source === 'operations/LocationPicker.graphql')!;
+      const response = await strict.query(print(picker.document), picker.variables, as);
+      expect(response.status).toBe(400);
+      expect(response.errors?.[0]?.extensions).toEqual({ code: 'GRAPHQL_VALIDATION_FAILED', 'cost.estimated': 304, 'cost.max': 300 });
+      expect(upstreamCalls()).toBe(0);
+    } finally {
+      await strict.close();
+    }
   });
 });

@@ -23,10 +23,10 @@ describe('query limits (validation rules)', () => {
     expect(check(chain(8), { maxIntrospectionDepth: 9 })).toEqual(['operation nests introspection 10 fields deep; at most 9 are allowed']);
   });
 
-  it('counts aliases and cost once per fragment spread, introspection fields included', () => {
+  it('counts aliases and fields once per fragment spread, introspection fields included', () => {
     const twice = '{ ...A ...B } fragment A on Query { ...C } fragment B on Query { ...C } fragment C on Query { x: __typename y: __typename }';
     expect(check(twice, { maxAliases: 3 })).toEqual(['operation has 4 aliases; at most 3 are allowed']);
-    expect(check(twice, { maxCost: 3 })).toEqual(['operation selects 4 fields once fragments are expanded; at most 3 are allowed']);
+    expect(check(twice, { maxFields: 3 })).toEqual(['operation selects 4 fields once fragments are expanded; at most 3 are allowed']);
   });
 
   it('counts every directive in the document', () => {

@@ -1,0 +1,123 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Kind, buildSchema, parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { loadConfig } from '../../src/config';
+import { estimateCost } from '../../src/graphql/cost';
+import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/limits';
+import { createSubgraphSchema } from '../../src/graphql/schema';
+import { nestedBomb } from '../helpers/nestedBomb';
+import { routerEstimate } from '../helpers/routerCost';
+import { shippedOperations } from '../helpers/shippedOperations';
+
+const repoRoot = path.resolve(__dirname, '../..');
+const schema = createSubgraphSchema();
+/** What a router reads: the committed supergraph, directives as composition kept them. */
+const supergraph = buildSchema(readFileSync(path.join(repoRoot, 'supergraph.graphql'), 'utf8'));
+/** router/router.yaml's `list_size`: what a router assumes for a list without @listSize. */
+const ROUTER_LIST_SIZE = 100;
+
+const operationOf = (document: DocumentNode) => document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION) as OperationDefinitionNode;
+const estimate = (query: string, variables: Record<string, unknown> = {}) => {
+  const document = parse(query);
+  return estimateCost(schema, document, operationOf(document), variables);
+};
+
+describe('cost estimate (issue 17: the size of the answer a document can produce)', () => {
+  it('counts every field once per time it can appear, a connection page-size times', () => {
+    // locations 1 + 7 × (nodes 1 + id 1 + name 1)
+    expect(estimate('{ locations(first: 7) { nodes { id name } } }')).toBe(1 + 7 * 3);
+    // + pageInfo 1 + hasNextPage 1; edges with a cursor and a node
+    expect(estimate('{ locations(last: 5) { edges { cursor node { id } } pageInfo { hasNextPage } } }')).toBe(1 + 5 * (1 + 1 + 2) + 2);
+  });
+
+  it('uses the default page size (100) when neither first nor last is given, and multiplies nested connections', () => {
+    expect(estimate('{ locations { nodes { id } } }')).toBe(1 + 100 * 2);
+    // locations 2 × (node 1 + shifts 1 + 3 × (node 1 + location 1 + name 1))
+    expect(estimate('{ locations(first: 2) { nodes { shifts(first: 3) { nodes { location { name } } } } } }')).toBe(1 + 2 * (1 + 1 + 3 * 3));
+  });
+
+  it("reads first/last from the operation's variables, with their defaults", () => {
+    const query = 'query Q($n: Int = 4) { shifts(first: $n) { nodes { id } } }';
+    expect(estimate(query, { n: 9 })).toBe(1 + 9 * 2);
+    expect(estimate(query)).toBe(1 + 4 * 2);
+    expect(estimate('query Q($n: Int) { shifts(last: $n) { nodes { id } } }')).toBe(1 + 100 * 2);
+  });
+
+  it('counts a page size outside 1 to 100 as at most 100 (the connection refuses it with BAD_USER_INPUT)', () => {
+    expect(estimate('{ shifts(first: 100000) { nodes { id } } }')).toBe(1 + 100 * 2);
+    expect(estimate('{ shifts(first: -5) { nodes { id } } }')).toBe(1);
+  });
+
+  it('expands aliases and fragments, every spread counted', () => {
+    const twice = '{ a: locations(first: 2) { ...L } b: locations(first: 2) { ...L } } fragment L on LocationConnection { nodes { id } }';
+    expect(estimate(twice)).toBe(2 * (1 + 2 * 2));
+    expect(estimate('{ locations(first: 3) { ... on LocationConnection { nodes { ... on Location { id name } } } } }')).toBe(1 + 3 * 3);
+  });
+
+  it('counts _entities by its representations and node by its one id', () => {
+    const entities = 'query E($r: [_Any!]!) { _entities(representations: $r) { ... on Location { id name } } }';
+    expect(estimate(entities, { r: [1, 2, 3, 4].map((n) => ({ __typename: 'Location', id: `l${n}` })) })).toBe(4 * 3);
+    expect(estimate('{ _entities(representations: [{ __typename: "Shift", id: "s1" }]) { ... on Shift { start } } }')).toBe(2);
+    expect(estimate('{ node(nodeId: "x") { ... on Location { id name } } }')).toBe(3);
+  });
+
+  it('counts __typename, nodeId selected on the Node interface and literally skipped fields as 0', () => {
+    expect(estimate('{ __typename node(nodeId: "x") { __typename nodeId } }')).toBe(1);
+    expect(estimate('{ locations(first: 2) { nodes { id @skip(if: true) name @include(if: false) } } }')).toBe(1 + 2);
+  });
+
+  it('measures a fan-out of fragment spreads without expanding it (10^9 spreads, a few fragments)', () => {
+    const fanOut = `{ ...F9 } ${Array.from({ length: 9 }, (_, i) => `fragment F${i + 1} on Query { ${Array.from({ length: 10 }, () => (i === 0 ? '__typename location(id: "x") { id }' : `...F${i}`)).join(' ')} }`).join(' ')}`;
+    expect(estimate(fanOut)).toBe(2 * 10 ** 9);
+  });
+
+  it('puts the nested bomb of the issue at about 10^8 answer values', () => {
+    expect(estimate(nestedBomb())).toBeGreaterThan(100_000_000);
+  });
+});
+
+describe("the schema's cost directives give Apollo Router's static estimate our numbers", () => {
+  const cases = [
+    ...shippedOperations().map((op) => ({ label: `${op.name} (${op.source})`, document: op.document, operation: op.operation, variables: op.variables })),
+    ...[nestedBomb(), nestedBomb((i) => `x${i}y`)].map((query, i) => {
+      const document = parse(query);
+      return { label: `the nested bomb ${i}`, document, operation: operationOf(document), variables: {} };
+    }),
+  ];
+
+  it.each(cases)('$label', ({ document, operation, variables }) => {
+    const ours = estimateCost(schema, document, operation, variables);
+    expect(routerEstimate(supergraph, document, operation, variables, ROUTER_LIST_SIZE)).toBe(ours);
+    // The subgraph schema as a router extracts it from the supergraph: ours, directives included.
+    expect(routerEstimate(schema, document, operation, variables, ROUTER_LIST_SIZE)).toBe(ours);
+  });
+
+  it('agrees at smaller page sizes and on the filter argument too', () => {
+    const query = 'query Q($n: Int!, $f: ShiftFilter) { shifts(first: $n, filter: $f) { nodes { id location { shifts(first: 3) { edges { cursor } } } } } }';
+    const document = parse(query);
+    for (const variables of [{ n: 20 }, { n: 1, f: { startsFrom: '2026-11-23T00:00:00Z' } }]) {
+      expect(routerEstimate(supergraph, document, operationOf(document), variables, ROUTER_LIST_SIZE)).toBe(estimateCost(schema, document, operationOf(document), variables));
+    }
+  });
+});
+
+describe("README's cost table", () => {
+  it('lists the estimate of every shipped operation, as computed', () => {
+    const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+    const listed = [...readme.matchAll(/^\| `(\w+)` \| ([^|]+?) \| ([\d ]+) \|$/gm)].map(([, name, source, cost]) => `${name} | ${source} | ${cost!.replace(/ /g, '')}`);
+    const computed = shippedOperations().map((op) => `${op.name} | ${op.source} | ${estimateCost(schema, op.document, op.operation, op.variables)}`);
+    expect(listed).toEqual(computed);
+  });
+});
+
+describe('WFS_MAX_COST', () => {
+  it('defaults to the limits default, 10 000, and takes a positive integer', () => {
+    expect(loadConfig({}).maxCost).toBe(DEFAULT_QUERY_LIMITS.maxCost);
+    expect(DEFAULT_QUERY_LIMITS.maxCost).toBe(10_000);
+    expect(loadConfig({ WFS_MAX_COST: '2500' }).maxCost).toBe(2500);
+  });
+
+  it.each(['0', '-3', 'lots', '1.5', '2000000000'])('refuses %p, naming the variable', (value) => {
+    expect(() => loadConfig({ WFS_MAX_COST: value })).toThrow(/^WFS_MAX_COST: must be an integer from 1 to 1000000000/);
+  });
+});

@@ -28,6 +28,9 @@ export function createClient(uri: string, token: string): ApolloClient {
           },
         },
       },
+      // `node(nodeId:)` answers the Node interface: the cache must know its implementations
+      // to match `... on Location` / `... on Shift` fragments against it.
+      possibleTypes: { Node: ['Location', 'Shift'] },
     }),
   });
 }

@@ -81,8 +81,9 @@ export async function runEmulatorCli(env: Env = process.env, write: (text: strin
     '',
     `Tenants file written to: ${tenantsFile}`,
     '',
+    // With a cursor secret: production requires one, so the command shown is the habit to learn.
     'Run the subgraph against this emulator (in another terminal):',
-    `  WFS_AUTH_URL=${emulator.authUrl} WFS_TENANTS_FILE=${tenantsFile} npm start`,
+    `  WFS_AUTH_URL=${emulator.authUrl} WFS_TENANTS_FILE=${tenantsFile} WFS_CURSOR_SECRET=$(openssl rand -hex 32) npm start`,
     '',
     'Ctrl+C stops the emulator.',
     '',

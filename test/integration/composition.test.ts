@@ -137,6 +137,8 @@ describe('npm run compose (scripts/compose.mts)', () => {
     expect(run.stdout).toContain('Composed wfs, people');
     expect(readFileSync(out, 'utf8')).toBe(readFileSync(path.join(repoRoot, 'supergraph.graphql'), 'utf8'));
     expect(readFileSync(path.join(workDir, 'supergraph.api.graphql'), 'utf8')).toBe(readFileSync(path.join(repoRoot, 'supergraph.api.graphql'), 'utf8'));
+    // A failure here means: run `npm run compose` and commit schema.api.graphql.
+    expect(readFileSync(path.join(workDir, 'schema.api.graphql'), 'utf8')).toBe(readFileSync(path.join(repoRoot, 'schema.api.graphql'), 'utf8'));
   });
 
   it('--check fails, naming the file, when the client-facing schema is stale', () => {

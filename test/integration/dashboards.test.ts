@@ -1,38 +1,69 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { seriesSelectors, type SeriesSelector } from '../helpers/promql';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 import { parseSamples, scrapeText } from '../helpers/metrics';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
  * The shipped dashboard and alert rules only help if they query what the subgraph
- * exposes: every metric name they use must appear at `/metrics` after a short load,
- * the PrometheusRule must hold the plain rules file's groups, and the rules must pass
- * promtool's own check and unit tests (Debian package `prometheus`; scripts/test.sh
- * installs it, so a missing promtool fails here rather than skipping).
+ * exposes, and only what it exposes: every metric name they use must appear at
+ * `/metrics` after a short load; every series selector must carry the job (and, in
+ * the dashboard, namespace) matchers, so a Prometheus shared with other services
+ * shows and alerts on ours alone; the PrometheusRule must be what the rules' build
+ * step writes; and the rules must pass promtool's own check and unit tests (Debian
+ * package `prometheus`; scripts/test.sh installs it, so a missing promtool fails here
+ * rather than skipping).
  */
 
 const repoRoot = path.resolve(__dirname, '../..');
 const prometheusDir = path.join(repoRoot, 'deploy', 'prometheus');
 const read = (...parts: string[]) => readFileSync(path.join(repoRoot, ...parts), 'utf8');
 
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  annotations?: Record<string, string>;
+}
 interface RuleFile {
-  groups: Array<{ name: string; rules: Array<{ alert?: string; record?: string; expr: string }> }>;
+  groups: Array<{ name: string; rules: Rule[] }>;
+}
+interface Dashboard {
+  panels: Array<{ title: string; targets?: Array<{ expr: string }> }>;
+  templating: { list: Array<{ name: string; type: string; query?: unknown; allValue?: string }> };
 }
 
 const rules = parseYaml(read('deploy', 'prometheus', 'alerts.yaml')) as RuleFile;
-const dashboard = JSON.parse(read('deploy', 'grafana', 'wfs-subgraph.json')) as { panels: Array<{ title: string; targets?: Array<{ expr: string }> }> };
-
-/** The metric names a PromQL expression reads (ours, and the process and Node.js defaults). */
-function metricNames(expr: string): string[] {
-  return [...expr.matchAll(/\b((?:wfs|process|nodejs)_[a-z0-9_]+)\b/g)].map((match) => match[1]!);
-}
+const dashboard = JSON.parse(read('deploy', 'grafana', 'wfs-subgraph.json')) as Dashboard;
+const ruleExprs = rules.groups.flatMap((group) => group.rules.map((rule) => ({ where: `alert ${rule.alert ?? rule.record}`, expr: rule.expr })));
+const panelExprs = dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => ({ where: `panel "${panel.title}"`, expr: target.expr })));
 
 const used = new Map<string, string>();
-for (const group of rules.groups) for (const rule of group.rules) for (const name of metricNames(rule.expr)) used.set(name, `alert ${rule.alert}`);
-for (const panel of dashboard.panels) for (const target of panel.targets ?? []) for (const name of metricNames(target.expr)) used.set(name, `panel "${panel.title}"`);
+for (const { where, expr } of [...ruleExprs, ...panelExprs]) for (const { name } of seriesSelectors(expr)) if (name) used.set(name, where);
+
+/** The Service a ServiceMonitor scrapes gives the job label its name; the rules select it. */
+const serviceName = (parseYaml(read('deploy', 'k8s', 'service.yaml')) as { metadata: { name: string } }).metadata.name;
+
+/** Selectors lacking one of the required matchers, as "where: selector (missing ...)". */
+function unselected(exprs: Array<{ where: string; expr: string }>, required: (selector: SeriesSelector) => string[]): string[] {
+  return exprs.flatMap(({ where, expr }) =>
+    seriesSelectors(expr).flatMap((selector) => {
+      const missing = required(selector);
+      return missing.length > 0 ? [`${where}: ${selector.text} (missing ${missing.join(', ')})`] : [];
+    }),
+  );
+}
+const has = (selector: SeriesSelector, label: string, op: string, value: string) =>
+  selector.matchers.some((matcher) => matcher.label === label && matcher.op === op && matcher.value === value);
+/** The dashboard's rule: the job and namespace variables in every selector. */
+const dashboardMissing = (selector: SeriesSelector) =>
+  [['job', '$job'], ['namespace', '$namespace']].filter(([label, value]) => !has(selector, label!, '=~', value!)).map(([label, value]) => `${label}=~"${value}"`);
+/** The rules' rule: our job in every selector (a rule has no namespace to pick; ratios group by it). */
+const ruleMissing = (selector: SeriesSelector) => (has(selector, 'job', '=', serviceName) ? [] : [`job="${serviceName}"`]);
 
 describe('dashboard and alert rules', () => {
   let redis: RedisTestServer;
@@ -59,10 +90,78 @@ describe('dashboard and alert rules', () => {
     expect(missing).toEqual([]);
   });
 
-  it('ship the same groups as a Kubernetes PrometheusRule', () => {
-    const prometheusRule = parseYaml(read('deploy', 'prometheus', 'prometheusrule.yaml')) as { apiVersion: string; kind: string; spec: RuleFile };
-    expect(prometheusRule).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule' });
-    expect(prometheusRule.spec.groups).toEqual(rules.groups);
+  it('select every dashboard series by the job and namespace variables, which the dashboard defines', () => {
+    expect(panelExprs.length).toBeGreaterThan(15);
+    expect(unselected(panelExprs, dashboardMissing)).toEqual([]);
+    const variables = Object.fromEntries(dashboard.templating.list.map((variable) => [variable.name, variable]));
+    // Both list what exposes our own readiness gauge only; "All" namespaces also matches series without the label.
+    expect(JSON.stringify(variables['job']?.query)).toMatch(/label_values\(wfs_ready, job\)/);
+    expect(JSON.stringify(variables['namespace']?.query)).toMatch(/label_values\(wfs_ready\{job=~\\"\$job\\"\}, namespace\)/);
+    expect(variables['namespace']?.allValue).toBe('.*');
+  });
+
+  it('select every alert rule series by our job', () => {
+    expect(unselected(ruleExprs, ruleMissing)).toEqual([]);
+  });
+
+  it('would report an unselected series, wherever it sits in an expression (the check sees them)', () => {
+    const sneaky = [
+      { where: 'memory', expr: 'sum by (instance) (process_resident_memory_bytes)' },
+      { where: 'flapping', expr: 'changes(wfs_ready{job="wfs-subgraph"}[15m]) > 2 or changes(process_start_time_seconds[15m]) > 2' },
+      { where: 'subquery', expr: 'max_over_time(rate(nodejs_eventloop_lag_p99_seconds{job=~"$job"}[$__rate_interval])[1h:])' },
+    ];
+    expect(unselected(sneaky, ruleMissing)).toEqual([
+      'memory: process_resident_memory_bytes (missing job="wfs-subgraph")',
+      'flapping: process_start_time_seconds (missing job="wfs-subgraph")',
+      'subquery: nodejs_eventloop_lag_p99_seconds{job=~"$job"} (missing job="wfs-subgraph")',
+    ]);
+    expect(unselected(sneaky.slice(2), dashboardMissing)).toEqual(['subquery: nodejs_eventloop_lag_p99_seconds{job=~"$job"} (missing namespace=~"$namespace")']);
+    expect(() => seriesSelectors('sum(rate(wfs_ready[5m])')).toThrow(/not PromQL/);
+  });
+
+  describe('the PrometheusRule build step (scripts/prometheusrule.mjs)', () => {
+    const node = path.join(repoRoot, 'node_modules', '.bin', 'node');
+    const build = (...args: string[]) => {
+      const out = mkdtempSync(path.join(tmpdir(), 'wfs-prometheusrule-'));
+      try {
+        execFileSync(node, [path.join(repoRoot, 'scripts', 'prometheusrule.mjs'), '--out-dir', out, '--rules-out', path.join(out, 'alerts.yaml'), ...args]);
+        return { prometheusRule: readFileSync(path.join(out, 'prometheusrule.yaml'), 'utf8'), alerts: readFileSync(path.join(out, 'alerts.yaml'), 'utf8') };
+      } finally {
+        rmSync(out, { recursive: true, force: true });
+      }
+    };
+
+    it("wrote the committed PrometheusRule of the optional kustomize component, with alerts.yaml's groups", () => {
+      const committed = read('deploy', 'k8s', 'components', 'alerts', 'prometheusrule.yaml');
+      expect(build().prometheusRule).toBe(committed);
+      const prometheusRule = parseYaml(committed) as { apiVersion: string; kind: string; spec: RuleFile };
+      expect(prometheusRule).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule' });
+      expect(prometheusRule.spec.groups).toEqual(rules.groups);
+      const component = parseYaml(read('deploy', 'k8s', 'components', 'alerts', 'kustomization.yaml')) as { kind: string; resources: string[] };
+      expect(component).toEqual({ apiVersion: 'kustomize.config.k8s.io/v1alpha1', kind: 'Component', resources: ['prometheusrule.yaml'] });
+    });
+
+    it("gives every alert a runbook URL under the base it is given, at an anchor the README has", () => {
+      const readmeAnchors = new Set([...read('README.md').matchAll(/<a id="(runbook-[\w-]+)"><\/a>/g)].map((match) => match[1]!));
+      const base = 'https://wiki.example.com/teams/scheduling/wfs-subgraph';
+      for (const built of Object.values(build('--runbook-base', base))) {
+        const groups = ('spec' in (parseYaml(built) as object) ? (parseYaml(built) as { spec: RuleFile }).spec : (parseYaml(built) as RuleFile)).groups;
+        for (const rule of groups.flatMap((group) => group.rules)) {
+          const url = rule.annotations?.['runbook_url'] ?? '';
+          expect({ alert: rule.alert, base: url.slice(0, url.indexOf('#')) }).toEqual({ alert: rule.alert, base });
+          const anchor = url.slice(url.indexOf('#') + 1);
+          // A templated anchor names the alert's error code: each code the rule can report has its section.
+          const anchors = anchor.includes('{{ $labels.code }}') ? ['UPSTREAM_UNAVAILABLE', 'INTERNAL_SERVER_ERROR'].map((code) => anchor.replace('{{ $labels.code }}', code)) : [anchor];
+          for (const name of anchors) expect({ alert: rule.alert, anchor: name, inReadme: readmeAnchors.has(name) }).toEqual({ alert: rule.alert, anchor: name, inReadme: true });
+        }
+      }
+      // The committed files keep the default base, this repository's README.
+      for (const rule of rules.groups.flatMap((group) => group.rules)) expect(rule.annotations?.['runbook_url']).toMatch(/^https:\/\/[^#]+\/README\.md#runbook-/);
+    });
+
+    it('refuses a base that is not an http(s) URL', () => {
+      expect(() => execFileSync(node, [path.join(repoRoot, 'scripts', 'prometheusrule.mjs'), '--out-dir', tmpdir(), '--runbook-base', 'README.md'], { stdio: 'pipe' })).toThrow(/--runbook-base must be an http\(s\) URL/);
+    });
   });
 
   it('pass promtool check rules and every alert has a unit test in promtool test rules', () => {

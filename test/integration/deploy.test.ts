@@ -1,15 +1,21 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { request } from 'undici';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { scrapeTotal } from '../helpers/metrics';
+import { startRedisServer } from '../helpers/redisServer';
+import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
 
 /**
  * The deployment examples in deploy/ are checked against what they deploy: every
  * file parses; every environment variable they give the subgraph is one the server
  * reads; probe paths and ports are the server's (asked of a running server); the
- * image and its start command are the Dockerfile's; secrets referenced exist; and
- * the Kubernetes objects select the Deployment's pods.
+ * image and its start command are the Dockerfile's; secrets come from files the
+ * operator writes (no placeholder secret is ever applied); Prometheus can find and
+ * reach /metrics; the sizing follows the one measured figure; and the Kubernetes
+ * objects select the Deployment's pods.
  */
 
 const root = path.resolve(__dirname, '../..');
@@ -58,11 +64,21 @@ function envFile(file: string): Record<string, string> {
   );
 }
 
-const k8sFiles = readdirSync(path.join(root, 'deploy/k8s')).filter((file) => /\.ya?ml$/.test(file));
-const k8s: Doc[] = k8sFiles.flatMap((file) =>
-  parseAllDocuments(read(`deploy/k8s/${file}`)).map((doc) => {
-    if (doc.errors.length > 0) throw new Error(`deploy/k8s/${file}: ${doc.errors[0]!.message}`);
+function yamlDocs(file: string): Doc[] {
+  return parseAllDocuments(read(file)).map((doc) => {
+    if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]!.message}`);
     return doc.toJS() as Doc;
+  });
+}
+const k8sFiles = readdirSync(path.join(root, 'deploy/k8s')).filter((file) => /\.ya?ml$/.test(file));
+const k8s: Doc[] = k8sFiles.flatMap((file) => yamlDocs(`deploy/k8s/${file}`));
+const components = readdirSync(path.join(root, 'deploy/k8s/components'));
+/** Each optional kustomize component: its Component file and the objects it adds. */
+const componentDocs = Object.fromEntries(
+  components.map((name) => {
+    const kustomization = yamlDocs(`deploy/k8s/components/${name}/kustomization.yaml`)[0]!;
+    const objects = (kustomization['resources'] as string[]).flatMap((file) => yamlDocs(`deploy/k8s/components/${name}/${file}`));
+    return [name, { kustomization, objects }];
   }),
 );
 const ofKind = (kind: string) => k8s.filter((doc) => doc['kind'] === kind);
@@ -85,21 +101,55 @@ describe('deploy/ examples', () => {
     expect([...known]).toEqual(expect.arrayContaining(['PORT', 'NODE_ENV', 'WFS_AUTH_URL', 'WFS_TENANTS_FILE', 'WFS_CURSOR_SECRET', 'WFS_ROUTER_SECRET', 'WFS_REDIS_URL', 'OTEL_EXPORTER_OTLP_ENDPOINT']));
   });
 
-  it('parses every file: compose, Kubernetes manifests, kustomization', () => {
+  it('parses every file: compose, Kubernetes manifests, kustomization and its components', () => {
     expect(compose['services']).toBeDefined();
-    expect(k8s.map((doc) => doc['kind']).sort()).toEqual(['Deployment', 'HorizontalPodAutoscaler', 'Kustomization', 'NetworkPolicy', 'PodDisruptionBudget', 'Secret', 'Service']);
+    expect(k8s.map((doc) => doc['kind']).sort()).toEqual(['Deployment', 'HorizontalPodAutoscaler', 'Kustomization', 'NetworkPolicy', 'PodDisruptionBudget', 'Service']);
     const kustomization = ofKind('Kustomization')[0]!;
     expect([...kustomization['resources']].sort()).toEqual(k8sFiles.filter((file) => file !== 'kustomization.yaml').sort());
+    expect(components.sort()).toEqual(['alerts', 'service-monitor']);
+    for (const { kustomization: component } of Object.values(componentDocs)) {
+      expect(component).toMatchObject({ apiVersion: 'kustomize.config.k8s.io/v1alpha1', kind: 'Component' });
+    }
+    // Optional (they need the Prometheus Operator's CRDs): named in the kustomization, commented out.
+    const text = read('deploy/k8s/kustomization.yaml');
+    for (const name of components) expect(text).toMatch(new RegExp(`^#\\s+- components/${name}$`, 'm'));
+  });
+
+  it('cites only test files that exist', () => {
+    const files = ['README.md', 'deploy/compose.yaml', ...k8sFiles.map((file) => `deploy/k8s/${file}`), 'deploy/prometheus/alerts.yaml', 'scripts/prometheusrule.mjs'];
+    const cited = files.flatMap((file) => [...read(file).matchAll(/\btest\/[\w/.-]+\.test\.ts\b/g)].map((match) => ({ file, cited: match[0] })));
+    expect(cited.length).toBeGreaterThan(5);
+    expect(cited.filter(({ cited: test }) => !existsSync(path.join(root, test)))).toEqual([]);
   });
 
   describe('Kubernetes', () => {
-    it('sets only environment variables the server reads, secrets from the Secret', () => {
+    it('generates the Secret from git-ignored files the operator writes, so no placeholder can be applied', () => {
+      const kustomization = ofKind('Kustomization')[0]!;
+      // No Secret among the applied objects, in any file.
+      for (const file of kustomization['resources'] as string[]) expect(yamlDocs(`deploy/k8s/${file}`).map((doc) => doc['kind'])).not.toContain('Secret');
+      const [generator, ...others] = kustomization['secretGenerator'] as Array<{ name: string; files: string[]; envs: string[] }>;
+      expect(others).toEqual([]);
+      const sources = [...generator!.files.map((entry) => entry.split('=').pop()!), ...generator!.envs];
+      expect(sources.length).toBeGreaterThan(0);
+      const ignored = execFileSync('git', ['check-ignore', ...sources.map((file) => `deploy/k8s/${file}`)], { cwd: root, encoding: 'utf8' });
+      expect(ignored.trim().split('\n').sort()).toEqual(sources.map((file) => `deploy/k8s/${file}`).sort());
+      // The committed example shows the keys with no value at all: a copied example fails start-up.
+      const example = envFile(`deploy/k8s/${generator!.envs[0]}.example`);
+      expect(Object.values(example).filter((value) => value !== '')).toEqual([]);
+      // Nor does any committed example under deploy/ carry a stand-in value for a secret.
+      for (const file of ['deploy/secrets/router.env.example', 'deploy/secrets/wfs.env.example']) expect({ file, values: Object.values(envFile(file)).filter((value) => value !== '') }).toEqual({ file, values: [] });
+      expect(read('deploy/k8s/secrets/.gitignore')).toMatch(/^\*$/m);
+    });
+
+    it('sets only environment variables the server reads, secrets from the generated Secret', () => {
       const env = container.env as Array<{ name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }>;
       expect(env.map((entry) => entry.name).filter((name) => !allowed.has(name))).toEqual([]);
-      const secret = ofKind('Secret')[0]!;
+      const generator = (ofKind('Kustomization')[0]!['secretGenerator'] as Array<{ name: string; files: string[]; envs: string[] }>)[0]!;
+      // The keys the generated Secret has: one per file (`key=path`), one per line of the env file.
+      const secretKeys = [...generator.files.map((entry) => entry.split('=')[0]!), ...Object.keys(envFile(`deploy/k8s/${generator.envs[0]}.example`))];
       for (const entry of env.filter((item) => item.valueFrom)) {
-        expect(entry.valueFrom!.secretKeyRef.name).toBe(secret['metadata'].name);
-        expect(Object.keys(secret['stringData'])).toContain(entry.valueFrom!.secretKeyRef.key);
+        expect(entry.valueFrom!.secretKeyRef.name).toBe(generator.name);
+        expect(secretKeys).toContain(entry.valueFrom!.secretKeyRef.key);
       }
       // Secrets never as plain values.
       for (const name of ['WFS_CURSOR_SECRET', 'WFS_ROUTER_SECRET', 'WFS_REDIS_KEY', 'WFS_REDIS_URL']) {
@@ -109,10 +159,9 @@ describe('deploy/ examples', () => {
       const tenantsFile = env.find((entry) => entry.name === 'WFS_TENANTS_FILE')!.value!;
       const mount = container.volumeMounts.find((item: { mountPath: string }) => tenantsFile.startsWith(`${item.mountPath}/`));
       const volume = deployment['spec'].template.spec.volumes.find((item: { name: string }) => item.name === mount.name);
-      expect(volume.secret.secretName).toBe(secret['metadata'].name);
+      expect(volume.secret.secretName).toBe(generator.name);
       expect(volume.secret.items).toContainEqual({ key: path.basename(tenantsFile), path: path.basename(tenantsFile) });
-      expect(Object.keys(secret['stringData'])).toContain(path.basename(tenantsFile));
-      expect(JSON.parse(secret['stringData'][path.basename(tenantsFile)])).toEqual([expect.objectContaining({ tenantId: expect.any(String), clientId: expect.any(String), clientSecret: expect.any(String) })]);
+      expect(secretKeys).toContain(path.basename(tenantsFile));
     });
 
     it("runs the Dockerfile's image and start command on the Dockerfile's port", () => {
@@ -142,14 +191,32 @@ describe('deploy/ examples', () => {
       }
     });
 
+    it('stays ready with Redis down, so a Redis outage never empties the Service (README "Operations")', async () => {
+      const redis = await startRedisServer();
+      const withRedis = await startTestSubgraph({}, { WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'deploy-test-redis-record-key-0123456789abcdef' });
+      try {
+        await waitFor(async () => (await scrapeTotal(withRedis.server.url, 'wfs_shared_token_store_up')) === 1, 'Redis to answer');
+        await redis.stop();
+        await waitFor(async () => (await scrapeTotal(withRedis.server.url, 'wfs_shared_token_store_up', { store: 'redis' })) === 0, 'Redis to be seen down');
+        const ready = await request(new URL(container.readinessProbe.httpGet.path, withRedis.server.url));
+        expect(ready.statusCode).toBe(200);
+        await ready.body.dump();
+        // And it really serves, on a token of its own.
+        const tenant = { 'x-tenant-id': withRedis.emulator.tenants[0]!.tenantId };
+        expect(errorCodes(await withRedis.query('{ locations(first: 1) { nodes { id } } }', {}, tenant))).toEqual([]);
+      } finally {
+        await withRedis.close();
+        await redis.stop();
+      }
+    });
+
     it("ends within the grace period: preStop plus the router's subgraph timeout", () => {
       const routerTimeout = Number(/subgraphs:\s*\n\s*wfs:\s*\n(?:\s*#.*\n)*\s*timeout:\s*(\d+)s/.exec(routerYaml)![1]);
       const preStop = container.lifecycle.preStop.sleep.seconds as number;
       expect(deployment['spec'].template.spec.terminationGracePeriodSeconds).toBeGreaterThan(preStop + routerTimeout);
-      expect(container.resources).toEqual({ requests: { cpu: expect.any(String), memory: '256Mi' }, limits: { memory: '512Mi' } });
     });
 
-    it('keeps a replica through disruptions, scales the Deployment, and lets only the router in', () => {
+    it('keeps a replica through disruptions, scales the Deployment, and lets only the router and Prometheus in', () => {
       const pdb = ofKind('PodDisruptionBudget')[0]!;
       expect(pdb['spec'].selector.matchLabels).toEqual(podLabels);
       expect(pdb['spec'].minAvailable).toBeLessThan(deployment['spec'].replicas);
@@ -159,7 +226,63 @@ describe('deploy/ examples', () => {
       const policy = ofKind('NetworkPolicy')[0]!;
       expect(policy['spec'].podSelector.matchLabels).toEqual(podLabels);
       expect(policy['spec'].policyTypes).toEqual(['Ingress']);
-      expect(policy['spec'].ingress).toEqual([{ from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'router' } } }], ports: [{ protocol: 'TCP', port: dockerfile().expose }] }]);
+      expect(policy['spec'].ingress).toEqual([
+        { from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'router' } } }], ports: [{ protocol: 'TCP', port: dockerfile().expose }] },
+        // Prometheus in the usual monitoring namespace, with no edit (the namespace label is set by Kubernetes itself).
+        {
+          from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }],
+          ports: [{ protocol: 'TCP', port: dockerfile().expose }],
+        },
+      ]);
+    });
+
+    it('lets Prometheus find /metrics: scrape annotations, a ServiceMonitor on the Service, the port the policy opens', async () => {
+      const annotations = deployment['spec'].template.metadata.annotations as Record<string, string>;
+      const httpPort = container.ports.find((item: { name: string }) => item.name === 'http').containerPort as number;
+      expect(annotations).toEqual({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(httpPort), 'prometheus.io/path': '/metrics' });
+      const [monitor, ...more] = componentDocs['service-monitor']!.objects;
+      expect(more).toEqual([]);
+      expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor' });
+      const service = ofKind('Service')[0]!;
+      // The job label a ServiceMonitor gives is the Service's name: what the alert rules select.
+      expect(service['metadata'].name).toBe('wfs-subgraph');
+      expect(read('deploy/prometheus/alerts.yaml')).toContain(`job="${service['metadata'].name}"`);
+      expect(monitor!['spec'].selector.matchLabels).toEqual(service['metadata'].labels);
+      expect(monitor!['spec'].endpoints.map((endpoint: { port: string }) => endpoint.port)).toEqual([service['spec'].ports[0].name]);
+      expect(service['spec'].ports[0].targetPort).toBe('http');
+      const policyPorts = ofKind('NetworkPolicy')[0]!['spec'].ingress.flatMap((rule: { ports: Array<{ port: number }> }) => rule.ports.map((item) => item.port));
+      expect(policyPorts).toContain(httpPort);
+      // The path both name answers with Prometheus text on the server.
+      for (const metricsPath of new Set([annotations['prometheus.io/path']!, ...monitor!['spec'].endpoints.map((endpoint: { path: string }) => endpoint.path)])) {
+        const response = await request(new URL(metricsPath, subgraph.server.url));
+        expect({ metricsPath, status: response.statusCode }).toEqual({ metricsPath, status: 200 });
+        expect(await response.body.text()).toMatch(/^# HELP wfs_ready /m);
+      }
+    });
+
+    it('sizes memory and the autoscaler from the one measured figure in README "Sizing"', () => {
+      const readme = read('README.md');
+      const start = readme.indexOf('\n### Sizing');
+      const sizing = readme.slice(start, readme.indexOf('\n## ', start + 1));
+      const peakRss = Number(/peak RSS \*\*(\d+) MiB\*\*/.exec(sizing)![1]);
+      // Quoted from a measured run in bench/README.md, not made up here.
+      expect(read('bench/README.md')).toContain(`Peak RSS in that run ${peakRss} MiB`);
+      // Every peak-RSS figure the README and deploy/ state is that one.
+      const stated = ['README.md', 'deploy/k8s/deployment.yaml', 'deploy/compose.yaml'].flatMap((file) =>
+        [...read(file).matchAll(/(\d+) MiB peak RSS|peak RSS[^\d\n]{0,12}(\d+) MiB/g)].map((match) => ({ file, mib: Number(match[1] ?? match[2]) })),
+      );
+      expect(stated.filter(({ mib }) => mib !== peakRss)).toEqual([]);
+      // The request covers the peak with a quarter to spare; the limit leaves room for bursts.
+      const mebibytes = (quantity: string) => Number(/^(\d+)Mi$/.exec(quantity)![1]);
+      expect(mebibytes(container.resources.requests.memory)).toBeGreaterThanOrEqual(peakRss * 1.25);
+      expect(mebibytes(container.resources.limits.memory)).toBeGreaterThanOrEqual(mebibytes(container.resources.requests.memory) * 1.5);
+      // Requests per second per replica at the autoscaler's target: CPU target / CPU per request.
+      const cpuMsPerRequest = Number(/\*\*([\d.]+) cpu ms per request\*\*/.exec(sizing)![1]);
+      expect(read('bench/README.md')).toContain(`${cpuMsPerRequest} cpu ms/req`);
+      const cpuRequestMillicores = Number(/^(\d+)m$/.exec(container.resources.requests.cpu)![1]);
+      const target = ofKind('HorizontalPodAutoscaler')[0]!['spec'].metrics[0].resource.target.averageUtilization as number;
+      const perReplica = Math.floor((cpuRequestMillicores * target) / 100 / cpuMsPerRequest);
+      expect(sizing).toContain(`**${perReplica} requests per second per replica**`);
     });
   });
 

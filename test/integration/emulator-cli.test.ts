@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'undici';
+import { loadConfig } from '../../src/config';
 import { runEmulatorCli, type EmulatorCli } from '../../src/emulator/main';
 
 let cli: EmulatorCli | undefined;
@@ -21,7 +23,13 @@ describe('npm run emulator', () => {
     const entries = JSON.parse(readFileSync(tenantsFile, 'utf8')) as Array<{ tenantId: string; clientId: string; clientSecret: string; scope: string }>;
     expect(entries).toHaveLength(emulator.tenants.length);
     expect(output).toContain(JSON.stringify(entries));
-    expect(output).toContain(`WFS_AUTH_URL=${emulator.authUrl} WFS_TENANTS_FILE=${tenantsFile} npm start`);
+    // The command it suggests configures the subgraph fully: a cursor secret too (none would
+    // leave each process drawing its own, and is refused in production).
+    const command = /^ {2}(WFS_AUTH_URL=.*) npm start$/m.exec(output)![1]!;
+    const env = Object.fromEntries([...command.matchAll(/(\w+)=(\$\([^)]*\)|\S+)/g)].map((match) => [match[1]!, match[2]!]));
+    expect(env).toEqual({ WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: tenantsFile, WFS_CURSOR_SECRET: '$(openssl rand -hex 32)' });
+    const config = loadConfig({ ...env, WFS_CURSOR_SECRET: randomBytes(32).toString('hex') });
+    expect(config.cursorSecretGenerated).toBe(false);
     for (const entry of entries) {
       expect(output).toContain(entry.tenantId);
       expect(output).toContain(entry.clientSecret);

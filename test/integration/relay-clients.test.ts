@@ -1,6 +1,6 @@
 import { Client, fetchExchange, gql, type AnyVariables, type DocumentInput } from '@urql/core';
 import { cacheExchange } from '@urql/exchange-graphcache';
-import { buildSchema, introspectionFromSchema } from 'graphql';
+import { buildClientSchema, buildSchema, findBreakingChanges, getIntrospectionQuery, introspectionFromSchema, parse, validate, type IntrospectionQuery } from 'graphql';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { relayPagination } from '@urql/exchange-graphcache/extras';
@@ -26,7 +26,7 @@ import { createTenantEnvironment } from '../../examples/relay/src/environment';
 import { demoTenants, makeTenant, type EmulatorTenant } from '../../src/emulator';
 import { encodeNodeId } from '../../src/graphql/node';
 import { withNumericIds } from '../helpers/numericIds';
-import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
  * The clients Relay-first teams run, against the running server over real HTTP:
@@ -381,5 +381,30 @@ describe('urql with Graphcache relayPagination()', () => {
     expect(result.data).toBeUndefined();
     expect(result.error?.message).toMatch(/Cross-Site Request Forgery/);
     expect(calls.map((call) => `${call.method} ${call.status}`)).toEqual(['GET 400']);
+  });
+});
+
+describe('the schema files clients compile against (README "The client-facing schema")', () => {
+  const schemaFile = (file: string) => buildSchema(readFileSync(path.join(__dirname, '..', '..', file), 'utf8'));
+  const tenant = () => ({ 'x-tenant-id': harbourLane.tenantId });
+
+  it('schema.api.graphql is what the subgraph alone serves (npm start, the demo), less the federation machinery', async () => {
+    const introspection = await subgraph.query<IntrospectionQuery>(getIntrospectionQuery(), {}, tenant());
+    const served = buildClientSchema(introspection.data!);
+    // Everything a client compiled against the file can ask, the server answers ...
+    expect(findBreakingChanges(schemaFile('schema.api.graphql'), served)).toEqual([]);
+    // ... and the file leaves out nothing a client could use but the federation entry points and directives.
+    const leftOut = findBreakingChanges(served, schemaFile('schema.api.graphql')).map((change) => change.description);
+    const federation = /^((link|federation)__\w+|_Service|_Any|_Entity|Query\._entities|Query\._service|link|key|shareable) was removed\.$/;
+    expect(leftOut.length).toBeGreaterThan(0);
+    expect(leftOut.filter((description) => !federation.test(description))).toEqual([]);
+  });
+
+  it("supergraph.api.graphql adds the other subgraphs' fields, which the subgraph alone refuses with HTTP 400", async () => {
+    const document = parse('{ locations(first: 1) { nodes { name headcount } } }');
+    expect(validate(schemaFile('supergraph.api.graphql'), document)).toEqual([]);
+    expect(validate(schemaFile('schema.api.graphql'), document).map((error) => error.message)).toEqual([expect.stringContaining('headcount')]);
+    const response = await subgraph.query('{ locations(first: 1) { nodes { name headcount } } }', {}, tenant());
+    expect({ status: response.status, codes: errorCodes(response) }).toEqual({ status: 400, codes: ['GRAPHQL_VALIDATION_FAILED'] });
   });
 });

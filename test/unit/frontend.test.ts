@@ -1,8 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parse, print, type OperationDefinitionNode, type SelectionNode } from 'graphql';
+import { buildSchema, isAbstractType, parse, print, type OperationDefinitionNode, type SelectionNode } from 'graphql';
 import ts from 'typescript';
 
 /**
@@ -120,6 +121,33 @@ describe('for frontend teams', () => {
     const project = projectWithGeneratedDocuments('bundler');
     temporary.push(project.dir);
     expect(diagnostics(project.tsconfig)).toEqual([]);
+  });
+
+  it("configures Apollo Client's possibleTypes with every Node implementation of the client-facing schema", () => {
+    const schema = buildSchema(readFileSync(path.join(repoRoot, 'supergraph.api.graphql'), 'utf8'));
+    const node = schema.getType('Node');
+    if (!node || !isAbstractType(node)) throw new Error('no Node interface in supergraph.api.graphql');
+    const implementations = schema.getPossibleTypes(node).map((type) => type.name).sort();
+    for (const source of [readmeSnippets().join('\n'), readFileSync(path.join(frontendDir, 'apollo.ts'), 'utf8')]) {
+      const listed = /possibleTypes: \{ Node: \[([^\]]*)\] \}/.exec(source)?.[1];
+      expect(listed?.split(',').map((name) => name.trim().replace(/'/g, '')).sort()).toEqual(implementations);
+    }
+  });
+
+  it("generates an app's own typed documents with examples/frontend/app/codegen.ts, which then type-check", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'wfs-frontend-app-'));
+    temporary.push(dir);
+    cpSync(path.join(frontendDir, 'app'), dir, { recursive: true });
+    mkdirSync(path.join(dir, 'schema'));
+    cpSync(path.join(repoRoot, 'supergraph.api.graphql'), path.join(dir, 'schema', 'supergraph.api.graphql'));
+    symlinkSync(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+    const node = path.join(repoRoot, 'node_modules', '.bin', 'node');
+    const run = spawnSync(node, [path.join(repoRoot, 'node_modules', '@graphql-codegen', 'cli', 'cjs', 'bin.js'), '--config', 'codegen.ts'], { cwd: dir, encoding: 'utf8' });
+    expect({ status: run.status, stderr: run.stderr.split('\n').filter((line) => /error/i.test(line)) }).toEqual({ status: 0, stderr: [] });
+    const generated = readFileSync(path.join(dir, 'src', 'gql', 'graphql.ts'), 'utf8');
+    expect(generated).toContain('export type AppLocationPickerQuery');
+    expect(generated).toContain('headcount: number | null');
+    expect(diagnostics(path.join(dir, 'tsconfig.json'))).toEqual([]);
   });
 
   describe('persisted documents', () => {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -9,7 +9,9 @@ import path from 'node:path';
  * client-facing schema, supergraph.api.graphql: pagination fragments on `locations`
  * and `shifts`, `@refetchable` fragments on `Location` and `Shift` (which need the
  * `Node` interface and `node(nodeId:)`). `--validate` also fails when the committed
- * artifacts in examples/relay/src/__generated__ are stale.
+ * artifacts in examples/relay/src/__generated__ are stale. A frontend copies the
+ * README's configuration into a project that has no artifacts yet: that must work too,
+ * against the router's schema and against the subgraph's own (the demo's).
  */
 
 const repoRoot = path.resolve(__dirname, '../..');
@@ -33,6 +35,34 @@ describe('relay-compiler on examples/relay', () => {
     // 6 fragments + 3 refetch/pagination queries as readers; AppQuery and the 4 generated queries normalize.
     expect(counts?.slice(1).map(Number)).toEqual([11, 6, 13]);
   });
+
+  it("uses the configuration the README shows, word for word", () => {
+    const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+    const start = readme.indexOf('\n### Relay');
+    const section = readme.slice(start, readme.indexOf('\n### ', start + 1));
+    const shown = /```json\n([\s\S]*?)```/.exec(section)![1]!;
+    expect(JSON.parse(shown)).toEqual(JSON.parse(readFileSync(path.join(exampleDir, 'relay.config.json'), 'utf8')));
+  });
+
+  it.each(['supergraph.api.graphql', 'schema.api.graphql'])(
+    'compiles a fresh copy with no __generated__ directory yet against %s, writing the committed artifacts',
+    (schemaFile) => {
+      const work = mkdtempSync(path.join(tmpdir(), 'wfs-relay-fresh-'));
+      try {
+        cpSync(path.join(exampleDir, 'src'), path.join(work, 'src'), { recursive: true, filter: (source) => !source.includes('__generated__') });
+        const config = JSON.parse(readFileSync(path.join(exampleDir, 'relay.config.json'), 'utf8')) as Record<string, unknown>;
+        writeFileSync(path.join(work, 'relay.config.json'), JSON.stringify({ ...config, schema: path.join(repoRoot, schemaFile) }));
+        const { status, output } = compile(work);
+        expect({ status, errors: output.split('\n').filter((line) => line.includes('[ERROR]')) }).toEqual({ status: 0, errors: [] });
+        const committed = path.join(exampleDir, 'src', '__generated__');
+        const files = readdirSync(committed).sort();
+        expect(readdirSync(path.join(work, 'src', '__generated__')).sort()).toEqual(files);
+        for (const file of files) expect(readFileSync(path.join(work, 'src', '__generated__', file), 'utf8')).toBe(readFileSync(path.join(committed, file), 'utf8'));
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+  );
 
   it.each([
     ['LocationCardRefetchQuery', 'LocationCard_location on Location'],

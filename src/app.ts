@@ -59,7 +59,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   // Data calls go where a token's api_base says, so their connections are guarded
   // (private networks refused, at connect time); the token endpoint is the operator's
   // own WFS_AUTH_URL and may well live on a private network.
-  const dispatcher = overrides.dispatcher ?? createUpstreamAgent(DEFAULT_TIMEOUTS, { allowList: config.apiBaseAllow });
+  const dispatcher = overrides.dispatcher ?? createUpstreamAgent(DEFAULT_TIMEOUTS, { allowList: config.apiBaseAllow, loopback: config.apiBaseLoopback });
   const authDispatcher = overrides.dispatcher ?? createUpstreamAgent();
   const redis = config.redisUrl
     ? // ioredis is loaded only when Redis is configured: most deployments and every
@@ -92,6 +92,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
           authUrl,
           dispatcher: authDispatcher,
           apiBaseAllow: config.apiBaseAllow,
+          apiBaseLoopback: config.apiBaseLoopback,
           signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
           ...(overrides.now && { now: overrides.now }),
         })),

@@ -29,6 +29,8 @@ export interface UpstreamFailure {
   readonly status?: number;
   /** The error code the GraphQL client sees. */
   readonly code: string;
+  /** The error's own message: shard host, refused address, upstream path. The client gets only a sentence (graphql/errors.ts). */
+  readonly detail?: string;
   readonly attempts: number;
   readonly durationMs: number;
 }
@@ -125,6 +127,7 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
                   cause,
                   ...(cause === 'http_status' && { status: call.lastStatus }),
                   code: isUpstreamError(error) ? error.code : 'INTERNAL_SERVER_ERROR',
+                  ...(error instanceof Error && { detail: error.message }),
                   attempts: call.attempts,
                   durationMs: Math.round(performance.now() - started),
                 },
@@ -146,6 +149,7 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
           origin: scope?.lastOrigin ?? 'none',
           cause: error.details.cause ?? causeOfCode(error),
           code: error.code,
+          detail: error.message,
           attempts: 0,
           durationMs: 0,
         },

@@ -121,6 +121,16 @@ describe.each([
   });
 });
 
+describe('an api_base on a private address', () => {
+  it("is UPSTREAM_MISCONFIGURED; the client is not told the address, the operator's log is", async () => {
+    await restartSubgraph(['shifts.read']);
+    claims = { tenant_id: TENANT, api_base: 'https://10.20.30.40:8443' };
+    const response = await expectRefused('UPSTREAM_MISCONFIGURED');
+    expect(response.errors![0]!.message).not.toContain('10.20.30.40');
+    expect(logs.join('')).toContain('10.20.30.40');
+  });
+});
+
 describe('in production, a loopback api_base', () => {
   const production = { NODE_ENV: 'production', WFS_TRUSTED_NETWORK: 'true' };
   afterAll(() => restartSubgraph(['shifts.read']));

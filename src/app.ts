@@ -153,6 +153,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       ),
       isConfigured: (tenantId) => tokens.hasTenant(tenantId),
       ...(overrides.jwks && { jwks: overrides.jwks }),
+      jwksOptions: {
+        onStale: (error, ageMs) =>
+          logger.warn({ err: error instanceof Error ? error.message : String(error), keySetAgeSeconds: Math.round(ageMs / 1000) }, 'WFS_JWKS_URL failed; verifying tokens with the last key set fetched (kept up to 1 h while the identity provider is down)'),
+      },
     }),
   };
 

@@ -123,8 +123,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     ...overrides.upstream,
     resilience: {
       onBreakerState: (origin, state) => {
-        metrics.resilience.breakerState.set({ origin }, BREAKER_STATE_VALUES[state]);
-        metrics.resilience.breakerTransitions.inc({ origin, state });
+        // Origins come from tokens' api_base claims: the label is bounded like the call metrics' (the log line keeps the origin).
+        const label = upstream.originLabel(origin);
+        metrics.resilience.breakerState.set({ origin: label }, BREAKER_STATE_VALUES[state]);
+        metrics.resilience.breakerTransitions.inc({ origin: label, state });
         if (state === 'open') logger.warn({ origin }, 'upstream shard failing: circuit breaker open, its calls fail fast for a while');
         else if (state === 'closed') logger.info({ origin }, 'upstream shard answering again: circuit breaker closed');
       },

@@ -42,6 +42,8 @@ export interface UpstreamObserver {
   readonly aroundListCall: ListCallWrapper;
   /** Logs a failure that did not come out of one call (a broken page chain), unless already logged. */
   logFailure(error: UpstreamError, fields: { path?: string }): void;
+  /** The `origin` label value of a shard: the same bounded set as the call metrics (the breaker metrics use it too). */
+  originLabel(origin: string): string;
   /** Writes the counts of suppressed lines now (the timer does it every window). */
   flush(): void;
   close(): void;
@@ -156,6 +158,7 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
         error,
       );
     },
+    originLabel: (origin) => origins.value(origin),
     flush,
     close() {
       clearInterval(timer);

@@ -192,6 +192,9 @@ function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessE
     WFS_AUTH_URL: options.authUrl,
     WFS_TENANTS_FILE: options.tenantsFile,
     WFS_CURSOR_SECRET: 'bench-cursor-secret-0123456789abcdef0123',
+    // Production rules: the emulator's shards are on loopback, and the load sends the tenant header itself.
+    WFS_API_BASE_ALLOW: '127.0.0.1',
+    WFS_TRUSTED_NETWORK: 'true',
     LOG_LEVEL: 'error',
     ...(options.nodeOptions && { NODE_OPTIONS: options.nodeOptions }),
   };

@@ -59,7 +59,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   // Data calls go where a token's api_base says, so their connections are guarded
   // (private networks refused, at connect time); the token endpoint is the operator's
   // own WFS_AUTH_URL and may well live on a private network.
-  const dispatcher = overrides.dispatcher ?? createUpstreamAgent(DEFAULT_TIMEOUTS, { allowList: config.apiBaseAllow });
+  const dispatcher = overrides.dispatcher ?? createUpstreamAgent(DEFAULT_TIMEOUTS, { allowList: config.apiBaseAllow, loopback: config.apiBaseLoopback });
   const authDispatcher = overrides.dispatcher ?? createUpstreamAgent();
   const redis = config.redisUrl
     ? // ioredis is loaded only when Redis is configured: most deployments and every
@@ -92,6 +92,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
           authUrl,
           dispatcher: authDispatcher,
           apiBaseAllow: config.apiBaseAllow,
+          apiBaseLoopback: config.apiBaseLoopback,
           signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
           ...(overrides.now && { now: overrides.now }),
         })),
@@ -122,8 +123,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     ...overrides.upstream,
     resilience: {
       onBreakerState: (origin, state) => {
-        metrics.resilience.breakerState.set({ origin }, BREAKER_STATE_VALUES[state]);
-        metrics.resilience.breakerTransitions.inc({ origin, state });
+        // Origins come from tokens' api_base claims: the label is bounded like the call metrics' (the log line keeps the origin).
+        const label = upstream.originLabel(origin);
+        metrics.resilience.breakerState.set({ origin: label }, BREAKER_STATE_VALUES[state]);
+        metrics.resilience.breakerTransitions.inc({ origin: label, state });
         if (state === 'open') logger.warn({ origin }, 'upstream shard failing: circuit breaker open, its calls fail fast for a while');
         else if (state === 'closed') logger.info({ origin }, 'upstream shard answering again: circuit breaker closed');
       },
@@ -152,6 +155,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       ),
       isConfigured: (tenantId) => tokens.hasTenant(tenantId),
       ...(overrides.jwks && { jwks: overrides.jwks }),
+      jwksOptions: {
+        onStale: (error, ageMs) =>
+          logger.warn({ err: error instanceof Error ? error.message : String(error), keySetAgeSeconds: Math.round(ageMs / 1000) }, 'WFS_JWKS_URL failed; verifying tokens with the last key set fetched (kept up to 1 h while the identity provider is down)'),
+      },
     }),
   };
 

@@ -29,6 +29,7 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_INTROSPECTION',
   'WFS_UPSTREAM_CALL_BUDGET',
   'WFS_MAX_COST',
+  'WFS_TRUSTED_NETWORK',
 ] as const;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -65,6 +66,8 @@ export interface Config {
   readonly tenantHeader: string;
   readonly jwt: JwtIdentityConfig | null;
   readonly routerSecret: string | null;
+  /** WFS_TRUSTED_NETWORK=true: production trusted-header mode without a router secret, asked for (warned at start). */
+  readonly trustedNetwork: boolean;
   readonly redisUrl: string | null;
   /** Encrypts the token records in Redis; set whenever `redisUrl` is. */
   readonly redisKey: string | null;
@@ -72,6 +75,8 @@ export interface Config {
   /** True when WFS_CURSOR_SECRET was not set and a random one was drawn. */
   readonly cursorSecretGenerated: boolean;
   readonly apiBaseAllow: readonly string[];
+  /** A loopback api_base is accepted without WFS_API_BASE_ALLOW naming it: outside production, and in demo mode. */
+  readonly apiBaseLoopback: boolean;
   /** Serve the browser explorer at `/` (default: on unless NODE_ENV=production). */
   readonly explorer: boolean;
   /** Answer introspection queries (default: on unless NODE_ENV=production). */
@@ -121,39 +126,46 @@ export function loadConfig(env: Env = process.env): Config {
   if (authUrl && !tenantsFile) {
     throw new ConfigError('WFS_TENANTS_FILE', 'required when WFS_AUTH_URL is set (a JSON array of { tenantId, clientId, clientSecret, scope })');
   }
-  const cursorSecretText = nonEmpty(env.WFS_CURSOR_SECRET);
-  if (cursorSecretText !== undefined && cursorSecretText.length < 32) {
-    throw new ConfigError('WFS_CURSOR_SECRET', 'must be at least 32 characters (for example `openssl rand -hex 32`)');
-  }
+  const production = env.NODE_ENV === 'production';
+  const cursorSecretText = secret(env, 'WFS_CURSOR_SECRET', 32);
   const logLevel = nonEmpty(env.LOG_LEVEL) ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
   }
-  const routerSecret = nonEmpty(env.WFS_ROUTER_SECRET) ?? null;
-  if (routerSecret !== null && routerSecret.length < 16) {
-    throw new ConfigError('WFS_ROUTER_SECRET', 'must be at least 16 characters');
-  }
+  const routerSecret = secret(env, 'WFS_ROUTER_SECRET', 16) ?? null;
   const redis = redisUrl(env.WFS_REDIS_URL);
-  const redisKey = nonEmpty(env.WFS_REDIS_KEY) ?? null;
-  if (redis && (redisKey === null || redisKey.length < 32)) {
-    throw new ConfigError('WFS_REDIS_KEY', `${redisKey === null ? 'is required with WFS_REDIS_URL' : 'must be at least 32 characters'}: it encrypts the tokens kept in Redis (for example \`openssl rand -hex 32\`)`);
+  const redisKey = secret(env, 'WFS_REDIS_KEY', 32) ?? null;
+  if (redis && redisKey === null) {
+    throw new ConfigError('WFS_REDIS_KEY', 'is required with WFS_REDIS_URL: it encrypts the tokens kept in Redis (for example `openssl rand -hex 32`)');
   }
   if (!redis && redisKey !== null) throw new ConfigError('WFS_REDIS_KEY', 'is set but WFS_REDIS_URL is not');
+  // Replicas (Redis says there are several) must share the key, or each refuses the others' cursors.
+  if (cursorSecretText === undefined && (redis || (production && !demo))) {
+    throw new ConfigError('WFS_CURSOR_SECRET', `is required ${redis ? 'with WFS_REDIS_URL' : 'with NODE_ENV=production'}: every replica must seal cursors with the same key (for example \`openssl rand -hex 32\`)`);
+  }
+  const jwt = jwtConfig(env);
+  const trustedNetwork = flag(env, 'WFS_TRUSTED_NETWORK', false);
+  // A published port (the image listens on 0.0.0.0) must not let anyone name any tenant in a header.
+  if (production && !demo && !jwt && routerSecret === null && !trustedNetwork) {
+    throw new ConfigError('WFS_ROUTER_SECRET', "is required with NODE_ENV=production in trusted-header mode, or anyone who reaches the port reads any tenant: set it to the router's secret, use WFS_JWKS_URL, or set WFS_TRUSTED_NETWORK=true if only the router can reach this port");
+  }
   const config: Config = {
     port: port(env.PORT),
     host: nonEmpty(env.HOST) ?? '127.0.0.1',
     authUrl,
     demo,
-    production: env.NODE_ENV === 'production',
+    production,
     tenants: authUrl && tenantsFile ? readTenantsFile(tenantsFile) : [],
     tenantHeader: (nonEmpty(env.WFS_TENANT_HEADER) ?? 'x-tenant-id').toLowerCase(),
-    jwt: jwtConfig(env),
+    jwt,
     routerSecret,
+    trustedNetwork,
     redisUrl: redis,
     redisKey: redis ? redisKey : null,
     cursorSecret: cursorSecretText ? Buffer.from(cursorSecretText, 'utf8') : randomBytes(32),
     cursorSecretGenerated: cursorSecretText === undefined,
     apiBaseAllow: apiBaseAllow(env.WFS_API_BASE_ALLOW),
+    apiBaseLoopback: !production || demo,
     explorer: flag(env, 'WFS_EXPLORER', env.NODE_ENV !== 'production'),
     introspection: flag(env, 'WFS_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
@@ -169,6 +181,24 @@ function checkNames(env: Env): void {
     if (!name.startsWith('WFS_') || (KNOWN_ENV_VARIABLES as readonly string[]).includes(name)) continue;
     throw new ConfigError(name, `is not a known setting; did you mean ${closest(name, [...KNOWN_ENV_VARIABLES])}?`);
   }
+}
+
+/** The placeholder the deploy examples ship (exactly 32 characters, so the length check alone passes it). */
+const PLACEHOLDER_SECRETS = ['replace-with-openssl-rand-hex-32'];
+/** Fewer distinct characters than this is a made-up secret, not a random one (`openssl rand -hex 32` gives about 16). */
+const MIN_DISTINCT_SECRET_CHARACTERS = 8;
+
+/** A secret setting: at least `minLength` characters, and not a placeholder or a made-up string. */
+function secret(env: Env, name: string, minLength: number): string | undefined {
+  const value = nonEmpty(env[name]);
+  if (value === undefined) return undefined;
+  const problem =
+    value.length < minLength ? `must be at least ${minLength} characters`
+    : PLACEHOLDER_SECRETS.includes(value.toLowerCase()) || /replace[-_ ]?(me|with)|change[-_ ]?me/i.test(value) ? 'is still the example placeholder'
+    : new Set(value).size < MIN_DISTINCT_SECRET_CHARACTERS ? 'has too little variety to be a random secret'
+    : undefined;
+  if (problem) throw new ConfigError(name, `${problem}; set a random value (for example \`openssl rand -hex 32\`)`);
+  return value;
 }
 
 function apiBaseAllow(value: string | undefined): string[] {

@@ -23,7 +23,7 @@ async function start(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   if (config.cursorSecretGenerated && !demo) {
-    logger.warn('WFS_CURSOR_SECRET is not set: cursors are signed with a random key and stop working on restart or on another replica');
+    logger.warn('WFS_CURSOR_SECRET is not set: cursors are sealed with a random key and stop working on restart or on another replica');
   }
   if (config.jwt && config.jwt.audience === undefined) {
     logger.warn('WFS_JWT_NO_AUDIENCE=true: tokens are accepted without an audience check, so a token the same identity provider issued for another application is accepted too');
@@ -31,7 +31,12 @@ async function start(): Promise<void> {
   if (demo && config.production) {
     logger.warn('WFS_DEMO=true with NODE_ENV=production: serving the embedded emulator\'s fake demo companies, not a real upstream');
   }
-  if (!config.jwt && !demo) {
+  if (!config.jwt && !demo && config.production && !config.routerSecret) {
+    logger.warn(
+      { header: config.tenantHeader },
+      'WFS_TRUSTED_NETWORK=true: trusted-header mode without WFS_ROUTER_SECRET, so whoever reaches this port can read any tenant by naming it in the header; only the router may reach it',
+    );
+  } else if (!config.jwt && !demo) {
     logger.info({ header: config.tenantHeader }, 'trusted-header mode: the tenant comes from a request header; expose this subgraph only to the router, on a private network');
   }
   const server = await startServer(config, {

@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { JwtIdentityConfig } from '../config';
 import { graphQLError } from './errors';
+import { createJwksKeys, type JwksOptions } from './jwks';
 
 /** Works out which tenant a GraphQL request acts for. */
 export type IdentityResolver = (headers: IncomingHttpHeaders) => Promise<string>;
@@ -17,6 +18,8 @@ export interface IdentityOptions {
   readonly isConfigured: (tenantId: string) => boolean;
   /** For tests: a key source instead of fetching WFS_JWKS_URL. */
   readonly jwks?: JWTVerifyGetKey;
+  /** How WFS_JWKS_URL is fetched and cached (tests: a short cache, a clock); `onStale` for the operator's warning. */
+  readonly jwksOptions?: JwksOptions;
   /** For tests: the clock `exp` and `nbf` are checked against (epoch ms). */
   readonly now?: () => number;
 }
@@ -26,6 +29,13 @@ export interface IdentityOptions {
  * itself, which anyone can fetch and sign with; `none` is no signature at all.
  */
 export const ACCEPTED_JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+/**
+ * The `typ` header values of a token meant for us: a plain JWT or an OAuth access token
+ * (RFC 9068), with or without `application/`. A token that carries another `typ` (an
+ * ID token profile, a logout or DPoP proof, a security event) was issued for something
+ * else, even when signed by the same provider; a token without `typ` is accepted.
+ */
+export const ACCEPTED_JWT_TYPES = ['jwt', 'at+jwt'];
 /** Seconds of clock difference tolerated on `exp` and `nbf` between us and the identity provider. */
 export const JWT_CLOCK_TOLERANCE_SECONDS = 30;
 
@@ -44,7 +54,7 @@ export function createIdentityResolver(options: IdentityOptions): IdentityResolv
   };
   const jwt = options.jwt;
   if (jwt) {
-    const keys = options.jwks ?? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 3_000, cooldownDuration: 30_000 });
+    const keys = options.jwks ?? createJwksKeys(new URL(jwt.jwksUrl), { ...(options.now && { now: options.now }), ...options.jwksOptions });
     return async (headers) => {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
       if (!match) throw graphQLError('UNAUTHENTICATED', 'send an Authorization: Bearer token that names your tenant');
@@ -61,6 +71,10 @@ export function createIdentityResolver(options: IdentityOptions): IdentityResolv
           ...(options.now && { currentDate: new Date(options.now()) }),
         });
         claims = verified.payload;
+        const typ = verified.protectedHeader.typ;
+        if (typ !== undefined && !ACCEPTED_JWT_TYPES.includes(typ.toLowerCase().replace(/^application\//, ''))) {
+          throw Object.assign(new Error('unexpected typ'), { code: 'ERR_JWT_TYP' });
+        }
       } catch (error) {
         const code = (error as { code?: unknown }).code;
         throw graphQLError('UNAUTHENTICATED', `the bearer token could not be verified${typeof code === 'string' && /^ERR_[A-Z_]{1,60}$/.test(code) ? ` (${code})` : ''}`);

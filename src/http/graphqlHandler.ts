@@ -12,7 +12,16 @@ export interface GraphQLHandlerOptions {
   readonly budgetMs: number;
 }
 
-/** Serves one GraphQL request over node:http; rejects only on a fault of our own. */
+/**
+ * The client closed the connection while sending its body: its outcome, not a fault of
+ * ours, so the routes count it with the other aborts and log it at debug (anyone can
+ * cause it at will; an error line with a stack each time would let them fill the log).
+ */
+export class ClientAbortedError extends Error {
+  override readonly name = 'ClientAbortedError';
+}
+
+/** Serves one GraphQL request over node:http; rejects only on a fault of our own (or with ClientAbortedError). */
 export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
 /**
@@ -88,10 +97,16 @@ function headerMap(req: IncomingMessage): HeaderMap {
 async function readBody(req: IncomingMessage): Promise<string | null> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) return null;
-    chunks.push(chunk as Buffer);
+  try {
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_BODY_BYTES) return null;
+      chunks.push(chunk as Buffer);
+    }
+  } catch (error) {
+    // node:http ends the body stream with `aborted` (ECONNRESET) when the client goes away.
+    if (req.destroyed || (error as NodeJS.ErrnoException).code === 'ECONNRESET') throw new ClientAbortedError('the client closed the connection while sending its body');
+    throw error;
   }
   return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
 }

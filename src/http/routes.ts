@@ -5,7 +5,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { runInRequestScope } from '../observability/requestContext';
 import { traceGraphQLRequest } from '../telemetry';
-import type { GraphQLHandler } from './graphqlHandler';
+import { ClientAbortedError, type GraphQLHandler } from './graphqlHandler';
 import { sendGraphQLError, sendJson } from './respond';
 
 export interface RoutesOptions {
@@ -46,6 +46,11 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
       metrics.graphqlInFlight.inc();
       runInRequestScope(req, res, { metrics, onEnd: () => metrics.graphqlInFlight.dec() }, () =>
         traceGraphQLRequest(req.headers, () => graphql(req, res)).catch((error: unknown) => {
+          if (error instanceof ClientAbortedError) {
+            metrics.graphqlAborted.inc({ operation_type: 'unknown' });
+            logger.debug(error.message);
+            return void res.destroy();
+          }
           logger.error({ err: error }, 'GraphQL request failed');
           if (!res.headersSent) sendGraphQLError(res, 500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
           else res.destroy();

@@ -9,7 +9,7 @@ export interface LogLimiterOptions {
   readonly burst?: number;
   /** Window in ms. Default 10 000. */
   readonly windowMs?: number;
-  /** Keys tracked at once; past that, new keys share one `other` key. Default 1 000. */
+  /** Keys tracked at once (besides `other`); past that, and with none idle to forget, new keys share one `other` key. Default 1 000. */
   readonly maxKeys?: number;
   readonly now?: () => number;
 }
@@ -26,6 +26,7 @@ export class LogLimiter<Detail = unknown> {
   private readonly maxKeys: number;
   private readonly now: () => number;
   private readonly keys = new Map<string, KeyState & { detail: Detail }>();
+  private nextSweepAt = 0;
 
   constructor(options: LogLimiterOptions = {}) {
     this.burst = options.burst ?? 5;
@@ -39,6 +40,9 @@ export class LogLimiter<Detail = unknown> {
     const now = this.now();
     let state = this.keys.get(key);
     if (!state) {
+      // Full: forget keys idle for two windows with nothing left to report (one sweep per
+      // window at most, so a flood of new keys does not scan the table each time), before sharing `other`.
+      if (this.keys.size >= this.maxKeys && now >= this.nextSweepAt) this.forgetIdle(now);
       if (this.keys.size >= this.maxKeys) key = 'other';
       state = this.keys.get(key) ?? { windowStart: now, written: 0, suppressed: 0, detail };
       this.keys.set(key, state);
@@ -64,8 +68,20 @@ export class LogLimiter<Detail = unknown> {
     for (const [key, state] of this.keys) {
       if (state.suppressed > 0) out.push({ key, suppressed: state.suppressed, detail: state.detail });
       state.suppressed = 0;
-      if (now - state.windowStart >= 2 * this.windowMs) this.keys.delete(key);
     }
+    this.forgetIdle(now);
     return out;
+  }
+
+  /** Keys tracked now (at most `maxKeys` and `other`). */
+  get size(): number {
+    return this.keys.size;
+  }
+
+  private forgetIdle(now: number): void {
+    this.nextSweepAt = now + this.windowMs;
+    for (const [key, state] of this.keys) {
+      if (state.suppressed === 0 && now - state.windowStart >= 2 * this.windowMs) this.keys.delete(key);
+    }
   }
 }

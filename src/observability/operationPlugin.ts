@@ -9,6 +9,8 @@ import type { UpstreamObserver } from './upstreamObserver';
 
 /** Operation names kept as label values; the rest are `other` (operation names come from clients). */
 const MAX_OPERATION_NAMES = 20;
+/** Requests a name needs before it takes a slot: an application's operations keep arriving, junk names mostly do not. */
+const OPERATION_NAME_ADMIT_AFTER = 3;
 
 /**
  * RED metrics per operation, the error codes sent, and the per-request debug line.
@@ -17,7 +19,7 @@ const MAX_OPERATION_NAMES = 20;
  * failures. Must come after the plugin that appends the item errors.
  */
 export function operationObserver(metrics: Metrics, logger: Logger, upstream: UpstreamObserver): ApolloServerPlugin {
-  const names = new BoundedLabel(MAX_OPERATION_NAMES, /^[_A-Za-z][_0-9A-Za-z]{0,99}$/);
+  const names = new BoundedLabel(MAX_OPERATION_NAMES, /^[_A-Za-z][_0-9A-Za-z]{0,99}$/, { admitAfter: OPERATION_NAME_ADMIT_AFTER });
   return {
     async requestDidStart() {
       const started = performance.now();

@@ -29,6 +29,8 @@ export interface UpstreamFailure {
   readonly status?: number;
   /** The error code the GraphQL client sees. */
   readonly code: string;
+  /** The error's own message: shard host, refused address, upstream path. The client gets only a sentence (graphql/errors.ts). */
+  readonly detail?: string;
   readonly attempts: number;
   readonly durationMs: number;
 }
@@ -40,6 +42,8 @@ export interface UpstreamObserver {
   readonly aroundListCall: ListCallWrapper;
   /** Logs a failure that did not come out of one call (a broken page chain), unless already logged. */
   logFailure(error: UpstreamError, fields: { path?: string }): void;
+  /** The `origin` label value of a shard: the same bounded set as the call metrics (the breaker metrics use it too). */
+  originLabel(origin: string): string;
   /** Writes the counts of suppressed lines now (the timer does it every window). */
   flush(): void;
   close(): void;
@@ -125,6 +129,7 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
                   cause,
                   ...(cause === 'http_status' && { status: call.lastStatus }),
                   code: isUpstreamError(error) ? error.code : 'INTERNAL_SERVER_ERROR',
+                  ...(error instanceof Error && { detail: error.message }),
                   attempts: call.attempts,
                   durationMs: Math.round(performance.now() - started),
                 },
@@ -146,12 +151,14 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
           origin: scope?.lastOrigin ?? 'none',
           cause: error.details.cause ?? causeOfCode(error),
           code: error.code,
+          detail: error.message,
           attempts: 0,
           durationMs: 0,
         },
         error,
       );
     },
+    originLabel: (origin) => origins.value(origin),
     flush,
     close() {
       clearInterval(timer);

@@ -89,18 +89,26 @@ export function rangeAllows(allowList: readonly string[], address: string): bool
   });
 }
 
+/** `localhost` and `*.localhost` (RFC 6761): loopback by name. */
+export function isLoopbackName(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.$/, '');
+  return host === 'localhost' || host.endsWith('.localhost');
+}
+
 /**
  * Throws UPSTREAM_MISCONFIGURED unless a bearer token may go to `address`, reached
  * through `hostname` (the api_base host, for allow-list entries that name hosts).
+ * `loopback` false (production): a loopback address is refused like a private one
+ * unless the allow-list names it, so a bad api_base cannot hand a token to a local sidecar.
  */
-export function checkAddress(hostname: string, address: string, allowList: readonly string[]): void {
-  const kind = classifyAddress(address);
-  if (kind === undefined || kind === 'public' || kind === 'loopback') return;
+export function checkAddress(hostname: string, address: string, allowList: readonly string[], loopback = true): void {
+  const kind = classifyAddress(address) ?? (isLoopbackName(address) ? 'loopback' : undefined);
+  if (kind === undefined || kind === 'public' || (kind === 'loopback' && loopback)) return;
   const refuse = (why: string): never => {
     throw new UpstreamError('UPSTREAM_MISCONFIGURED', `the token's api_base was refused: ${why}`);
   };
   if (kind === 'metadata') refuse(`${hostname} leads to a link-local or cloud metadata address`);
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const named = allowList.some((entry) => parseRange(entry) === undefined && hostMatches(host, host, entry.replace(/:\d+$/, '')));
-  if (!named && !rangeAllows(allowList, address)) refuse(`${hostname} leads to a non-public address`);
+  if (!named && !rangeAllows(allowList, address)) refuse(`${hostname} leads to a ${kind === 'loopback' ? 'loopback' : 'non-public'} address`);
 }

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { checkAddress, hostMatches, rangeAllows } from './addressPolicy';
+import { checkAddress, hostMatches, isLoopbackName, rangeAllows } from './addressPolicy';
 import { UpstreamError } from './errors';
 
 /**
@@ -10,10 +10,11 @@ import { UpstreamError } from './errors';
  * forms) must be public unicast or loopback (addressPolicy.ts); and, when an allow-list
  * is configured, a host or address range on it. Names are checked again on every
  * connection, against the addresses they resolve to (the guarded connector, http.ts).
+ * With `loopback` false (production) a loopback host too must be on the allow-list.
  *
  * @returns the normalised origin, e.g. `https://shard-3.example.com`.
  */
-export function checkApiBase(value: unknown, allowList: readonly string[] = []): string {
+export function checkApiBase(value: unknown, allowList: readonly string[] = [], loopback = true): string {
   const refuse = (why: string): never => {
     throw new UpstreamError('UPSTREAM_MISCONFIGURED', `the token's api_base was refused: ${why}`, { cause: 'address_refused' });
   };
@@ -34,7 +35,7 @@ export function checkApiBase(value: unknown, allowList: readonly string[] = []):
   } else if (url.protocol !== 'https:') {
     refuse(`scheme ${url.protocol} is not https`);
   }
-  checkAddress(url.hostname, url.hostname, allowList);
+  checkAddress(url.hostname, url.hostname, allowList, loopback);
   if (allowList.length > 0 && !allowList.some((allowed) => hostMatches(url.host, url.hostname, allowed)) && !rangeAllows(allowList, url.hostname)) {
     // Messages reach API clients: the allow-list is named in the operator's log, not here.
     refuse(`host ${url.host} is not on the allow-list`);
@@ -44,7 +45,7 @@ export function checkApiBase(value: unknown, allowList: readonly string[] = []):
 
 function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost') return true;
+  if (isLoopbackName(host)) return true;
   if (isIP(host) === 4) return host.startsWith('127.');
   return host === '::1';
 }

@@ -19,6 +19,8 @@ export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
 export interface AddressGuard {
   /** WFS_API_BASE_ALLOW entries. */
   readonly allowList: readonly string[];
+  /** Whether loopback addresses pass without the allow-list naming them (default true; false in production). */
+  readonly loopback?: boolean;
   /** Resolves names; default `dns.lookup` with `all: true`. */
   readonly resolve?: Resolve;
   /** Observes each connection the connector is asked for (host name as given), before any check. */
@@ -40,7 +42,7 @@ export function guardedConnector(guard: AddressGuard, timeoutMs: number): buildC
   const lookup = (hostname: string, options: LookupOptions, callback: (error: Error | null, address: string | LookupAddress[], family?: number) => void) => {
     resolve(hostname).then(
       (addresses) => {
-        for (const { address } of addresses) checkAddress(hostname, address, guard.allowList);
+        for (const { address } of addresses) checkAddress(hostname, address, guard.allowList, guard.loopback);
         const wanted = options.family ? addresses.filter((a) => a.family === options.family) : addresses;
         if (wanted.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
         if (options.all) callback(null, wanted);
@@ -55,7 +57,7 @@ export function guardedConnector(guard: AddressGuard, timeoutMs: number): buildC
     const host = options.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host) !== 0) {
       try {
-        checkAddress(host, host, guard.allowList);
+        checkAddress(host, host, guard.allowList, guard.loopback);
       } catch (error) {
         return callback(error as Error, null);
       }

@@ -23,6 +23,8 @@ export interface TokenRequestOptions {
   readonly authUrl: string;
   readonly dispatcher: Dispatcher;
   readonly apiBaseAllow: readonly string[];
+  /** Whether a loopback api_base passes without the allow-list naming it (default true; false in production). */
+  readonly apiBaseLoopback?: boolean;
   readonly signal?: AbortSignal;
   readonly now?: () => number;
 }
@@ -57,7 +59,7 @@ export async function requestToken(tenant: TenantCredentials, options: TokenRequ
   const body = await readJson(response.body);
   const status = response.statusCode;
   if (status !== 200) throw tokenEndpointError(tenant, status, body, retryAfterSeconds(response.headers['retry-after']));
-  return parseTokenResponse(tenant, body, obtainedAt, options.apiBaseAllow);
+  return parseTokenResponse(tenant, body, obtainedAt, options.apiBaseAllow, options.apiBaseLoopback ?? true);
 }
 
 function tokenEndpointError(tenant: TenantCredentials, status: number, body: unknown, retryAfter: number | undefined): UpstreamError {
@@ -81,7 +83,7 @@ function tokenEndpointError(tenant: TenantCredentials, status: number, body: unk
   return new UpstreamError('UPSTREAM_BAD_RESPONSE', `the token endpoint answered ${status} for tenant ${tenant.tenantId}`, { status });
 }
 
-function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt: number, allowList: readonly string[]): TokenGrant {
+function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt: number, allowList: readonly string[], loopback: boolean): TokenGrant {
   const bad = (why: string): never => {
     throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the token response for tenant ${tenant.tenantId} is unusable: ${why}`);
   };
@@ -102,7 +104,7 @@ function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt
   if (typeof claims.tenant_id !== 'string' || claims.tenant_id.toLowerCase() !== tenant.tenantId.toLowerCase()) {
     throw new UpstreamError('UPSTREAM_MISCONFIGURED', `the token issued for tenant ${tenant.tenantId} is bound to another tenant`);
   }
-  const apiBase = checkApiBase(claims.api_base, allowList);
+  const apiBase = checkApiBase(claims.api_base, allowList, loopback);
   // Counted from when we asked, whatever the source: clock skew with the provider does not matter.
   const lifetime = tokenLifetime(expiresIn, claims, obtainedAt).seconds;
   return {

@@ -68,6 +68,9 @@ describe('the image, its runtime stage without Docker', () => {
         WFS_AUTH_URL: emulator.authUrl,
         WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
         WFS_CURSOR_SECRET: 'image-cursor-secret-0123456789abcdefghij',
+        // The emulator is on loopback and the test sends the tenant header itself.
+        WFS_API_BASE_ALLOW: '127.0.0.1',
+        WFS_TRUSTED_NETWORK: 'true',
       },
     });
     let out = '';

@@ -101,6 +101,38 @@ describe('node dist/index.js', () => {
     expect(running.stdout()).not.toMatch(/demo mode/i);
   });
 
+  describe('production secrets', () => {
+    const production = { NODE_ENV: 'production', WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json' };
+    const good = { WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij', WFS_ROUTER_SECRET: 'e2e-router-secret-0123456789abcdef' };
+    /** The values deploy/secrets/*.env.example ship, as a user who copies them without filling them in would run. */
+    const shipped = Object.fromEntries(
+      ['router.env.example', 'wfs.env.example'].flatMap((file) =>
+        readFileSync(join(root, 'deploy', 'secrets', file), 'utf8').split('\n').filter((line) => /^WFS_\w+=/.test(line)).map((line) => line.split('=', 2) as [string, string]),
+      ),
+    );
+
+    it.each([
+      ['the shipped placeholder as cursor secret', { ...good, WFS_CURSOR_SECRET: shipped.WFS_CURSOR_SECRET! }, /^wfs-subgraph: WFS_CURSOR_SECRET: is still the example placeholder/],
+      ['the shipped placeholder as router secret', { ...good, WFS_ROUTER_SECRET: shipped.WFS_ROUTER_SECRET! }, /^wfs-subgraph: WFS_ROUTER_SECRET: is still the example placeholder/],
+      ['the shipped placeholder as Redis key', { ...good, WFS_REDIS_URL: 'redis://127.0.0.1:1', WFS_REDIS_KEY: shipped.WFS_REDIS_KEY! }, /^wfs-subgraph: WFS_REDIS_KEY: is still the example placeholder/],
+      ['a cursor secret of one repeated character', { ...good, WFS_CURSOR_SECRET: 'a'.repeat(64) }, /^wfs-subgraph: WFS_CURSOR_SECRET: has too little variety/],
+      ['no cursor secret', { WFS_ROUTER_SECRET: good.WFS_ROUTER_SECRET }, /^wfs-subgraph: WFS_CURSOR_SECRET: is required with NODE_ENV=production/],
+      ['trusted-header mode without a router secret', { WFS_CURSOR_SECRET: good.WFS_CURSOR_SECRET }, /^wfs-subgraph: WFS_ROUTER_SECRET: is required .*WFS_TRUSTED_NETWORK=true/],
+    ])('refuses %s: one line naming the variable, exit 1, no secret echoed', async (_name, env, line) => {
+      running = run({ ...production, ...env });
+      expect(await running.exit).toBe(1);
+      expect(running.stderr().trim().split('\n')).toHaveLength(1);
+      expect(running.stderr()).toMatch(line);
+      for (const value of Object.values(env)) if (!value.startsWith('redis:')) expect(running.stderr()).not.toContain(value);
+    });
+
+    it('refuses a missing cursor secret with Redis outside production too', async () => {
+      running = run({ WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json', WFS_REDIS_URL: 'redis://127.0.0.1:1', WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' });
+      expect(await running.exit).toBe(1);
+      expect(running.stderr()).toMatch(/^wfs-subgraph: WFS_CURSOR_SECRET: is required with WFS_REDIS_URL/);
+    });
+  });
+
   it('runs the demo in production only when asked for, and says so', async () => {
     running = run({ NODE_ENV: 'production', WFS_DEMO: 'true' });
     const url = await waitFor(() => /GraphQL:\s+(http:\S+)/.exec(running!.stdout())?.[1], 'the banner');
@@ -139,6 +171,24 @@ describe('node dist/index.js', () => {
       const output = running.stdout() + running.stderr();
       for (const tenant of emulator.tenants) expect(output).not.toContain(tenant.clientSecret);
       expect(output).not.toMatch(/eyJ[\w-]+\.eyJ/);
+    });
+
+    it('in production serves trusted-header mode without a router secret only with WFS_TRUSTED_NETWORK=true, and warns', async () => {
+      running = run({
+        NODE_ENV: 'production',
+        WFS_AUTH_URL: emulator.authUrl,
+        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+        WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
+        WFS_TRUSTED_NETWORK: 'true',
+        WFS_API_BASE_ALLOW: '127.0.0.1',
+      });
+      const url = await waitFor(() => /"url":"(http:[^"]+)"/.exec(running!.stdout())?.[1], 'the ready log line');
+      expect(running.stdout()).toMatch(/"level":40,[^\n]*WFS_TRUSTED_NETWORK=true/);
+      const tenant = emulator.tenants[0]!;
+      const answer = await post(url, '{ locations(first: 1) { nodes { id } } }', { 'x-tenant-id': tenant.tenantId });
+      expect(answer.body.data.locations.nodes).toEqual([{ id: tenant.locations[0]!.id }]);
+      running.child.kill('SIGTERM');
+      expect(await running.exit).toBe(0);
     });
 
     /** `node dist/index.js` with a preload that records every module file the process loaded, read after it exits. */

@@ -587,9 +587,16 @@ describe('hostile page references', () => {
     const response = await gql('hostile-next', q);
     expect(response.data).toEqual({ shifts: null });
     expect(codes(response)).toEqual(['UPSTREAM_BAD_RESPONSE']);
+    // Where the reference pointed is for the operator's log line, not for API clients.
+    expect(response.errors![0]!.message).not.toMatch(new RegExp(`${new URL(up.evilOrigin).host}|${new URL(up.shardOrigin).host}|/api/|/admin`));
     expect(up.evilHits).toEqual([]);
     expect(up.strayShardHits.length).toBe(strayBefore);
     expect(tenant('hostile-next').calls.length - callsBefore).toBe(1);
+  });
+
+  it("the operator's log line keeps what the client is not told: where the reference pointed", () => {
+    const failures = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.event === 'upstream_call_failed' && line.tenantId === tenant('hostile-next').tenantId);
+    expect(failures).toContainEqual(expect.objectContaining({ code: 'UPSTREAM_BAD_RESPONSE', origin: up.shardOrigin, detail: expect.stringContaining(`another origin (${up.evilOrigin})`) }));
   });
 
   it('a redirect to another origin is not followed (no bearer token there) and is an UPSTREAM_* error', async () => {

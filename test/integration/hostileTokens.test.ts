@@ -28,13 +28,14 @@ async function listen(s: Server): Promise<string> {
 }
 
 /** (Re)starts the subgraph against the fake identity provider; a refused token is remembered 10 s, so cases need a fresh one. */
-async function restartSubgraph(grantedScopes: string[]): Promise<void> {
+async function restartSubgraph(grantedScopes: string[], env: Record<string, string> = {}): Promise<void> {
   await server?.close();
   const config = loadConfig({
     PORT: '0',
     WFS_AUTH_URL: `http://127.0.0.1:${(idp.address() as AddressInfo).port}/prefix/v2`,
     WFS_TENANTS_FILE: writeTenantsFile([{ tenantId: TENANT, clientId: 'c', clientSecret: 'hostile-test-secret', grantedScopes }]),
-    WFS_CURSOR_SECRET: 'x'.repeat(32),
+    WFS_CURSOR_SECRET: 'hostile-tokens-cursor-secret-0123456789',
+    ...env,
   });
   const sink = new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) });
   server = await startServer(config, { logger: createLogger('info', sink) });
@@ -117,6 +118,38 @@ describe.each([
     expect(tokenRequests).toBe(1);
     expect(logs.join('')).toContain('configuration error');
     expect(JSON.stringify(response) + logs.join('')).not.toContain('hostile-test-secret');
+  });
+});
+
+describe('an api_base on a private address', () => {
+  it("is UPSTREAM_MISCONFIGURED; the client is not told the address, the operator's log is", async () => {
+    await restartSubgraph(['shifts.read']);
+    claims = { tenant_id: TENANT, api_base: 'https://10.20.30.40:8443' };
+    const response = await expectRefused('UPSTREAM_MISCONFIGURED');
+    expect(response.errors![0]!.message).not.toContain('10.20.30.40');
+    expect(logs.join('')).toContain('10.20.30.40');
+  });
+});
+
+describe('in production, a loopback api_base', () => {
+  const production = { NODE_ENV: 'production', WFS_TRUSTED_NETWORK: 'true' };
+  afterAll(() => restartSubgraph(['shifts.read']));
+
+  it.each([
+    ['an address', () => shardOrigin],
+    ['localhost', () => shardOrigin.replace('127.0.0.1', 'localhost')],
+  ])('as %s is refused like a private one: UPSTREAM_MISCONFIGURED, no data call', async (_name, apiBase) => {
+    await restartSubgraph(['shifts.read'], production);
+    claims = { tenant_id: TENANT, api_base: apiBase() };
+    await expectRefused('UPSTREAM_MISCONFIGURED');
+    expect(logs.join('')).toContain('configuration error');
+  });
+
+  it('is served when WFS_API_BASE_ALLOW names it', async () => {
+    await restartSubgraph(['shifts.read'], { ...production, WFS_API_BASE_ALLOW: '127.0.0.1' });
+    claims = { tenant_id: TENANT, api_base: shardOrigin };
+    expect((await locations()).data).toEqual({ locations: { nodes: [{ id: 'l1' }] } });
+    expect(shardHits).toHaveLength(1);
   });
 });
 

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, UnsecuredJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
 import { testTenant } from '../helpers/fixtures';
+import { createIdentityResolver } from '../../src/graphql/identity';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 const A = testTenant('a', { idGroup: '1111', scopes: ['shifts.read'], locations: 4, shifts: 4 });
@@ -96,6 +97,8 @@ describe('verified-identity mode (JWT against a real JWKS endpoint)', () => {
       ['unknown key', await signWithOtherKey(claims)],
       ['unknown kid', await base().setExpirationTime('5m').setProtectedHeader({ alg: 'ES256', kid: 'no-such-key' }).sign(privateKey)],
       ['not yet valid', await base().setExpirationTime('10m').setNotBefore('5m').setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(privateKey)],
+      ['typ of a DPoP proof', await base().setExpirationTime('5m').setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'dpop+jwt' }).sign(privateKey)],
+      ['typ of a logout token', await base().setExpirationTime('5m').setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'logout+jwt' }).sign(privateKey)],
     ];
     for (const [name, token] of forged) {
       const response = await subgraph.query(QUERY, {}, { authorization: `Bearer ${token}` });
@@ -106,7 +109,76 @@ describe('verified-identity mode (JWT against a real JWKS endpoint)', () => {
     // A valid token still passes, within the small clock tolerance.
     const fresh = await subgraph.query(QUERY, {}, { authorization: `Bearer ${await sign(claims)}` });
     expect(errorCodes(fresh)).toEqual([]);
+    // So does one that says it is a JWT or an access token (RFC 9068).
+    for (const typ of ['JWT', 'at+jwt', 'application/at+jwt']) {
+      const typed = await base().setExpirationTime('5m').setProtectedHeader({ alg: 'ES256', kid: 'k1', typ }).sign(privateKey);
+      expect([typ, errorCodes(await subgraph.query(QUERY, {}, { authorization: `Bearer ${typed}` }))]).toEqual([typ, []]);
+    }
     expect(jwksRequests).toBeGreaterThan(0);
+  });
+});
+
+describe('an identity-provider outage (the JWKS endpoint goes down)', () => {
+  // jose and the stale bound read Date.now: the clock moves, real timers and sockets do not.
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'queueMicrotask', 'hrtime', 'performance'] }));
+  afterEach(() => jest.useRealTimers());
+
+  it('keeps verifying with the last good key set for up to an hour, without waiting on the provider each time, then refuses', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+    let provider: 'up' | 'failing' | 'hanging' = 'up';
+    let fetches = 0;
+    const server = createServer((_req, res) => {
+      fetches += 1;
+      if (provider === 'hanging') return;
+      if (provider === 'failing') return void res.writeHead(503).end();
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const onStale = jest.fn();
+    try {
+      const identify = createIdentityResolver({
+        jwt: { jwksUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks.json`, issuer: 'https://idp.example.com', audience: 'wfs-subgraph', tenantClaim: 'tenant_id' },
+        tenantHeader: 'x-tenant-id',
+        isConfigured: () => true,
+        jwksOptions: { timeoutMs: 300, onStale },
+      });
+      // Signed at the (moved) clock's now, so only the key set ages.
+      const bearer = async () => ({ authorization: `Bearer ${await new SignJWT({ tenant_id: A.tenantId }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('https://idp.example.com').setAudience('wfs-subgraph').setIssuedAt().setExpirationTime('5m').sign(privateKey)}` });
+      const code = (promise: Promise<string>) => promise.then(() => 'ok', (error: { extensions?: { code?: string } }) => error.extensions?.code ?? String(error));
+
+      expect(await identify(await bearer())).toBe(A.tenantId);
+      expect(fetches).toBe(1);
+
+      // The cache (10 min) runs out while the provider hangs: one fetch, shared, times out; the last good set stands in.
+      provider = 'hanging';
+      jest.setSystemTime(Date.now() + 11 * 60_000);
+      const headers = await bearer();
+      expect(await Promise.all(Array.from({ length: 20 }, () => code(identify(headers))))).toEqual(Array(20).fill('ok'));
+      expect(fetches).toBe(2);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      // And is then used like a fresh one: no request waits on the provider again.
+      expect(await code(identify(await bearer()))).toBe('ok');
+      expect(fetches).toBe(2);
+
+      // Still down (503) when that runs out too: still served, the set being 22 min old.
+      provider = 'failing';
+      jest.setSystemTime(Date.now() + 11 * 60_000);
+      expect(await code(identify(await bearer()))).toBe('ok');
+      expect(fetches).toBe(3);
+
+      // Past an hour since the last good fetch: refused, as without a key set.
+      jest.setSystemTime(Date.now() + 40 * 60_000);
+      expect(await code(identify(await bearer()))).toBe('UNAUTHENTICATED');
+
+      // The provider is back: verified again at once.
+      provider = 'up';
+      expect(await code(identify(await bearer()))).toBe('ok');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

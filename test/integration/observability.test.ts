@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { request } from 'undici';
 import { makeTenant, type EmulatorTenant } from '../../src/emulator';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
@@ -251,6 +253,28 @@ describe('client disconnects', () => {
     };
     expect(deltas).toEqual({ upstreamAttemptsCounted: 0, upstreamFailures: 0, upstreamAborted: clients, graphqlErrors: 0, graphqlAborted: clients, inFlight: 0 });
     expect(lines(subgraph).filter((line) => line.event === 'upstream_call_failed' && line.tenantId === PATIENT.tenantId)).toEqual([]);
+  });
+});
+
+describe('clients that leave while sending their body', () => {
+  it('are counted as aborted and logged at debug only: five aborted uploads write no error line', async () => {
+    const uploads = 5;
+    const before = parseSamples(await scrapeText(subgraph.server.url));
+    const logsBefore = subgraph.logs.length;
+    const { port } = new URL(subgraph.server.url);
+    for (let i = 0; i < uploads; i += 1) {
+      // Headers promise a larger body than is sent; the client then goes away mid-body.
+      const socket = connect(Number(port), '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write(`POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-tenant-id: ${PATIENT.tenantId}\r\ncontent-length: 100000\r\n\r\n{"query":"{ loc`);
+      await until(async () => (await scrapeTotalOf('wfs_graphql_requests_in_flight')) >= 1);
+      socket.destroy();
+      await until(async () => (await scrapeTotalOf('wfs_graphql_requests_aborted_total')) - total(before, 'wfs_graphql_requests_aborted_total') >= i + 1);
+    }
+    const written = lines({ ...subgraph, logs: subgraph.logs.slice(logsBefore) });
+    expect(written.filter((line) => line.level > WARN)).toEqual([]);
+    expect(written.filter((line) => line.level === DEBUG && /closed the connection while sending its body/.test(line.msg))).toHaveLength(uploads);
+    expect(await scrapeTotalOf('wfs_graphql_requests_in_flight')).toBe(0);
   });
 });
 

@@ -23,6 +23,22 @@ describe('api_base claim checks', () => {
     expect(code('http://10.0.0.5')).toBe('UPSTREAM_MISCONFIGURED');
   });
 
+  it('in production (loopback off) refuses a loopback host unless the allow-list names it', () => {
+    const production = (value: string, allow: string[] = []) => {
+      try {
+        return checkApiBase(value, allow, false);
+      } catch (error) {
+        return (error as UpstreamError).code;
+      }
+    };
+    for (const value of ['http://127.0.0.1:4011', 'https://127.0.0.1', 'http://localhost:4011', 'https://api.localhost', 'http://[::1]:4011', 'https://[::ffff:127.0.0.1]']) {
+      expect({ value, result: production(value) }).toEqual({ value, result: 'UPSTREAM_MISCONFIGURED' });
+    }
+    expect(production('http://127.0.0.1:4011', ['127.0.0.1'])).toBe('http://127.0.0.1:4011');
+    expect(production('http://localhost:4011', ['localhost:4011'])).toBe('http://localhost:4011');
+    expect(production('https://shard.example.com')).toBe('https://shard.example.com');
+  });
+
   it.each([
     'ftp://shard.example.com',
     'https://user:pass@shard.example.com',

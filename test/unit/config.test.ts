@@ -11,6 +11,9 @@ function tenantsFile(content: unknown): string {
 }
 const good = [{ tenantId: 't1', clientId: 'c1', clientSecret: 'super-secret-value', scope: 'shifts.read' }];
 const upstream = () => ({ WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: tenantsFile(good) });
+const CURSOR_SECRET = 'c7e2a91f0b4d4e8a9f3c6b1d2e0a7f5c';
+const REDIS_KEY = '5d0e8b3a1f7c4a29b6e1d0c9f8a7b2e4';
+const ROUTER_SECRET = 'a81f3c9e0d2b4f6a';
 const jwt = { WFS_JWKS_URL: 'https://id.example.com/jwks.json', WFS_JWT_ISSUER: 'https://id.example.com', WFS_JWT_AUDIENCE: 'wfs-subgraph' };
 
 function failure(env: Record<string, string>): { variable: string; message: string } {
@@ -117,10 +120,48 @@ describe('loadConfig', () => {
   });
 
   it('needs WFS_REDIS_KEY (32+ characters) with WFS_REDIS_URL', () => {
-    expect(failure({ ...upstream(), WFS_REDIS_URL: 'redis://r' }).variable).toBe('WFS_REDIS_KEY');
-    expect(failure({ ...upstream(), WFS_REDIS_URL: 'redis://r', WFS_REDIS_KEY: 'short' }).variable).toBe('WFS_REDIS_KEY');
-    expect(failure({ ...upstream(), WFS_REDIS_KEY: 'k'.repeat(32) }).variable).toBe('WFS_REDIS_KEY');
-    expect(loadConfig({ ...upstream(), WFS_REDIS_URL: 'redis://r', WFS_REDIS_KEY: 'k'.repeat(32) }).redisKey).toBe('k'.repeat(32));
+    const redis = { WFS_REDIS_URL: 'redis://r', WFS_CURSOR_SECRET: CURSOR_SECRET };
+    expect(failure({ ...upstream(), ...redis }).variable).toBe('WFS_REDIS_KEY');
+    expect(failure({ ...upstream(), ...redis, WFS_REDIS_KEY: 'short' }).variable).toBe('WFS_REDIS_KEY');
+    expect(failure({ ...upstream(), WFS_REDIS_KEY: REDIS_KEY }).variable).toBe('WFS_REDIS_KEY');
+    expect(loadConfig({ ...upstream(), ...redis, WFS_REDIS_KEY: REDIS_KEY }).redisKey).toBe(REDIS_KEY);
+  });
+
+  it.each(['WFS_CURSOR_SECRET', 'WFS_REDIS_KEY', 'WFS_ROUTER_SECRET'])('refuses the shipped placeholder and made-up values as %s, naming it', (name) => {
+    const env = { ...upstream(), WFS_REDIS_URL: 'redis://r', WFS_REDIS_KEY: REDIS_KEY, WFS_CURSOR_SECRET: CURSOR_SECRET };
+    for (const value of ['replace-with-openssl-rand-hex-32', 'x'.repeat(40), 'abababababababababababababababab', 'changeme-0123456789abcdefghijklmnopq']) {
+      const { variable, message } = failure({ ...env, [name]: value });
+      expect({ variable, secretEchoed: message.includes(value) }).toEqual({ variable: name, secretEchoed: false });
+    }
+    expect(() => loadConfig({ ...env, [name]: 'b3f1c9a07d2e4c5f8a6b1d0e9c7f2a4b' })).not.toThrow();
+  });
+
+  it('needs WFS_CURSOR_SECRET in production and with WFS_REDIS_URL; draws a random one otherwise', () => {
+    const production = { ...upstream(), NODE_ENV: 'production', WFS_ROUTER_SECRET: ROUTER_SECRET };
+    expect(failure(production)).toEqual({ variable: 'WFS_CURSOR_SECRET', message: expect.stringContaining('NODE_ENV=production') });
+    expect(failure({ ...upstream(), WFS_REDIS_URL: 'redis://r', WFS_REDIS_KEY: REDIS_KEY })).toEqual({ variable: 'WFS_CURSOR_SECRET', message: expect.stringContaining('WFS_REDIS_URL') });
+    expect(loadConfig({ ...production, WFS_CURSOR_SECRET: CURSOR_SECRET }).cursorSecretGenerated).toBe(false);
+    expect(loadConfig(upstream()).cursorSecretGenerated).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', WFS_DEMO: 'true' }).cursorSecretGenerated).toBe(true);
+  });
+
+  it('in production, trusted-header mode needs WFS_ROUTER_SECRET unless WFS_TRUSTED_NETWORK=true says so', () => {
+    const production = { ...upstream(), NODE_ENV: 'production', WFS_CURSOR_SECRET: CURSOR_SECRET };
+    const { variable, message } = failure(production);
+    expect(variable).toBe('WFS_ROUTER_SECRET');
+    expect(message).toContain('WFS_TRUSTED_NETWORK=true');
+    expect(loadConfig({ ...production, WFS_TRUSTED_NETWORK: 'true' })).toMatchObject({ trustedNetwork: true, routerSecret: null });
+    expect(loadConfig({ ...production, WFS_ROUTER_SECRET: ROUTER_SECRET }).routerSecret).toBe(ROUTER_SECRET);
+    expect(loadConfig({ ...production, ...jwt }).jwt).not.toBeNull();
+    expect(loadConfig({ NODE_ENV: 'production', WFS_DEMO: 'true' }).routerSecret).toBeNull();
+    expect(loadConfig(upstream()).trustedNetwork).toBe(false);
+  });
+
+  it('accepts a loopback api_base without the allow-list only outside production (and in the demo)', () => {
+    const production = { ...upstream(), NODE_ENV: 'production', WFS_CURSOR_SECRET: CURSOR_SECRET, WFS_ROUTER_SECRET: ROUTER_SECRET };
+    expect(loadConfig(production).apiBaseLoopback).toBe(false);
+    expect(loadConfig(upstream()).apiBaseLoopback).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', WFS_DEMO: 'true' }).apiBaseLoopback).toBe(true);
   });
 
   it('reads allow-list entries: hosts, suffixes, host:port and CIDR ranges', () => {

@@ -53,3 +53,20 @@ describe('upstream failure log', () => {
     expect(calls.values).toEqual([expect.objectContaining({ labels: { list: 'shifts', origin: 'https://shard-9.example.com', outcome: 'http_status' }, value: 1_000 })]);
   });
 });
+
+describe('LogLimiter keys', () => {
+  it('stays bounded under a flood of new keys, and forgets idle ones without waiting for a drain', () => {
+    let now = 0;
+    const limiter = new LogLimiter<string>({ burst: 1, windowMs: 1_000, maxKeys: 10, now: () => now });
+    for (let i = 0; i < 10_000; i += 1) limiter.allow(`key-${i}`, 'x');
+    expect(limiter.size).toBe(11);
+    // Two windows later the first keys are idle: a new key gets its own line instead of sharing `other`.
+    now = 2_000;
+    expect([limiter.allow('fresh', 'fresh'), limiter.allow('fresh-2', 'fresh-2')]).toEqual([true, true]);
+    expect(limiter.size).toBeLessThanOrEqual(11);
+    expect(limiter.drain()).toEqual([{ key: 'other', suppressed: 9_989, detail: 'x' }]);
+    now = 4_500;
+    limiter.drain();
+    expect(limiter.size).toBe(0);
+  });
+});

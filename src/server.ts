@@ -64,7 +64,6 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     httpServer,
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
-    ...(options.extension && { extension: options.extension }),
     // Order matters: the operation observer counts the item errors appended before it.
     plugins: [
       operationObserver(metrics, logger, app.upstream),

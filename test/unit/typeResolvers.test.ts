@@ -35,7 +35,7 @@ describe('the resolver files, merged field by field', () => {
   it('serves the product files: the DateTime scalar, Location and Shift relations', () => {
     const served = resolvers as Record<string, unknown>;
     expect(served.DateTime).toBeInstanceOf(GraphQLScalarType);
-    expect(Object.keys(served.Location as object)).toEqual(['shifts']);
+    expect(Object.keys(served.Location as object)).toContain('shifts');
     expect(Object.keys(served.Shift as object)).toEqual(expect.arrayContaining(['start', 'end', 'location', 'user']));
   });
 });

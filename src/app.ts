@@ -5,7 +5,6 @@ import type { ContextServices } from './graphql/context';
 import { CursorCodec } from './graphql/cursor';
 import { EntityIndexes } from './graphql/entityIndex';
 import { createIdentityResolver } from './graphql/identity';
-import type { SchemaExtension } from './graphql/schema';
 import type { Logger } from './logger';
 import { BREAKER_STATE_VALUES, type Metrics } from './metrics';
 import { noteCoalesced } from './observability/hits';
@@ -14,7 +13,7 @@ import { createUpstreamObserver, type UpstreamObserver } from './observability/u
 import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
 import type * as RedisTokenStoreModule from './upstream/redisTokenStore';
-import { ResourceSet } from './upstream/resources';
+import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/tokenCache';
 import { requestToken } from './upstream/tokenEndpoint';
 
@@ -26,8 +25,6 @@ export interface AppOverrides {
   readonly defaultTenant?: string;
   /** Verified-identity mode: keys to verify with instead of fetching WFS_JWKS_URL. */
   readonly jwks?: JWTVerifyGetKey;
-  /** Resources served beyond the registry, with their schema and relation resolvers. */
-  readonly extension?: SchemaExtension;
   /** Resilience tuning of the upstream client (tests: a short breaker pause). */
   readonly upstream?: Pick<WfsClientOptions, 'breaker' | 'retry' | 'bulkhead'>;
 }
@@ -145,7 +142,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     client,
     cursors: new CursorCodec(config.cursorSecret),
     indexes: new EntityIndexes(overrides.now),
-    resources: ResourceSet.withExtras(overrides.extension?.resources),
+    resources: new ResourceSet(RESOURCES),
     identify: createIdentityResolver({
       jwt: config.jwt,
       tenantHeader: config.tenantHeader,

@@ -66,7 +66,6 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
     limits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
-    ...(options.extension && { extension: options.extension }),
     // Order matters: the operation observer counts the item errors appended before it.
     plugins: [
       operationObserver(metrics, logger, app.upstream),

@@ -14,7 +14,7 @@
 // `createhash.cjs`; each says why).
 import { build } from 'esbuild';
 import { createRequire } from 'node:module';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -44,27 +44,6 @@ if (notOurs.length > 0) {
 
 /** Packages the bundle takes from a file of this folder instead of their own entry point. */
 const REPLACED = { undici: 'undici.cjs', '@apollo/utils.createhash': 'createhash.cjs' };
-
-/**
- * `src/graphql/resolvers/index.ts` merges every `<Type>.ts` of its folder, listed at
- * run time; a bundle has no folder to list, so the same merge is generated here over
- * the files listed now.
- */
-const typeResolvers = {
-  name: 'type-resolvers',
-  setup(builder) {
-    builder.onLoad({ filter: /[\\/]src[\\/]graphql[\\/]resolvers[\\/]index\.ts$/ }, ({ path }) => {
-      const dir = dirname(path);
-      const files = readdirSync(dir).filter((file) => /^[A-Z]\w*\.ts$/.test(file)).map((file) => file.slice(0, -3));
-      const contents = [
-        "import { mergeTypeModules } from './merge';",
-        ...files.map((file, i) => `import * as type${i} from './${file}';`),
-        `export const resolvers = mergeTypeModules([${files.map((_, i) => `type${i}`).join(', ')}]);`,
-      ].join('\n');
-      return { contents, loader: 'ts', resolveDir: dir };
-    });
-  },
-};
 
 /**
  * The packages of REPLACED resolve to their file of this folder. `undici.cjs` offers
@@ -99,7 +78,7 @@ const result = await build({
   target: 'node22',
   format: 'cjs',
   external: EXTERNAL,
-  plugins: [typeResolvers, replacedPackages],
+  plugins: [replacedPackages],
   // Whitespace and syntax only: names stay, so a stack trace still reads; the source
   // map next to the bundle maps it back (node --enable-source-maps dist/index.js).
   minifyWhitespace: true,

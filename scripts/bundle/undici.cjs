@@ -5,6 +5,9 @@
 // EventSource, cookies, cache storage and the mocks whenever it is loaded; the server
 // calls none of them, and building them was a fifth of a cold start's module loading.
 // `build.mjs` refuses to bundle when the server imports anything this file lacks.
+// It loads undici's internal files and copies a function of its index.js, so undici is
+// pinned to one version in package.json, and test/unit/undiciBundle.test.ts fails when
+// the installed undici's files or wrapper no longer match this file.
 const Dispatcher = require('undici/lib/dispatcher/dispatcher');
 const api = require('undici/lib/api');
 const Agent = require('undici/lib/dispatcher/agent');
@@ -16,7 +19,10 @@ const { getGlobalDispatcher } = require('undici/lib/global');
 // As undici's index.js does: request(), stream() … as methods of every dispatcher.
 Object.assign(Dispatcher.prototype, api);
 
-/** undici's `request(url, options)`, as its index.js builds it (its `makeDispatcher(api.request)`). */
+/**
+ * undici's `request(url, options)`, as its index.js builds it (its `makeDispatcher(api.request)`).
+ * Copied from undici 7.30.2, whose `makeDispatcher` source has sha256 1dc8ed6aa6ee3c8f3c44c58c62189118c74e1a706ec7414b6b7b1c7852b49350.
+ */
 function request(url, opts) {
   if (!url || (typeof url !== 'string' && typeof url !== 'object' && !(url instanceof URL))) throw new errors.InvalidArgumentError('invalid url');
   if (opts != null && typeof opts !== 'object') throw new errors.InvalidArgumentError('invalid opts');

@@ -5,17 +5,20 @@ import { createAuthHandler } from './auth';
 import { FaultQueue } from './faults';
 import { originFor, Timers } from './http';
 import { demoTenants } from './seed';
-import { createShardHandler } from './shard';
+import { createShardHandler, listOf } from './shard';
 import { freshCounters, validateSettings, type EmulatorState } from './state';
 import { TokenAuthority } from './tokens';
-import { ResourceSet } from '../upstream/resources';
+import { RESOURCES, ResourceSet } from '../upstream/resources';
 import type { Emulator, EmulatorOptions, EmulatorTenant } from './types';
 
 // Copies, so moving a tenant or a test editing its fixtures never affects the other.
 function copyTenants(tenants: readonly EmulatorTenant[], shardCount: number, resources: ResourceSet): EmulatorTenant[] {
   const copies = tenants.map((t) => {
     const copy: EmulatorTenant = { ...t, grantedScopes: [...t.grantedScopes] };
-    for (const { name } of resources.all()) if (Array.isArray(t[name])) copy[name] = [...(t[name] as unknown[])];
+    for (const { name } of resources.all()) {
+      const records = listOf(t, name);
+      if (records) Object.assign(copy, { [name]: [...records] });
+    }
     return copy;
   });
   const ids = new Set<string>();
@@ -75,7 +78,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   };
   validateSettings(settings);
   if (settings.defaultPageSize > settings.maxPageSize) throw new RangeError('emulator: defaultPageSize must not exceed maxPageSize');
-  const resources = ResourceSet.withExtras(options.resources);
+  const resources = new ResourceSet(RESOURCES);
   const tenants = copyTenants(options.tenants ?? demoTenants(), shardPorts.length, resources);
 
   const authServer = createServer();

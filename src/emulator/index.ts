@@ -14,6 +14,7 @@ export type {
   EmulatorCounters,
   EmulatorLocation,
   EmulatorOptions,
+  EmulatorRecord,
   EmulatorShift,
   EmulatorTenant,
   EnvelopeRewriter,

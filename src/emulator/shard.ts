@@ -4,6 +4,7 @@ import { detailReply, jsonReply, send, type Reply } from './http';
 import { buildEnvelope, parsePageRequest } from './paging';
 import { LAST_QUERIES_KEPT, zeroCounts, type EmulatorState } from './state';
 import { claimedTenant } from './tokens';
+import type { EmulatorTenant } from './types';
 
 // RFC 6750 section 3: what a bearer-protected resource says when it refuses a token.
 const INVALID_TOKEN = { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' };
@@ -65,12 +66,17 @@ async function handle(state: EmulatorState, shard: number, req: IncomingMessage,
   const scope = { list, tenantId: tenant.tenantId, key: state.cursorKey };
   const page = parsePageRequest(url.searchParams, scope, state.settings);
   if (typeof page === 'string') return reply(state, res, detailReply(400, page));
-  const seeded = tenant[list];
-  const items: readonly unknown[] = Array.isArray(seeded) ? seeded : [];
+  const items = listOf(tenant, list) ?? [];
   const style = { format: state.settings.pageReferenceFormat, origin: state.shardOrigins[shard]!, path: url.pathname };
   let envelope = buildEnvelope(items, page, scope, style);
   if (state.rewriter) envelope = state.rewriter(envelope, { tenantId: tenant.tenantId, list });
   return reply(state, res, jsonReply(200, envelope));
+}
+
+/** A tenant's seed records of one list (its field named after the list), if it has any. */
+export function listOf(tenant: EmulatorTenant, list: string): readonly unknown[] | undefined {
+  const records: unknown = (tenant as unknown as Record<string, unknown>)[list];
+  return Array.isArray(records) ? records : undefined;
 }
 
 async function reply(state: EmulatorState, res: ServerResponse, response: Reply): Promise<void> {

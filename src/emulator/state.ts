@@ -19,7 +19,7 @@ export interface EmulatorState {
   readonly tenants: EmulatorTenant[];
   readonly tenantsById: ReadonlyMap<string, EmulatorTenant>;
   readonly tenantsByClientId: ReadonlyMap<string, EmulatorTenant>;
-  /** The lists served: the registry's, plus any extras from the options. */
+  /** The lists served: the registry's. */
   readonly resources: ResourceSet;
   /** Filled in once the shard servers listen. */
   shardOrigins: string[];

@@ -1,4 +1,4 @@
-import type { AnyResource, ListName } from '../upstream/resources';
+import type { ListName } from '../upstream/resources';
 
 /** A location record as the emulator serves it; extra fields prove clients ignore them. */
 export interface EmulatorLocation {
@@ -19,8 +19,29 @@ export interface EmulatorShift {
   [extra: string]: unknown;
 }
 
+/**
+ * A record of any other registered list as the emulator serves it (`{ object: 'timesheet',
+ * id: 'ts_1', … }`): the upstream's JSON, which the resource's mapper reads.
+ */
+export interface EmulatorRecord {
+  object: string;
+  id: string;
+  [field: string]: unknown;
+}
+
+// A resource registered without its literal name (`defineResource<R, F, 'timesheets'>`)
+// would widen ListName to `string`; its seed data then goes untyped instead of every tenant.
+type OtherListName = string extends ListName ? never : Exclude<ListName, 'locations' | 'shifts'>;
+
+/**
+ * The records of every other registered list, by list name (`timesheets: [...]`): the
+ * emulator serves each list from the field named after it, so a resource added to the
+ * registry needs only seed data here, typed as soon as it is registered.
+ */
+export type OtherLists = { [List in OtherListName]?: EmulatorRecord[] };
+
 /** One company: its credentials, granted scopes, shard and data. */
-export interface EmulatorTenant {
+export interface EmulatorTenant extends OtherLists {
   tenantId: string;
   name: string;
   clientId: string;
@@ -31,12 +52,6 @@ export interface EmulatorTenant {
   shard: number;
   locations: EmulatorLocation[];
   shifts: EmulatorShift[];
-  /**
-   * The records of every other list, by list name (`timesheets: [...]`): a resource
-   * added to the registry (or handed in as `EmulatorOptions.resources`) is served from
-   * the field named after it, so it needs only seed data here.
-   */
-  [list: string]: unknown;
 }
 
 /** How `next`/`previous` are written: a full URL, a path with query, or the bare cursor. */
@@ -66,8 +81,6 @@ export interface EmulatorOptions {
   defaultPageSize?: number;
   /** Clock in epoch milliseconds for token issue and expiry (tests move it forward). Default Date.now. */
   now?: () => number;
-  /** Lists served beyond the registry's (a resource the product does not ship, in a test). */
-  resources?: readonly AnyResource[];
 }
 
 /** A queued fault: replaces the normal response of the next matching request(s). */
@@ -104,7 +117,7 @@ export interface EmulatorCounters {
   lastListQueries: string[];
 }
 
-/** A count per served list: the registry's by name, extras as well. */
+/** A count per served list (every list of the registry), by name. */
 export type ListCounts = { [L in ListName]: number } & Record<string, number>;
 
 /** Rewrites a list envelope before it is sent (hostile-upstream tests). */

@@ -8,7 +8,7 @@ import { costLimit } from './cost';
 import { createErrorFormatter } from './errors';
 import { DEFAULT_QUERY_LIMITS, LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
 import { subgraphPlugins } from './plugins';
-import { createSubgraphSchema, type SchemaExtension } from './schema';
+import { createSubgraphSchema } from './schema';
 
 export interface ApolloServerOptions {
   readonly logger: Logger;
@@ -17,8 +17,6 @@ export interface ApolloServerOptions {
   readonly hideSchemaDetails: boolean;
   /** Answer `__schema` and `__type` (WFS_INTROSPECTION); the router's `_service` is always served. */
   readonly introspection: boolean;
-  /** Resources served beyond the registry (see SchemaExtension). */
-  readonly extension?: SchemaExtension;
   /** Plugins that run after the subgraph's own (metrics, logs, tracing, demo notices). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
   readonly limits?: QueryLimits;
@@ -29,7 +27,7 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
   const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
   const formatError = createErrorFormatter((error) => options.logger.error({ err: error }, 'unexpected error in a resolver'));
   return new ApolloServer<GraphQLContext>({
-    schema: createSubgraphSchema(options.extension),
+    schema: createSubgraphSchema(),
     introspection: options.introspection,
     logger: options.logger,
     parseOptions: limitParseOptions(limits),

@@ -45,7 +45,7 @@ export interface ContextServices {
   readonly cursors: CursorCodec;
   readonly indexes: EntityIndexes;
   readonly identify: IdentityResolver;
-  /** The resources served: the registry, plus any extras the server was built with. */
+  /** The resources served: the registry's. */
   readonly resources: ResourceSet;
 }
 

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import type { GraphQLSchema } from 'graphql';
 import { gql } from 'graphql-tag';
-import { RESOURCES, type AnyResource } from '../upstream/resources';
+import { RESOURCES } from '../upstream/resources';
 import type { GraphQLContext } from './context';
 import { nodeResolvers } from './node';
 import { mergeResolvers, resourceResolvers } from './resourceResolvers';
@@ -28,28 +28,11 @@ export function loadTypeDefs(): string {
   return readFileSync(SCHEMA_PATH, 'utf8');
 }
 
-/**
- * Resources served beyond the registry, with their schema block and relation
- * resolvers (for example a list the product does not ship yet, in a test). The
- * generic resolvers (connection, lookup, `__resolveReference`, `nodes`) are built for
- * them as for the registry's own.
- */
-export interface SchemaExtension {
-  readonly resources: readonly AnyResource[];
-  /** GraphQL SDL: `extend type Query { … }`, the new types, `extend type Location { … }` for relations. */
-  readonly typeDefs: string;
-  readonly resolvers?: GraphQLResolverMap<GraphQLContext>;
-}
-
-export function createSubgraphSchema(extension?: SchemaExtension): GraphQLSchema {
-  const modules = [
-    { typeDefs: gql(loadTypeDefs()), resolvers: mergeResolvers(resourceResolvers(RESOURCES), nodeResolvers as GraphQLResolverMap<GraphQLContext>, resolvers as GraphQLResolverMap<GraphQLContext>) as GraphQLResolverMap<unknown> },
-  ];
-  if (extension) {
-    modules.push({
-      typeDefs: gql(extension.typeDefs),
-      resolvers: mergeResolvers(resourceResolvers(extension.resources), extension.resolvers ?? {}) as GraphQLResolverMap<unknown>,
-    });
-  }
-  return buildSubgraphSchema(modules);
+export function createSubgraphSchema(): GraphQLSchema {
+  return buildSubgraphSchema([
+    {
+      typeDefs: gql(loadTypeDefs()),
+      resolvers: mergeResolvers(resourceResolvers(RESOURCES), nodeResolvers as GraphQLResolverMap<GraphQLContext>, resolvers as GraphQLResolverMap<GraphQLContext>) as GraphQLResolverMap<unknown>,
+    },
+  ]);
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
-import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant } from '../../src/emulator';
+import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant, type ListCounts } from '../../src/emulator';
 import { createLogger } from '../../src/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
 import type { ForeignUpstream } from './foreignUpstream';
@@ -27,6 +27,11 @@ export interface TestSubgraph {
 /** The `extensions.code` of each error of a response, in order. */
 export function errorCodes(response: { errors?: Array<{ extensions?: { code?: string } }> }): Array<string | undefined> {
   return (response.errors ?? []).map((error) => error.extensions?.code);
+}
+
+/** The lists called at least once, with their counts: `{}` when no upstream list was called, whatever the registry holds. */
+export function listsCalled(counts: ListCounts): Record<string, number> {
+  return Object.fromEntries(Object.entries(counts).filter(([, calls]) => calls > 0));
 }
 
 /** Writes a WFS_TENANTS_FILE for the emulator's tenants (or a subset), returns its path. */

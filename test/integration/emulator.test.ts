@@ -1,7 +1,9 @@
 import { decodeJwt } from 'jose';
 import { Agent, request } from 'undici';
 import { startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import { RESOURCES } from '../../src/upstream/resources';
 import { testTenant } from '../helpers/fixtures';
+import { listsCalled } from '../helpers/subgraph';
 
 const A = testTenant('a', { scopes: ['locations.read', 'shifts.read'], locations: 5, shifts: 12 });
 const B = testTenant('b', { scopes: ['shifts.read'], locations: 4, shifts: 8 });
@@ -188,7 +190,7 @@ describe('faults, latency, counters, close', () => {
     const broken = await list(em, 0, SHIFTS, token);
     expect([broken.status, broken.text]).toEqual([200, '{"object":"list","data":[']);
     expect((await list(em, 1, LOCATIONS, await tokenFor(em, B))).status).toBe(503);
-    expect(em.counters.listRequests).toEqual({ locations: 4, shifts: 1 });
+    expect(listsCalled(em.counters.listRequests)).toEqual({ locations: 4, shifts: 1 });
   });
 
   it('faults the token endpoint, per tenant if asked', async () => {
@@ -204,11 +206,15 @@ describe('faults, latency, counters, close', () => {
     await list(em, 0, SHIFTS, a, 'page_size=7');
     await list(em, 1, LOCATIONS, a);
     await call(`${em.shardUrls[1]}/nowhere`);
-    expect(em.counters).toEqual({
+    const { listRequests, listRequestsByTenant, ...rest } = em.counters;
+    // Every served list is counted, from 0.
+    expect(Object.keys(listRequests)).toEqual(RESOURCES.map((resource) => resource.name));
+    expect(listsCalled(listRequests)).toEqual({ locations: 2, shifts: 1 });
+    expect(Object.keys(listRequestsByTenant)).toEqual([A.tenantId]);
+    expect(listsCalled(listRequestsByTenant[A.tenantId]!)).toEqual({ locations: 2, shifts: 1 });
+    expect(rest).toEqual({
       tokenRequests: 1,
       tokenRequestsByTenant: { [A.tenantId]: 1 },
-      listRequests: { locations: 2, shifts: 1 },
-      listRequestsByTenant: { [A.tenantId]: { locations: 2, shifts: 1 } },
       requestsByShard: [2, 2],
       unauthorized: 1,
       lastListQueries: ['page_size=2', 'page_size=7', 'page_size=100'],

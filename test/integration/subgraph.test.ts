@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { EmulatorTenant } from '../../src/emulator';
 import { as, testTenant } from '../helpers/fixtures';
-import { errorCodes, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
+import { errorCodes, listsCalled, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
 
 const A = testTenant('a', { secret: 'secret-a-7f3e9c1d', scopes: ['shifts.read'], locations: 35, shifts: 120 });
 const B = testTenant('b', { secret: 'secret-b-2a8d4f6e', scopes: ['shifts.read'], locations: 20, shifts: 100 });
@@ -174,7 +174,7 @@ describe('bad input', () => {
       const response = await subgraph.query(LOCATIONS_PAGE, variables, headers);
       expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
     }
-    expect(subgraph.emulator.counters.listRequests).toEqual({ locations: 0, shifts: 0 });
+    expect(listsCalled(subgraph.emulator.counters.listRequests)).toEqual({});
   });
 });
 

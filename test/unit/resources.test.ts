@@ -30,15 +30,15 @@ describe('the resource registry', () => {
   });
 
   it('finds a resource by name, type name and path, and refuses two resources with one name, type or path', () => {
-    const set = ResourceSet.withExtras();
+    const set = new ResourceSet(RESOURCES);
     expect(set.named('shifts')).toBe(shifts);
     expect(set.typed('Location')).toBe(locations);
     expect(set.atPath('/api/public/v1/locations/')).toBe(locations);
     expect(set.atPath('/api/public/v1/locations')).toBeUndefined();
     const twin = (patch: object) => defineResource({ ...locations, name: 'other', typename: 'Other', path: '/api/public/v1/other/', ...patch });
-    expect(() => ResourceSet.withExtras([twin({ name: 'locations' })])).toThrow(/named/);
-    expect(() => ResourceSet.withExtras([twin({ typename: 'Location' })])).toThrow(/GraphQL type/);
-    expect(() => ResourceSet.withExtras([twin({ path: '/api/public/v1/locations/' })])).toThrow(/served at/);
+    expect(() => new ResourceSet([...RESOURCES, twin({ name: 'locations' })])).toThrow(/named/);
+    expect(() => new ResourceSet([...RESOURCES, twin({ typename: 'Location' })])).toThrow(/GraphQL type/);
+    expect(() => new ResourceSet([...RESOURCES, twin({ path: '/api/public/v1/locations/' })])).toThrow(/served at/);
     expect(() => twin({ path: '/api/public/v1/other' })).toThrow(/start and end/);
   });
 

@@ -12,7 +12,7 @@ export const RESOURCES = [locations, shifts] as const;
 /** The name of a list the product serves. */
 export type ListName = (typeof RESOURCES)[number]['name'];
 
-/** A set of resources by name and by GraphQL type name: the registry plus any extras (tests, plug-ins). */
+/** A set of resources (the registry's) by name, by GraphQL type name and by path; two resources may share none of them. */
 export class ResourceSet {
   private readonly byName = new Map<string, AnyResource>();
   private readonly byTypename = new Map<string, AnyResource>();
@@ -27,11 +27,6 @@ export class ResourceSet {
       this.byTypename.set(resource.typename, resource);
       this.byPath.set(resource.path, resource);
     }
-  }
-
-  /** The registry with `extra` resources added. */
-  static withExtras(extra: Iterable<AnyResource> = []): ResourceSet {
-    return new ResourceSet([...RESOURCES, ...extra]);
   }
 
   all(): AnyResource[] {

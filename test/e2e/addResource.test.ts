@@ -104,16 +104,19 @@ const STEPS: readonly Step[] = [
     "A cursor from this list: the page ends right before that edge."
     before: String
   ): TimesheetConnection
+    @listSize(slicingArguments: ["first", "last"], sizedFields: ["edges", "nodes"], assumedSize: 100, requireOneSlicingArgument: false)
   "One timesheet by id, or null when the company has no such timesheet."
   timesheet("The upstream id of the timesheet." id: ID!): Timesheet
 `,
       ],
       [
-        '  ): ShiftConnection\n}\n\n"Which shifts to list.',
+        '  ): ShiftConnection\n    @listSize(slicingArguments: ["first"], sizedFields: ["edges", "nodes"], assumedSize: 100, requireOneSlicingArgument: false)\n}\n\n"Which shifts to list.',
         `  ): ShiftConnection
+    @listSize(slicingArguments: ["first"], sizedFields: ["edges", "nodes"], assumedSize: 100, requireOneSlicingArgument: false)
   "The timesheets of this location, in upstream order. Needs the \`timesheets.read\` scope."
   timesheets(${PAGING_ARGUMENTS}
   ): TimesheetConnection
+    @listSize(slicingArguments: ["first"], sizedFields: ["edges", "nodes"], assumedSize: 100, requireOneSlicingArgument: false)
 }
 
 "Which shifts to list.`,
@@ -123,9 +126,9 @@ const STEPS: readonly Step[] = [
         `"Minutes worked on one shift."
 type Timesheet @key(fields: "id") {
   "The upstream's id of the timesheet; the federation key."
-  id: ID!
+  id: ID! @cost(weight: 1)
   "The minutes worked; null when the upstream has none."
-  minutes: Int
+  minutes: Int @cost(weight: 1)
   "The shift worked; null when the upstream no longer lists it."
   shift: Shift
   "Where it was worked; null when the upstream no longer lists it."
@@ -145,7 +148,7 @@ type TimesheetConnection {
 "One timesheet in a page, with its cursor."
 type TimesheetEdge {
   "Opaque; pass it as \`after\` or \`before\`."
-  cursor: String!
+  cursor: String! @cost(weight: 1)
   "The timesheet."
   node: Timesheet!
 }

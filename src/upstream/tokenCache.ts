@@ -75,8 +75,13 @@ const REFRESH_AHEAD_FRACTION = 0.75;
 
 /** First and longest cool-down, in ms, after consecutive tokens were refused (401) on their first use. */
 export const UNAUTHORIZED_COOLDOWN_MS = { first: 1_000, max: 10_000 } as const;
-/** Backoff, in ms, between token requests after transient failures (5xx, timeouts, unusable answers). */
-export const TOKEN_BACKOFF_MS = { first: 1_500, max: 15_000 } as const;
+/**
+ * Backoff, in ms, between token requests after transient failures (5xx, timeouts,
+ * unusable answers). It grows to `max` while a still-usable token serves the queries,
+ * but only to `maxWhileWaiting` while the company has none: its queries are failing,
+ * and the endpoint's recovery must reach them within seconds.
+ */
+export const TOKEN_BACKOFF_MS = { first: 1_500, max: 15_000, maxWhileWaiting: 4_000 } as const;
 /** The token endpoint refused our credentials or gave an unusable binding: ms before asking again. */
 const REFUSED_CREDENTIALS_MS = 10_000;
 /** The longest Retry-After from the token endpoint we honour, in ms (a hostile value must not lock a tenant out for days). */
@@ -109,10 +114,12 @@ export function refreshFrom(grant: TokenGrant): number {
 /**
  * How long, in ms, after a failed token request no other is sent: the endpoint's
  * Retry-After (429 or 503) when it gave one, a fixed wait when it refused our
- * credentials, otherwise an exponential backoff from 1.5 s to 15 s.
+ * credentials, otherwise an exponential backoff from 1.5 s to 15 s (to 4 s when
+ * `waiting`: the company has no usable token).
  */
-function failureWindowMs(error: UpstreamError, failedAttempts: number): number {
-  const backoff = Math.min(TOKEN_BACKOFF_MS.max, TOKEN_BACKOFF_MS.first * 2 ** Math.max(0, failedAttempts - 1));
+function failureWindowMs(error: UpstreamError, failedAttempts: number, waiting: boolean): number {
+  const max = waiting ? TOKEN_BACKOFF_MS.maxWhileWaiting : TOKEN_BACKOFF_MS.max;
+  const backoff = Math.min(max, TOKEN_BACKOFF_MS.first * 2 ** Math.max(0, failedAttempts - 1));
   if (error.details.retryAfterSeconds !== undefined) return Math.max(backoff, Math.min(MAX_RETRY_AFTER_MS, error.details.retryAfterSeconds * 1000));
   switch (error.code) {
     case 'UPSTREAM_UNAUTHORIZED':
@@ -312,7 +319,9 @@ export class TokenCache {
           ? error
           : new UpstreamError('UPSTREAM_UNAVAILABLE', `token refresh failed for tenant ${state.tenant.tenantId}`);
         state.failedAttempts += 1;
-        state.failure = { error: failure, until: this.now() + failureWindowMs(failure, state.failedAttempts) };
+        const now = this.now();
+        const waiting = state.current === undefined || now >= usableUntil(state.current);
+        state.failure = { error: failure, until: now + failureWindowMs(failure, state.failedAttempts, waiting) };
         throw failure;
       })
       .finally(() => {

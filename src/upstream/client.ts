@@ -268,6 +268,8 @@ export class WfsClient {
       }
       if (outcome.kind === 'unauthorized') {
         if (renewed) {
+          // The renewed token is refused too: not kept for the next request to spend another 401 on.
+          await this.options.tokens.refusedAgain(tenantId, grant);
           throw new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refused a freshly issued token for tenant ${tenantId} (401 twice)`, { status: 401 });
         }
         renewed = true;

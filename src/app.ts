@@ -116,7 +116,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     tokens,
     dispatcher,
     onListCall: (list, status, durationMs, attempt) => {
-      noteListAttempt(status);
+      if (!attempt.shared) noteListAttempt(status);
       upstream.onListCall(list, status, durationMs, attempt);
     },
     aroundListCall: upstream.aroundListCall,

@@ -52,7 +52,16 @@ export type ListCallWrapper = <T>(call: ListCall, run: () => Promise<T>) => Prom
 export interface ListAttempt {
   readonly origin: string;
   readonly outcome: CallOutcome;
+  /**
+   * An attempt of a shared call, reported again to a request that joined the call
+   * when that request's call ends: it belongs in that request's record (its failure
+   * line), but it is not another upstream request (count it once, when not `shared`).
+   */
+  readonly shared?: true;
 }
+
+/** One attempt as reported, kept with the shared call for the requests that join it. */
+type ReportedAttempt = readonly [list: string, status: number, durationMs: number, attempt: ListAttempt];
 
 /**
  * Observes the resilience mechanisms (for metrics). Every callback is optional.
@@ -157,6 +166,8 @@ export class WfsClient {
   private readonly bulkheads: TenantBulkheads;
   private readonly retryPolicy: RetryPolicy;
   private readonly windows: RetryAfterWindows;
+  /** The attempts of each shared call so far, reported again to each request that joined it. */
+  private readonly attemptsOf = new WeakMap<SharedCallView, ReportedAttempt[]>();
 
   constructor(private readonly options: WfsClientOptions) {
     const listener = options.resilience ?? {};
@@ -222,15 +233,39 @@ export class WfsClient {
     checkScope(grant, resource);
     // The key is the exact URL the call sends: list, reference, page size and any filter.
     const key = coalescingKey(tenantId, listUrl(grant, page));
-    if (this.inFlight.has(key)) this.options.resilience?.onCoalesced?.(list);
-    // Each caller keeps its own deadline: the shared call retries within the latest of theirs.
-    const fetched = (await this.inFlight.run(key, signal, (shared, call) => this.fetchPage(tenantId, page, grant, shared, call), budget.deadlineAt)) as ListPage<R>;
+    const joined = this.inFlight.get(key);
+    if (joined) this.options.resilience?.onCoalesced?.(list);
+    let fetched: ListPage<R>;
+    try {
+      // Each caller keeps its own deadline: the shared call retries within the latest of theirs.
+      fetched = (await this.inFlight.run(
+        key,
+        signal,
+        (shared, call) => {
+          const attempts: ReportedAttempt[] = [];
+          this.attemptsOf.set(call, attempts);
+          return this.fetchPage(tenantId, page, grant, shared, call, attempts);
+        },
+        budget.deadlineAt,
+      )) as ListPage<R>;
+    } finally {
+      // A request that joined saw the call's attempts only through the one that started it.
+      const onListCall = this.options.onListCall;
+      if (joined && onListCall) for (const [name, status, ms, attempt] of this.attemptsOf.get(joined) ?? []) onListCall(name, status, ms, { ...attempt, shared: true });
+    }
     budget.notePage(list, fetched);
     return fetched;
   }
 
   /** The request loop of one page: windows, bulkhead, breaker, retries, one 401 renewal. */
-  private async fetchPage<R extends UpstreamRecord>(tenantId: string, page: PageRequest<R>, grant: TokenGrant, signal: AbortSignal, call: SharedCallView): Promise<ListPage<R>> {
+  private async fetchPage<R extends UpstreamRecord>(
+    tenantId: string,
+    page: PageRequest<R>,
+    grant: TokenGrant,
+    signal: AbortSignal,
+    call: SharedCallView,
+    attempts: ReportedAttempt[],
+  ): Promise<ListPage<R>> {
     const { resource } = page;
     const list = resource.name;
     const maxWaitMs = (this.options.maxRetryAfterSeconds ?? 2) * 1000;
@@ -254,7 +289,7 @@ export class WfsClient {
 
       let outcome: Outcome<R>;
       try {
-        outcome = await this.attempt(tenantId, origin, page, grant, signal);
+        outcome = await this.attempt(tenantId, origin, page, grant, signal, attempts);
       } catch (error) {
         // Not sent, cancelled, or refused before an answer: the probe decides nothing, the next caller probes.
         for (const { scope, key, probe } of gate.probes) this.windows.probeDone(scope, key, probe, false);
@@ -334,14 +369,21 @@ export class WfsClient {
   }
 
   /** One HTTP attempt, through the tenant's bulkhead and the shard's breaker, within the attempt timeout. */
-  private async attempt<R extends UpstreamRecord>(tenantId: string, origin: string, page: PageRequest<R>, grant: TokenGrant, signal: AbortSignal): Promise<Outcome<R>> {
+  private async attempt<R extends UpstreamRecord>(
+    tenantId: string,
+    origin: string,
+    page: PageRequest<R>,
+    grant: TokenGrant,
+    signal: AbortSignal,
+    attempts: ReportedAttempt[],
+  ): Promise<Outcome<R>> {
     // The breaker is outside the bulkhead: an open breaker fails fast without queueing.
     try {
       return await this.breakers.run(origin, () =>
         this.bulkheads.run(tenantId, signal, async () => {
           const timed = attemptSignal(signal, this.options.attemptTimeoutMs ?? 8_000);
           try {
-            const outcome = await this.send(grant, page, timed.signal);
+            const outcome = await this.send(grant, page, timed.signal, attempts);
             // A shard fault (an attempt that ran out of time included) counts against the
             // shard's breaker; a call cancelled because its callers went away has thrown.
             if (outcome.kind === 'transient') throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
@@ -357,8 +399,13 @@ export class WfsClient {
     }
   }
 
-  private async send<R extends UpstreamRecord>(grant: TokenGrant, page: PageRequest<R>, signal: AbortSignal): Promise<Outcome<R>> {
+  private async send<R extends UpstreamRecord>(grant: TokenGrant, page: PageRequest<R>, signal: AbortSignal, attempts: ReportedAttempt[]): Promise<Outcome<R>> {
     const list = page.resource.name;
+    const report = (status: number, outcome: CallOutcome) => {
+      const reported: ReportedAttempt = [list, status, performance.now() - started, { origin: url.origin, outcome }];
+      attempts.push(reported);
+      this.options.onListCall?.(...reported);
+    };
     // Built from this attempt's token: after a renewal the tenant may live on another shard.
     const url = listUrl(grant, page);
     const fromReference = Number(url.searchParams.get('page_size'));
@@ -373,7 +420,7 @@ export class WfsClient {
         signal,
       });
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started, { origin: url.origin, outcome: causeOfNetworkError(error, signal) });
+      report(0, causeOfNetworkError(error, signal));
       if (signal.aborted) return ranOutOfTime(list, signal);
       if (isTooLarge(error)) throw tooLarge(list);
       // The connector refused the address (a private network): never retried.
@@ -384,19 +431,19 @@ export class WfsClient {
     if (status !== 200) {
       // Status codes decide; error bodies are undocumented and never read.
       await response.body.dump().catch(() => undefined);
-      this.options.onListCall?.(list, status, performance.now() - started, { origin: url.origin, outcome: 'http_status' });
+      report(status, 'http_status');
       return classifyStatus(list, status, retryAfterSeconds(response.headers['retry-after']));
     }
     let body: unknown;
     try {
       body = await readJson(response.body);
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started, { origin: url.origin, outcome: causeOfNetworkError(error, signal) });
+      report(0, causeOfNetworkError(error, signal));
       if (signal.aborted) return ranOutOfTime(list, signal);
       if (isTooLarge(error)) throw tooLarge(list);
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
-    this.options.onListCall?.(list, status, performance.now() - started, { origin: url.origin, outcome: 'ok' });
+    report(status, 'ok');
     return { kind: 'page', page: parseEnvelope(body, page.resource, page.ref, sentSize, grant.apiBase) };
   }
 }

@@ -50,6 +50,11 @@ export class InFlight<T> {
     return this.calls.has(key);
   }
 
+  /** The call in flight for `key`, which a `run` now would join (the same object its `start` got). */
+  get(key: string): SharedCallView | undefined {
+    return this.calls.get(key);
+  }
+
   /**
    * Joins the call in flight for `key`, or starts one with `start`. `start` gets a
    * signal that aborts only when every waiter has left, and a view of the waiters'

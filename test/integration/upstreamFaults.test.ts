@@ -5,7 +5,7 @@ import { locations } from '../../src/upstream/resources';
 import { TokenCache } from '../../src/upstream/tokenCache';
 import { requestToken } from '../../src/upstream/tokenEndpoint';
 import { testTenant } from '../helpers/fixtures';
-import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { errorCodes, postGraphQL, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
@@ -175,6 +175,35 @@ describe('a request that joins a shared call', () => {
     } finally {
       await dispatcher.close();
     }
+  });
+});
+
+describe('the failure line of a request that joined a shared call', () => {
+  let subgraph: TestSubgraph;
+  beforeAll(async () => {
+    subgraph = await startTestSubgraph({}, { LOG_LEVEL: 'warn', WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: '300' });
+  });
+  afterAll(() => subgraph?.close());
+
+  it("names the call's attempts and shard, not 'attempts: 0, origin: none', and counts each attempt once", async () => {
+    const [tenant] = shardTenants(subgraph, 0) as [string];
+    const shard0 = subgraph.emulator.shardUrls[0]!;
+    expect(errorCodes(await subgraph.query(QUERY, undefined, { 'x-tenant-id': tenant }))).toEqual([]);
+    const requestsBefore = await counterTotal(subgraph.server.metrics.upstreamRequests, { origin: shard0 });
+    subgraph.emulator.injectFault({ endpoint: 'locations', tenantId: tenant, hang: true, times: 2 });
+    const calls = subgraph.emulator.counters.requestsByShard[0]!;
+    const leaving = new AbortController();
+    const starter = postGraphQL(subgraph.server.url, { query: QUERY }, { 'x-tenant-id': tenant }, leaving.signal).catch((error: unknown) => error);
+    await waitFor(() => subgraph.emulator.counters.requestsByShard[0] === calls + 1, 'the first attempt to reach the shard');
+    const coalesced = await counterTotal(subgraph.server.metrics.upstreamCoalesced);
+    const joiner = subgraph.query(QUERY, undefined, { 'x-tenant-id': tenant });
+    await waitFor(async () => (await counterTotal(subgraph.server.metrics.upstreamCoalesced)) === coalesced + 1, 'the second request to join');
+    leaving.abort(); // the request that started the call goes away; the joiner stays
+    await starter;
+    expect(errorCodes(await joiner)).toEqual(['UPSTREAM_UNAVAILABLE']);
+    const lines = subgraph.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.event === 'upstream_call_failed' && line.tenantId === tenant);
+    expect(lines).toEqual([expect.objectContaining({ origin: shard0, attempts: 2, cause: 'timeout', code: 'UPSTREAM_UNAVAILABLE' })]);
+    expect((await counterTotal(subgraph.server.metrics.upstreamRequests, { origin: shard0 })) - requestsBefore).toBe(2);
   });
 });
 

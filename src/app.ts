@@ -56,7 +56,9 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   // Data calls go where a token's api_base says, so their connections are guarded
   // (private networks refused, at connect time); the token endpoint is the operator's
   // own WFS_AUTH_URL and may well live on a private network.
-  const dispatcher = overrides.dispatcher ?? createUpstreamAgent(DEFAULT_TIMEOUTS, { allowList: config.apiBaseAllow, loopback: config.apiBaseLoopback });
+  // The client ends each attempt at WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS; undici's own timeouts must not end it sooner.
+  const attemptTimeouts = { ...DEFAULT_TIMEOUTS, headersMs: config.upstreamAttemptTimeoutMs, bodyMs: config.upstreamAttemptTimeoutMs };
+  const dispatcher = overrides.dispatcher ?? createUpstreamAgent(attemptTimeouts, { allowList: config.apiBaseAllow, loopback: config.apiBaseLoopback });
   const authDispatcher = overrides.dispatcher ?? createUpstreamAgent();
   const redis = config.redisUrl
     ? // ioredis is loaded only when Redis is configured: most deployments and every
@@ -112,11 +114,15 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     tokens,
     dispatcher,
     onListCall: (list, status, durationMs, attempt) => {
-      noteListAttempt(status);
+      if (!attempt.shared) noteListAttempt(status);
       upstream.onListCall(list, status, durationMs, attempt);
     },
     aroundListCall: upstream.aroundListCall,
     callBudget: config.upstreamCallBudget,
+    attemptTimeoutMs: config.upstreamAttemptTimeoutMs,
+    shardRetryAfterMaxSeconds: config.shardRetryAfterMaxSeconds,
+    tenantRetryAfterMaxSeconds: config.tenantRetryAfterMaxSeconds,
+    ...(overrides.now && { now: overrides.now }),
     ...overrides.upstream,
     resilience: {
       onBreakerState: (origin, state) => {

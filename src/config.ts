@@ -30,6 +30,9 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_UPSTREAM_CALL_BUDGET',
   'WFS_MAX_COST',
   'WFS_TRUSTED_NETWORK',
+  'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS',
+  'WFS_SHARD_RETRY_AFTER_MAX_S',
+  'WFS_TENANT_RETRY_AFTER_MAX_S',
 ] as const;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -86,6 +89,12 @@ export interface Config {
   readonly upstreamCallBudget: number;
   /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/cost.ts; default 10 000). */
   readonly maxCost: number;
+  /** WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: how long one upstream HTTP attempt may take (default 8 000). */
+  readonly upstreamAttemptTimeoutMs: number;
+  /** WFS_SHARD_RETRY_AFTER_MAX_S: the longest shard (503) Retry-After window kept (default 60). */
+  readonly shardRetryAfterMaxSeconds: number;
+  /** WFS_TENANT_RETRY_AFTER_MAX_S: the longest tenant (429) Retry-After window kept (default 300). */
+  readonly tenantRetryAfterMaxSeconds: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -171,6 +180,9 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET', 200, 10_000),
     maxCost: positiveInteger(env, 'WFS_MAX_COST', 10_000, 1_000_000_000),
+    upstreamAttemptTimeoutMs: positiveInteger(env, 'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS', 8_000, 15_000),
+    shardRetryAfterMaxSeconds: positiveInteger(env, 'WFS_SHARD_RETRY_AFTER_MAX_S', 60, 3_600),
+    tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S', 300, 86_400),
   };
   return Object.freeze(config);
 }

@@ -90,8 +90,9 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
       call.lastOutcome = attempt.outcome;
       call.lastStatus = status;
     }
-    // A call cancelled because the client left says nothing about the upstream.
-    if (attempt.outcome === 'aborted') return;
+    // A call cancelled because the client left says nothing about the upstream; an
+    // attempt of a shared call reported to a request that joined it was counted once already.
+    if (attempt.outcome === 'aborted' || attempt.shared) return;
     const origin = origins.value(attempt.origin);
     metrics.upstreamRequests.inc({ list, origin, status: String(status) });
     metrics.upstreamDuration.observe({ list, origin }, durationMs / 1000);

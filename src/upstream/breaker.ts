@@ -5,7 +5,7 @@ import { UpstreamError } from './errors';
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
 export interface ShardBreakerOptions {
-  /** Consecutive failed calls (5xx, timeouts, connection errors) that open a shard's breaker. Default 5. */
+  /** Consecutive failed calls (5xx, attempts that ran out of time, connection errors) that open a shard's breaker. Default 5. */
   readonly failuresToOpen?: number;
   /** How long, in ms, an open breaker fails fast before one probe call may try the shard. Default 5 000. */
   readonly openMs?: number;
@@ -29,6 +29,19 @@ export class ShardFault extends Error {
   }
 }
 
+/**
+ * Breakers kept at most. Origins come from token claims, and a hostile token endpoint
+ * can announce a new one per token: past this, breakers with nothing to remember
+ * (closed, no failure counted, no call in flight) are dropped, then the oldest.
+ */
+const MAX_BREAKERS = 256;
+
+interface Entry {
+  readonly policy: CircuitBreakerPolicy;
+  readonly counter: ConsecutiveBreaker;
+  inFlight: number;
+}
+
 const STATE_NAMES: Record<CircuitState, BreakerState> = {
   [CircuitState.Closed]: 'closed',
   [CircuitState.Open]: 'open',
@@ -42,17 +55,22 @@ const STATE_NAMES: Record<CircuitState, BreakerState> = {
  * each paying the full timeout and retry, and the shard is not hammered while it
  * recovers. After `openMs` one probe call goes through (half-open): success closes
  * the breaker, failure opens it again. Other shards have their own breakers, so
- * their tenants never notice.
+ * their tenants never notice. At most MAX_BREAKERS are kept.
  */
 export class ShardBreakers {
-  private readonly breakers = new Map<string, CircuitBreakerPolicy>();
+  private readonly breakers = new Map<string, Entry>();
 
   constructor(private readonly options: ShardBreakerOptions = {}) {}
 
+  /** Breakers kept now (for tests and diagnostics). */
+  get size(): number {
+    return this.breakers.size;
+  }
+
   /** The state of one shard's breaker (closed when the shard was never called). */
   state(origin: string): BreakerState {
-    const breaker = this.breakers.get(origin);
-    return breaker ? STATE_NAMES[breaker.state] : 'closed';
+    const entry = this.breakers.get(origin);
+    return entry ? STATE_NAMES[entry.policy.state] : 'closed';
   }
 
   /**
@@ -61,28 +79,42 @@ export class ShardBreakers {
    * under way (other calls do not wait on the probe).
    */
   async run<T>(origin: string, call: () => Promise<T>): Promise<T> {
-    const breaker = this.for(origin);
-    if (breaker.state === CircuitState.HalfOpen) throw this.failingFast(origin);
+    const entry = this.for(origin);
+    if (entry.policy.state === CircuitState.HalfOpen) throw this.failingFast(origin);
+    entry.inFlight += 1;
     try {
-      return await breaker.execute(call);
+      return await entry.policy.execute(call);
     } catch (error) {
       if (error instanceof BrokenCircuitError) throw this.failingFast(origin);
       throw error;
+    } finally {
+      entry.inFlight -= 1;
     }
   }
 
-  private for(origin: string): CircuitBreakerPolicy {
-    let breaker = this.breakers.get(origin);
-    if (!breaker) {
-      breaker = circuitBreaker(handleType(ShardFault), {
-        halfOpenAfter: this.options.openMs ?? 5_000,
-        breaker: new ConsecutiveBreaker(this.options.failuresToOpen ?? 5),
-      });
+  private for(origin: string): Entry {
+    let entry = this.breakers.get(origin);
+    if (!entry) {
+      if (this.breakers.size >= MAX_BREAKERS) this.sweep();
+      const counter = new ConsecutiveBreaker(this.options.failuresToOpen ?? 5);
+      const policy = circuitBreaker(handleType(ShardFault), { halfOpenAfter: this.options.openMs ?? 5_000, breaker: counter });
       const onStateChange = this.options.onStateChange;
-      if (onStateChange) breaker.onStateChange((state) => onStateChange(origin, STATE_NAMES[state]));
-      this.breakers.set(origin, breaker);
+      if (onStateChange) policy.onStateChange((state) => onStateChange(origin, STATE_NAMES[state]));
+      entry = { policy, counter, inFlight: 0 };
+      this.breakers.set(origin, entry);
     }
-    return breaker;
+    return entry;
+  }
+
+  /** Makes room: first the breakers a fresh one would equal, then (all busy or failing) the oldest. */
+  private sweep(): void {
+    for (const [origin, entry] of this.breakers) {
+      if (entry.policy.state === CircuitState.Closed && entry.counter.state === 0 && entry.inFlight === 0) this.breakers.delete(origin);
+    }
+    for (const origin of this.breakers.keys()) {
+      if (this.breakers.size < MAX_BREAKERS) break;
+      this.breakers.delete(origin);
+    }
   }
 
   private failingFast(origin: string): UpstreamError {

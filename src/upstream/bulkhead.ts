@@ -17,15 +17,24 @@ export interface TenantBulkheadOptions {
  * calls, with a bounded queue, so one company's burst cannot take every socket of
  * the shared connection pool, starve the other companies, or trip the upstream's
  * rate limits for everyone. A call over the queue fails at once with
- * UPSTREAM_RATE_LIMITED.
+ * UPSTREAM_RATE_LIMITED. A tenant's bulkhead is dropped as soon as it is idle, so
+ * the map holds only tenants with calls in flight or queued.
  */
 export class TenantBulkheads {
-  private readonly bulkheads = new Map<string, BulkheadPolicy>();
+  /** Each tenant's bulkhead and the calls running or queued in it. */
+  private readonly bulkheads = new Map<string, { readonly policy: BulkheadPolicy; users: number }>();
 
   constructor(private readonly options: TenantBulkheadOptions = {}) {}
 
+  /** Bulkheads kept now (for tests and diagnostics). */
+  get size(): number {
+    return this.bulkheads.size;
+  }
+
   async run<T>(tenantId: string, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
-    const bulkhead = this.for(tenantId);
+    const entry = this.for(tenantId);
+    const bulkhead = entry.policy;
+    entry.users += 1;
     if (bulkhead.executionSlots <= 0 && bulkhead.queueSlots > 0) this.options.onQueued?.();
     try {
       return await bulkhead.execute(call, signal);
@@ -36,15 +45,19 @@ export class TenantBulkheads {
       }
       if (error instanceof TaskCancelledError) throw cancelledError();
       throw error;
+    } finally {
+      // Idle (no call running or queued): a fresh bulkhead is the same thing, so keep none.
+      entry.users -= 1;
+      if (entry.users === 0) this.bulkheads.delete(tenantId);
     }
   }
 
-  private for(tenantId: string): BulkheadPolicy {
-    let policy = this.bulkheads.get(tenantId);
-    if (!policy) {
-      policy = bulkhead(this.options.concurrency ?? 16, this.options.queue ?? 256);
-      this.bulkheads.set(tenantId, policy);
+  private for(tenantId: string): { readonly policy: BulkheadPolicy; users: number } {
+    let entry = this.bulkheads.get(tenantId);
+    if (!entry) {
+      entry = { policy: bulkhead(this.options.concurrency ?? 16, this.options.queue ?? 256), users: 0 };
+      this.bulkheads.set(tenantId, entry);
     }
-    return policy;
+    return entry;
   }
 }

@@ -1,7 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import { UPSTREAM_PAGE_SIZE } from './endpoints';
 import { UpstreamError, cancelledError } from './errors';
-import { causeOfNetworkError, type CallOutcome, type FailureCause } from './failureCause';
+import { causeOfNetworkError, isTimeoutReason, type CallOutcome, type FailureCause } from './failureCause';
 import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
 import { parsePageReference, pageUrl, type PageRef } from './pageReference';
 import type { MalformedRecord, Resource, UpstreamRecord } from './resources';
@@ -11,9 +11,9 @@ import type { TokenGrant } from './tokenEndpoint';
 import { ShardBreakers, ShardFault, type BreakerState, type ShardBreakerOptions } from './breaker';
 import { TenantBulkheads, type TenantBulkheadOptions } from './bulkhead';
 import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './callBudget';
-import { InFlight, coalescingKey } from './coalescer';
+import { InFlight, coalescingKey, type SharedCallView } from './coalescer';
 import { RetryPolicy, type RetryPolicyOptions } from './retry';
-import { RetryAfterWindows } from './retryAfterWindows';
+import { RetryAfterWindows, type WindowScope } from './retryAfterWindows';
 
 /** One page of a list, validated and mapped. */
 export interface ListPage<T> {
@@ -52,7 +52,16 @@ export type ListCallWrapper = <T>(call: ListCall, run: () => Promise<T>) => Prom
 export interface ListAttempt {
   readonly origin: string;
   readonly outcome: CallOutcome;
+  /**
+   * An attempt of a shared call, reported again to a request that joined the call
+   * when that request's call ends: it belongs in that request's record (its failure
+   * line), but it is not another upstream request (count it once, when not `shared`).
+   */
+  readonly shared?: true;
 }
+
+/** One attempt as reported, kept with the shared call for the requests that join it. */
+type ReportedAttempt = readonly [list: string, status: number, durationMs: number, attempt: ListAttempt];
 
 /**
  * Observes the resilience mechanisms (for metrics). Every callback is optional.
@@ -92,6 +101,15 @@ export interface WfsClientOptions {
   readonly maxRetryAfterSeconds?: number;
   /** Deadline in ms of a call made without a budget (a budget carries the request's own). Default 10 000. */
   readonly deadlineMs?: number;
+  /**
+   * How long, in ms, one HTTP attempt may take (`WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS`);
+   * an attempt that runs out of it counts against the shard's breaker. Default 8 000.
+   */
+  readonly attemptTimeoutMs?: number;
+  /** The longest shard (503) Retry-After window kept, in seconds (`WFS_SHARD_RETRY_AFTER_MAX_S`). Default 60. */
+  readonly shardRetryAfterMaxSeconds?: number;
+  /** The longest tenant (429) Retry-After window kept, in seconds (`WFS_TENANT_RETRY_AFTER_MAX_S`). Default 300. */
+  readonly tenantRetryAfterMaxSeconds?: number;
   /** Upstream page calls one GraphQL request may make (`WFS_UPSTREAM_CALL_BUDGET`). Default 200. */
   readonly callBudget?: number;
   readonly retry?: RetryPolicyOptions;
@@ -102,6 +120,21 @@ export interface WfsClientOptions {
   readonly resilience?: ResilienceListener;
   /** Clock for Retry-After windows. Default Date.now. */
   readonly now?: () => number;
+}
+
+/** The per-key structures the client keeps, by size (tests check they stay bounded). */
+export interface ClientFootprint {
+  readonly breakers: number;
+  readonly windows: number;
+  readonly bulkheads: number;
+  readonly inFlight: number;
+}
+
+/** A probe call a capped Retry-After window let through (see retryAfterWindows.ts). */
+interface WindowProbe {
+  readonly scope: WindowScope;
+  readonly key: string;
+  readonly probe: object;
 }
 
 /** One page as the request loop sends it: which list, where in it, how large, with which query. */
@@ -133,6 +166,8 @@ export class WfsClient {
   private readonly bulkheads: TenantBulkheads;
   private readonly retryPolicy: RetryPolicy;
   private readonly windows: RetryAfterWindows;
+  /** The attempts of each shared call so far, reported again to each request that joined it. */
+  private readonly attemptsOf = new WeakMap<SharedCallView, ReportedAttempt[]>();
 
   constructor(private readonly options: WfsClientOptions) {
     const listener = options.resilience ?? {};
@@ -151,7 +186,16 @@ export class WfsClient {
       },
     });
     this.retryPolicy = new RetryPolicy(options.retry);
-    this.windows = new RetryAfterWindows(options.now);
+    this.windows = new RetryAfterWindows({
+      ...(options.now && { now: options.now }),
+      ...(options.shardRetryAfterMaxSeconds !== undefined && { shardMaxSeconds: options.shardRetryAfterMaxSeconds }),
+      ...(options.tenantRetryAfterMaxSeconds !== undefined && { tenantMaxSeconds: options.tenantRetryAfterMaxSeconds }),
+    });
+  }
+
+  /** How many breakers, windows, bulkheads and shared calls are kept now. */
+  footprint(): ClientFootprint {
+    return { breakers: this.breakers.size, windows: this.windows.size, bulkheads: this.bulkheads.size, inFlight: this.inFlight.size };
   }
 
   /** A fresh call budget for one GraphQL request (its signal carries the request's deadline). */
@@ -189,18 +233,43 @@ export class WfsClient {
     checkScope(grant, resource);
     // The key is the exact URL the call sends: list, reference, page size and any filter.
     const key = coalescingKey(tenantId, listUrl(grant, page));
-    if (this.inFlight.has(key)) this.options.resilience?.onCoalesced?.(list);
-    const fetched = (await this.inFlight.run(key, signal, (shared) => this.fetchPage(tenantId, page, grant, shared, budget.deadlineAt))) as ListPage<R>;
+    const joined = this.inFlight.get(key);
+    if (joined) this.options.resilience?.onCoalesced?.(list);
+    let fetched: ListPage<R>;
+    try {
+      // Each caller keeps its own deadline: the shared call retries within the latest of theirs.
+      fetched = (await this.inFlight.run(
+        key,
+        signal,
+        (shared, call) => {
+          const attempts: ReportedAttempt[] = [];
+          this.attemptsOf.set(call, attempts);
+          return this.fetchPage(tenantId, page, grant, shared, call, attempts);
+        },
+        budget.deadlineAt,
+      )) as ListPage<R>;
+    } finally {
+      // A request that joined saw the call's attempts only through the one that started it.
+      const onListCall = this.options.onListCall;
+      if (joined && onListCall) for (const [name, status, ms, attempt] of this.attemptsOf.get(joined) ?? []) onListCall(name, status, ms, { ...attempt, shared: true });
+    }
     budget.notePage(list, fetched);
     return fetched;
   }
 
   /** The request loop of one page: windows, bulkhead, breaker, retries, one 401 renewal. */
-  private async fetchPage<R extends UpstreamRecord>(tenantId: string, page: PageRequest<R>, grant: TokenGrant, signal: AbortSignal, deadlineAt: number): Promise<ListPage<R>> {
+  private async fetchPage<R extends UpstreamRecord>(
+    tenantId: string,
+    page: PageRequest<R>,
+    grant: TokenGrant,
+    signal: AbortSignal,
+    call: SharedCallView,
+    attempts: ReportedAttempt[],
+  ): Promise<ListPage<R>> {
     const { resource } = page;
     const list = resource.name;
     const maxWaitMs = (this.options.maxRetryAfterSeconds ?? 2) * 1000;
-    const remaining = () => deadlineAt - performance.now();
+    const remaining = () => call.deadlineAt() - performance.now();
     const retries = this.retryPolicy.schedule();
     const rateLimitBackoff = this.retryPolicy.schedule(this.options.maxRateLimitRetries ?? 2);
     const listener = this.options.resilience;
@@ -211,25 +280,31 @@ export class WfsClient {
       // The token's api_base, validated to an origin (checkApiBase).
       const origin = grant.apiBase;
       // A Retry-After window in force: wait out a short one within the budget, fail fast on a long one.
-      const tenantWait = this.windows.remainingMs('tenant', tenantId);
-      const shardWait = this.windows.remainingMs('shard', origin);
-      const windowWait = Math.max(tenantWait, shardWait);
-      if (windowWait > 0) {
-        if (windowWait > maxWaitMs || windowWait >= remaining()) {
-          listener?.onFailFast?.('retry-after');
-          throw tenantWait >= shardWait ? rateLimited(tenantId, Math.ceil(tenantWait / 1000), 'retry_after_window') : shardBusy(origin, list, Math.ceil(shardWait / 1000), 'retry_after_window');
-        }
+      const gate = this.passWindows(tenantId, origin, list, maxWaitMs, remaining());
+      if ('waitMs' in gate) {
         listener?.onRetry?.(list, 'retry-after');
-        await sleep(windowWait, signal);
+        await sleep(gate.waitMs, signal);
+        continue;
       }
 
-      const outcome = await this.attempt(tenantId, origin, page, grant, signal);
+      let outcome: Outcome<R>;
+      try {
+        outcome = await this.attempt(tenantId, origin, page, grant, signal, attempts);
+      } catch (error) {
+        // Not sent, cancelled, or refused before an answer: the probe decides nothing, the next caller probes.
+        for (const { scope, key, probe } of gate.probes) this.windows.probeDone(scope, key, probe, false);
+        throw error;
+      }
+      // The probe's answer came: a 429 or 503 below opens a new window, anything else ends it.
+      for (const { scope, key, probe } of gate.probes) this.windows.probeDone(scope, key, probe, true);
       if (outcome.kind === 'page') {
         this.options.tokens.markUsed(grant);
         return outcome.page;
       }
       if (outcome.kind === 'unauthorized') {
         if (renewed) {
+          // The renewed token is refused too: not kept for the next request to spend another 401 on.
+          await this.options.tokens.refusedAgain(tenantId, grant);
           throw new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refused a freshly issued token for tenant ${tenantId} (401 twice)`, { status: 401 });
         }
         renewed = true;
@@ -239,10 +314,10 @@ export class WfsClient {
       }
       if (outcome.kind === 'rate-limited') {
         if (outcome.retryAfterSeconds !== undefined) {
-          this.windows.open('tenant', tenantId, outcome.retryAfterSeconds);
-          const wait = outcome.retryAfterSeconds * 1000;
+          const kept = this.windows.open('tenant', tenantId, outcome.retryAfterSeconds);
+          const wait = kept * 1000;
           if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > maxWaitMs || wait >= remaining()) {
-            throw rateLimited(tenantId, outcome.retryAfterSeconds);
+            throw rateLimited(tenantId, kept);
           }
           rateLimitRetries += 1;
           continue; // the window check above waits it out
@@ -256,10 +331,10 @@ export class WfsClient {
       }
       // Transient (network error, timeout, 5xx). A 503 with Retry-After is the shard asking for a pause.
       if (outcome.retryAfterSeconds !== undefined) {
-        this.windows.open('shard', origin, outcome.retryAfterSeconds);
-        const wait = outcome.retryAfterSeconds * 1000;
+        const kept = this.windows.open('shard', origin, outcome.retryAfterSeconds);
+        const wait = kept * 1000;
         if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > maxWaitMs || wait >= remaining()) {
-          throw shardBusy(origin, list, outcome.retryAfterSeconds);
+          throw shardBusy(origin, list, kept);
         }
         rateLimitRetries += 1;
         continue;
@@ -271,16 +346,51 @@ export class WfsClient {
     }
   }
 
-  /** One HTTP attempt, through the tenant's bulkhead and the shard's breaker. */
-  private async attempt<R extends UpstreamRecord>(tenantId: string, origin: string, page: PageRequest<R>, grant: TokenGrant, signal: AbortSignal): Promise<Outcome<R>> {
+  /**
+   * The Retry-After windows of the tenant and the shard: go (with the probes a capped
+   * window that ended lets through), wait `waitMs` within the request, or fail fast.
+   */
+  private passWindows(tenantId: string, origin: string, list: string, maxWaitMs: number, remainingMs: number): { waitMs: number } | { probes: WindowProbe[] } {
+    const tenant = this.windows.check('tenant', tenantId);
+    const shard = this.windows.check('shard', origin);
+    const probes: WindowProbe[] = [];
+    if (tenant.kind === 'probe') probes.push({ scope: 'tenant', key: tenantId, probe: tenant.probe });
+    if (shard.kind === 'probe') probes.push({ scope: 'shard', key: origin, probe: shard.probe });
+    // Another caller's probe is under way: it decides for everyone (1 s is our advice meanwhile).
+    const tenantWait = tenant.kind === 'wait' ? tenant.remainingMs : tenant.kind === 'probing' ? Infinity : 0;
+    const shardWait = shard.kind === 'wait' ? shard.remainingMs : shard.kind === 'probing' ? Infinity : 0;
+    const waitMs = Math.max(tenantWait, shardWait);
+    if (waitMs === 0) return { probes };
+    for (const { scope, key, probe } of probes) this.windows.probeDone(scope, key, probe, false);
+    if (waitMs <= maxWaitMs && waitMs < remainingMs) return { waitMs };
+    this.options.resilience?.onFailFast?.('retry-after');
+    const seconds = (ms: number) => (ms === Infinity ? 1 : Math.ceil(ms / 1000));
+    throw tenantWait >= shardWait ? rateLimited(tenantId, seconds(tenantWait), 'retry_after_window') : shardBusy(origin, list, seconds(shardWait), 'retry_after_window');
+  }
+
+  /** One HTTP attempt, through the tenant's bulkhead and the shard's breaker, within the attempt timeout. */
+  private async attempt<R extends UpstreamRecord>(
+    tenantId: string,
+    origin: string,
+    page: PageRequest<R>,
+    grant: TokenGrant,
+    signal: AbortSignal,
+    attempts: ReportedAttempt[],
+  ): Promise<Outcome<R>> {
     // The breaker is outside the bulkhead: an open breaker fails fast without queueing.
     try {
       return await this.breakers.run(origin, () =>
         this.bulkheads.run(tenantId, signal, async () => {
-          const outcome = await this.send(grant, page, signal);
-          // A shard fault counts against the shard's breaker; a cancelled call does not.
-          if (outcome.kind === 'transient' && !signal.aborted) throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
-          return outcome;
+          const timed = attemptSignal(signal, this.options.attemptTimeoutMs ?? 8_000);
+          try {
+            const outcome = await this.send(grant, page, timed.signal, attempts);
+            // A shard fault (an attempt that ran out of time included) counts against the
+            // shard's breaker; a call cancelled because its callers went away has thrown.
+            if (outcome.kind === 'transient') throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
+            return outcome;
+          } finally {
+            timed.done();
+          }
         }),
       );
     } catch (error) {
@@ -289,8 +399,13 @@ export class WfsClient {
     }
   }
 
-  private async send<R extends UpstreamRecord>(grant: TokenGrant, page: PageRequest<R>, signal: AbortSignal): Promise<Outcome<R>> {
+  private async send<R extends UpstreamRecord>(grant: TokenGrant, page: PageRequest<R>, signal: AbortSignal, attempts: ReportedAttempt[]): Promise<Outcome<R>> {
     const list = page.resource.name;
+    const report = (status: number, outcome: CallOutcome) => {
+      const reported: ReportedAttempt = [list, status, performance.now() - started, { origin: url.origin, outcome }];
+      attempts.push(reported);
+      this.options.onListCall?.(...reported);
+    };
     // Built from this attempt's token: after a renewal the tenant may live on another shard.
     const url = listUrl(grant, page);
     const fromReference = Number(url.searchParams.get('page_size'));
@@ -305,8 +420,8 @@ export class WfsClient {
         signal,
       });
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started, { origin: url.origin, outcome: causeOfNetworkError(error, signal) });
-      if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
+      report(0, causeOfNetworkError(error, signal));
+      if (signal.aborted) return ranOutOfTime(list, signal);
       if (isTooLarge(error)) throw tooLarge(list);
       // The connector refused the address (a private network): never retried.
       if (error instanceof UpstreamError) throw error;
@@ -316,19 +431,19 @@ export class WfsClient {
     if (status !== 200) {
       // Status codes decide; error bodies are undocumented and never read.
       await response.body.dump().catch(() => undefined);
-      this.options.onListCall?.(list, status, performance.now() - started, { origin: url.origin, outcome: 'http_status' });
+      report(status, 'http_status');
       return classifyStatus(list, status, retryAfterSeconds(response.headers['retry-after']));
     }
     let body: unknown;
     try {
       body = await readJson(response.body);
     } catch (error) {
-      this.options.onListCall?.(list, 0, performance.now() - started, { origin: url.origin, outcome: causeOfNetworkError(error, signal) });
-      if (signal.aborted) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled or timed out`);
+      report(0, causeOfNetworkError(error, signal));
+      if (signal.aborted) return ranOutOfTime(list, signal);
       if (isTooLarge(error)) throw tooLarge(list);
       return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
     }
-    this.options.onListCall?.(list, status, performance.now() - started, { origin: url.origin, outcome: 'ok' });
+    report(status, 'ok');
     return { kind: 'page', page: parseEnvelope(body, page.resource, page.ref, sentSize, grant.apiBase) };
   }
 }
@@ -338,6 +453,35 @@ function listUrl(grant: TokenGrant, { resource, ref, pageSize, query }: PageRequ
   const url = pageUrl(grant.apiBase, resource.path, ref, pageSize);
   if (ref === null && query) for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
   return url;
+}
+
+/**
+ * An attempt whose signal fired: out of time (its own timeout, or the deadlines of
+ * everyone waiting on it) is a transient fault of the shard; callers that went away
+ * are no verdict on the shard at all.
+ */
+function ranOutOfTime(list: string, signal: AbortSignal): Outcome<never> {
+  if (!isTimeoutReason(signal.reason)) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled`);
+  return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream did not answer the ${list} call in time`, { cause: 'timeout' }) };
+}
+
+/**
+ * The signal of one attempt: the shared call's, plus the attempt's own timeout (its
+ * reason a TimeoutError, so the attempt reads as timed out). `done` clears the timer.
+ */
+function attemptSignal(shared: AbortSignal, timeoutMs: number): { signal: AbortSignal; done(): void } {
+  const controller = new AbortController();
+  const onShared = () => controller.abort(shared.reason);
+  if (shared.aborted) onShared();
+  else shared.addEventListener('abort', onShared, { once: true });
+  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+  return {
+    signal: controller.signal,
+    done() {
+      clearTimeout(timer);
+      shared.removeEventListener('abort', onShared);
+    },
+  };
 }
 
 /** undici's error for a body over `maxResponseSize`: a bad response, not worth a retry. */

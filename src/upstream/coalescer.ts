@@ -10,10 +10,21 @@ export function coalescingKey(tenantId: string, url: URL): string {
   return `${tenantId}\u0000${url.href}`;
 }
 
-interface SharedCall<T> {
+/** What the started call can ask about the callers waiting on it. */
+export interface SharedCallView {
+  /**
+   * The latest deadline (`performance.now()` time) of the callers still waiting: a
+   * caller that joins late keeps its own time for retries, and one that has left no
+   * longer holds the call to its deadline.
+   */
+  deadlineAt(): number;
+}
+
+interface SharedCall<T> extends SharedCallView {
   readonly controller: AbortController;
   promise: Promise<T>;
-  waiters: number;
+  /** The deadline of each waiter still there. */
+  readonly waiters: Set<{ readonly deadlineAt: number }>;
   settled: boolean;
 }
 
@@ -22,7 +33,9 @@ interface SharedCall<T> {
  * while it is in flight. Nothing is kept after the call settles (no staleness beyond
  * one round trip, no cached errors). Each caller waits with its own signal: one
  * caller's abort or deadline lets that caller go, and the shared call is cancelled
- * only when every caller has gone.
+ * only when every caller has gone (with the last caller's abort reason, so a call
+ * ended by its callers' deadlines reads as timed out, not as a client gone away).
+ * Each caller also keeps its own deadline: the call retries within the latest one.
  */
 export class InFlight<T> {
   private readonly calls = new Map<string, SharedCall<T>>();
@@ -37,35 +50,49 @@ export class InFlight<T> {
     return this.calls.has(key);
   }
 
+  /** The call in flight for `key`, which a `run` now would join (the same object its `start` got). */
+  get(key: string): SharedCallView | undefined {
+    return this.calls.get(key);
+  }
+
   /**
    * Joins the call in flight for `key`, or starts one with `start`. `start` gets a
-   * signal that aborts only when every waiter has left.
+   * signal that aborts only when every waiter has left, and a view of the waiters'
+   * deadlines. `deadlineAt` is this caller's (`performance.now()` time).
    */
-  run(key: string, signal: AbortSignal | undefined, start: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  run(key: string, signal: AbortSignal | undefined, start: (signal: AbortSignal, call: SharedCallView) => Promise<T>, deadlineAt = Infinity): Promise<T> {
     if (signal?.aborted) return Promise.reject(cancelledError());
     let call = this.calls.get(key);
     if (!call) {
       const controller = new AbortController();
-      const created: SharedCall<T> = { controller, promise: Promise.resolve() as Promise<T>, waiters: 0, settled: false };
-      created.promise = start(controller.signal).finally(() => {
+      const waiters = new Set<{ readonly deadlineAt: number }>();
+      const created: SharedCall<T> = {
+        controller,
+        promise: Promise.resolve() as Promise<T>,
+        waiters,
+        settled: false,
+        deadlineAt: () => Math.max(0, ...[...waiters].map((waiter) => waiter.deadlineAt)),
+      };
+      created.promise = start(controller.signal, created).finally(() => {
         created.settled = true;
         if (this.calls.get(key) === created) this.calls.delete(key);
       });
       this.calls.set(key, created);
       call = created;
     }
-    return this.wait(key, call, signal);
+    return this.wait(key, call, signal, deadlineAt);
   }
 
-  private wait(key: string, call: SharedCall<T>, signal: AbortSignal | undefined): Promise<T> {
-    call.waiters += 1;
+  private wait(key: string, call: SharedCall<T>, signal: AbortSignal | undefined, deadlineAt: number): Promise<T> {
+    const waiter = { deadlineAt };
+    call.waiters.add(waiter);
     return new Promise<T>((resolve, reject) => {
       const onAbort = () => {
-        call.waiters -= 1;
-        if (call.waiters === 0 && !call.settled) {
+        call.waiters.delete(waiter);
+        if (call.waiters.size === 0 && !call.settled) {
           // The last waiter left: stop the call, and let a newcomer start a fresh one.
           if (this.calls.get(key) === call) this.calls.delete(key);
-          call.controller.abort();
+          call.controller.abort(signal?.reason);
         }
         reject(cancelledError());
       };
@@ -73,10 +100,12 @@ export class InFlight<T> {
       call.promise.then(
         (value) => {
           signal?.removeEventListener('abort', onAbort);
+          call.waiters.delete(waiter);
           resolve(value);
         },
         (error: unknown) => {
           signal?.removeEventListener('abort', onAbort);
+          call.waiters.delete(waiter);
           reject(error);
         },
       );

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { TenantCredentials } from '../config';
 import { UpstreamError, isUpstreamError } from './errors';
 import type { TokenGrant } from './tokenEndpoint';
@@ -56,8 +57,13 @@ interface TenantState {
   /** Sequence numbers: an older refresh never overwrites the result of a newer one. */
   seq: number;
   appliedSeq: number;
-  /** Tokens the upstream answered 401 to: never taken back from the shared store. */
-  rejected: Set<string>;
+  /**
+   * Tokens the upstream answered 401 to, by SHA-256, with when each expires: never
+   * taken back from the shared store while they live, whatever token came since.
+   */
+  rejected: Map<string, number>;
+  /** The newest `obtainedAt` of any token this replica has held: an older shared record is a replay. */
+  newestObtainedAt: number;
   /** While `until` is ahead, no token request is sent and a query without a usable token fails fast. */
   failure: { error: UpstreamError; until: number } | undefined;
   /** Consecutive failed token requests (transient), for the backoff. */
@@ -68,6 +74,9 @@ interface TenantState {
   answerTimes: number[];
 }
 
+/** Rejected tokens remembered per tenant at most (the oldest go first). */
+const MAX_REJECTED = 32;
+
 /** At most this much of a token's life, in ms, is given up as safety margin. */
 const MAX_EXPIRY_MARGIN_MS = 30_000;
 /** The share of a token's life after which a request triggers a background refresh. */
@@ -75,8 +84,13 @@ const REFRESH_AHEAD_FRACTION = 0.75;
 
 /** First and longest cool-down, in ms, after consecutive tokens were refused (401) on their first use. */
 export const UNAUTHORIZED_COOLDOWN_MS = { first: 1_000, max: 10_000 } as const;
-/** Backoff, in ms, between token requests after transient failures (5xx, timeouts, unusable answers). */
-export const TOKEN_BACKOFF_MS = { first: 1_500, max: 15_000 } as const;
+/**
+ * Backoff, in ms, between token requests after transient failures (5xx, timeouts,
+ * unusable answers). It grows to `max` while a still-usable token serves the queries,
+ * but only to `maxWhileWaiting` while the company has none: its queries are failing,
+ * and the endpoint's recovery must reach them within seconds.
+ */
+export const TOKEN_BACKOFF_MS = { first: 1_500, max: 15_000, maxWhileWaiting: 4_000 } as const;
 /** The token endpoint refused our credentials or gave an unusable binding: ms before asking again. */
 const REFUSED_CREDENTIALS_MS = 10_000;
 /** The longest Retry-After from the token endpoint we honour, in ms (a hostile value must not lock a tenant out for days). */
@@ -109,10 +123,12 @@ export function refreshFrom(grant: TokenGrant): number {
 /**
  * How long, in ms, after a failed token request no other is sent: the endpoint's
  * Retry-After (429 or 503) when it gave one, a fixed wait when it refused our
- * credentials, otherwise an exponential backoff from 1.5 s to 15 s.
+ * credentials, otherwise an exponential backoff from 1.5 s to 15 s (to 4 s when
+ * `waiting`: the company has no usable token).
  */
-function failureWindowMs(error: UpstreamError, failedAttempts: number): number {
-  const backoff = Math.min(TOKEN_BACKOFF_MS.max, TOKEN_BACKOFF_MS.first * 2 ** Math.max(0, failedAttempts - 1));
+function failureWindowMs(error: UpstreamError, failedAttempts: number, waiting: boolean): number {
+  const max = waiting ? TOKEN_BACKOFF_MS.maxWhileWaiting : TOKEN_BACKOFF_MS.max;
+  const backoff = Math.min(max, TOKEN_BACKOFF_MS.first * 2 ** Math.max(0, failedAttempts - 1));
   if (error.details.retryAfterSeconds !== undefined) return Math.max(backoff, Math.min(MAX_RETRY_AFTER_MS, error.details.retryAfterSeconds * 1000));
   switch (error.code) {
     case 'UPSTREAM_UNAUTHORIZED':
@@ -152,7 +168,8 @@ export class TokenCache {
         pending: undefined,
         seq: 0,
         appliedSeq: 0,
-        rejected: new Set(),
+        rejected: new Map(),
+        newestObtainedAt: 0,
         failure: undefined,
         failedAttempts: 0,
         refusedUnused: 0,
@@ -200,29 +217,65 @@ export class TokenCache {
     const state = this.state(tenantId);
     if (state.current?.accessToken !== rejected.accessToken) {
       // Another request saw this 401 first (or a refresh replaced the token): use what it brought.
-      state.rejected.add(rejected.accessToken);
-      return this.getToken(tenantId);
+      this.remember(state, rejected);
+      return this.unrejected(state, await this.getToken(tenantId));
     }
+    const cooldown = await this.drop(state, rejected);
+    if (cooldown) throw cooldown;
+    return this.unrejected(state, await this.waitForFresh(state));
+  }
+
+  /**
+   * The upstream refused `rejected` too, the token a renewal had just brought (a
+   * second 401 in one request): drop it, so the next request does not spend one more
+   * 401 on it, without asking for another now (the request fails; the next one asks).
+   */
+  async refusedAgain(tenantId: string, rejected: TokenGrant): Promise<void> {
+    const state = this.states.get(tenantId);
+    if (!state) return;
+    if (state.current?.accessToken === rejected.accessToken) await this.drop(state, rejected);
+    else this.remember(state, rejected);
+  }
+
+  /**
+   * Drops the current token, which got a 401. A token that never served a call
+   * counts towards the cool-down; returns the cool-down's error when one starts.
+   */
+  private async drop(state: TenantState, rejected: TokenGrant): Promise<UpstreamError | undefined> {
     const wasUsed = state.currentUsed;
-    state.rejected.add(rejected.accessToken);
+    this.remember(state, rejected);
     this.dropCurrent(state);
-    await this.options.store?.discard(tenantId, rejected.accessToken).catch(() => undefined);
-    if (!wasUsed) {
-      state.refusedUnused += 1;
-      if (state.refusedUnused >= 2) {
-        const ms = Math.min(UNAUTHORIZED_COOLDOWN_MS.max, UNAUTHORIZED_COOLDOWN_MS.first * 2 ** (state.refusedUnused - 2));
-        const error = new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refuses freshly issued tokens for tenant ${tenantId} (401)`, { status: 401 });
-        state.failure = { error, until: this.now() + ms };
-        throw error;
-      }
+    await this.options.store?.discard(state.tenant.tenantId, rejected.accessToken).catch(() => undefined);
+    if (wasUsed) return undefined;
+    state.refusedUnused += 1;
+    if (state.refusedUnused < 2) return undefined;
+    const ms = Math.min(UNAUTHORIZED_COOLDOWN_MS.max, UNAUTHORIZED_COOLDOWN_MS.first * 2 ** (state.refusedUnused - 2));
+    const error = new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refuses freshly issued tokens for tenant ${state.tenant.tenantId} (401)`, { status: 401 });
+    state.failure = { error, until: this.now() + ms };
+    return error;
+  }
+
+  /** `grant`, unless it is a token already refused (a refresh under way may have picked it up): then a fresh one. */
+  private async unrejected(state: TenantState, grant: TokenGrant): Promise<TokenGrant> {
+    if (!this.isRejected(state, grant.accessToken)) return grant;
+    if (state.current?.accessToken === grant.accessToken) this.dropCurrent(state);
+    return this.waitForFresh(state);
+  }
+
+  /** Remembers a refused token until it expires (a replayed copy of it is refused too). */
+  private remember(state: TenantState, grant: TokenGrant): void {
+    const now = this.now();
+    for (const [hash, expiresAt] of state.rejected) if (expiresAt <= now) state.rejected.delete(hash);
+    for (const hash of state.rejected.keys()) {
+      if (state.rejected.size < MAX_REJECTED) break;
+      state.rejected.delete(hash);
     }
-    let grant = await this.waitForFresh(state);
-    // A refresh that was already under way may have picked up the rejected token.
-    if (state.rejected.has(grant.accessToken)) {
-      if (state.current?.accessToken === grant.accessToken) this.dropCurrent(state);
-      grant = await this.waitForFresh(state);
-    }
-    return grant;
+    state.rejected.set(tokenHash(grant.accessToken), grant.expiresAt);
+  }
+
+  private isRejected(state: TenantState, accessToken: string): boolean {
+    const expiresAt = state.rejected.get(tokenHash(accessToken));
+    return expiresAt !== undefined && expiresAt > this.now();
   }
 
   private state(tenantId: string): TenantState {
@@ -297,6 +350,7 @@ export class TokenCache {
       .then((grant) => {
         state.failure = undefined;
         state.failedAttempts = 0;
+        state.newestObtainedAt = Math.max(state.newestObtainedAt, grant.obtainedAt);
         if (seq > state.appliedSeq) {
           state.appliedSeq = seq;
           if (state.current?.accessToken !== grant.accessToken) {
@@ -304,7 +358,6 @@ export class TokenCache {
             state.currentUsed = false;
           }
         }
-        if (!state.rejected.has(grant.accessToken)) state.rejected.clear();
         return grant;
       })
       .catch((error: unknown) => {
@@ -312,7 +365,9 @@ export class TokenCache {
           ? error
           : new UpstreamError('UPSTREAM_UNAVAILABLE', `token refresh failed for tenant ${state.tenant.tenantId}`);
         state.failedAttempts += 1;
-        state.failure = { error: failure, until: this.now() + failureWindowMs(failure, state.failedAttempts) };
+        const now = this.now();
+        const waiting = state.current === undefined || now >= usableUntil(state.current);
+        state.failure = { error: failure, until: now + failureWindowMs(failure, state.failedAttempts, waiting) };
         throw failure;
       })
       .finally(() => {
@@ -360,12 +415,26 @@ export class TokenCache {
     return state.current === undefined || this.now() < refreshFrom(grant);
   }
 
+  /**
+   * A shared record is acceptable when it is bound to the tenant, still usable, not a
+   * token refused before, and not older than the newest token this replica has held:
+   * whoever can write to Redis (without the key) can only put back records sealed
+   * earlier, and an older one is exactly such a replay.
+   */
   private acceptable(state: TenantState, grant: TokenGrant): boolean {
     return (
       grant.tenantId === state.tenant.tenantId &&
-      !state.rejected.has(grant.accessToken) &&
+      !this.isRejected(state, grant.accessToken) &&
+      grant.obtainedAt >= state.newestObtainedAt &&
       this.now() < usableUntil(grant)
     );
+  }
+
+  /** Refused tokens remembered now, over all tenants (tests check they stay bounded). */
+  get rejectedCount(): number {
+    let count = 0;
+    for (const state of this.states.values()) count += state.rejected.size;
+    return count;
   }
 
   private async fetch(state: TenantState): Promise<TokenGrant> {
@@ -382,4 +451,9 @@ export class TokenCache {
       throw error;
     }
   }
+}
+
+/** A token is remembered by its hash: the list of refused tokens holds no bearer token. */
+function tokenHash(accessToken: string): string {
+  return createHash('sha256').update(accessToken).digest('base64url');
 }

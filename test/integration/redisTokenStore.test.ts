@@ -237,6 +237,44 @@ describe('TokenCache replicas sharing one Redis', () => {
     expect(await admin.exists(`${keyPrefix}lock:t1`)).toBe(0);
   });
 
+  it('refuses a replayed record older than the newest token the replica has held', async () => {
+    const keyPrefix = uniquePrefix();
+    const key = `${keyPrefix}token:t1`;
+    const fetchToken = countingEndpoint();
+    const replica = new TokenCache({ tenants: [tenant], fetchToken, store: (await connect({ keyPrefix })).store, lockPollMs: 10 });
+    const plant = (g: TokenGrant) => admin.set(key, sealRecord(recordKey(ENCRYPTION_KEY), key, g), 'PX', 600_000);
+    const older = { ...grant('older', 900_000), obtainedAt: Date.now() - 60_000 };
+    const newer = grant('newer', 900_000);
+    await plant(newer);
+    const held = await replica.getToken('t1');
+    expect(held.accessToken).toBe(newer.accessToken);
+    replica.markUsed(held);
+    // Someone with write access to Redis puts back an older record, still valid and sealed with our key.
+    await plant(older);
+    const renewed = await replica.renewAfterUnauthorized('t1', held);
+    expect(renewed.accessToken).not.toBe(older.accessToken);
+    expect(fetchToken).toHaveBeenCalledTimes(1);
+  });
+
+  it('remembers refused tokens until they expire: a replayed revoked record is refused after newer tokens came', async () => {
+    const keyPrefix = uniquePrefix();
+    const key = `${keyPrefix}token:t1`;
+    const fetchToken = countingEndpoint();
+    const replica = new TokenCache({ tenants: [tenant], fetchToken, store: (await connect({ keyPrefix })).store, lockPollMs: 10 });
+    const first = await replica.getToken('t1');
+    const revokedRecord = (await admin.get(key))!;
+    replica.markUsed(first);
+    const second = await replica.renewAfterUnauthorized('t1', first); // the first was revoked
+    replica.markUsed(second);
+    const third = await replica.renewAfterUnauthorized('t1', second); // and the second
+    replica.markUsed(third);
+    // The revoked first record is put back (it is still within its life).
+    await admin.set(key, revokedRecord, 'PX', 600_000);
+    const fourth = await replica.renewAfterUnauthorized('t1', third);
+    expect([first, second, third].map((g) => g.accessToken)).not.toContain(fourth.accessToken);
+    expect(fetchToken).toHaveBeenCalledTimes(4);
+  });
+
   it('keeps serving tokens from a replica whose Redis is unreachable, quickly, and reports it', async () => {
     const closedPort = await freePort();
     const log = errorLog();

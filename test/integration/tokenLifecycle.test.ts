@@ -33,6 +33,8 @@ const QUERY = '{ locations(first: 3) { nodes { id } } }';
 // Knobs the fault tenants read at request time.
 let storm = false;
 const stormAttemptsAt: number[] = [];
+let outage = false;
+const outageAttemptsAt: number[] = [];
 let hang = false;
 let releaseHang: (() => void) | undefined;
 
@@ -75,6 +77,14 @@ beforeAll(async () => {
         if (!storm) return false;
         stormAttemptsAt.push(now);
         return answer(res, 503);
+      },
+    },
+    {
+      name: 'outage',
+      locations: LOCATIONS,
+      tokenFault: (_req: IncomingMessage, res: ServerResponse) => {
+        outageAttemptsAt.push(now);
+        return outage ? answer(res, 503) : false;
       },
     },
     { name: 'retry-after-503', locations: LOCATIONS, tokenFault: (_req, res) => answer(res, 503, { 'retry-after': '120' }) },
@@ -193,6 +203,25 @@ describe('token endpoint faults', () => {
     expect(stormAttemptsAt.length).toBeGreaterThanOrEqual(3);
     expect(stormAttemptsAt.length).toBeLessThanOrEqual(10);
     const gaps = stormAttemptsAt.slice(1).map((at, i) => at - stormAttemptsAt[i]!);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(1_500);
+  });
+
+  it('answers 503 for 17 s (no Retry-After) to a company without a token: served again within 5 s of the recovery, attempts spaced', async () => {
+    const tenant = up.tenant('outage');
+    const start = now;
+    outage = true;
+    let servedAt: number | undefined;
+    // A query every 250 ms: during the outage, then until one is served.
+    while (servedAt === undefined) {
+      if (now - start >= 17_000) outage = false;
+      const response = await query(tenant);
+      if (errorCodes(response).length === 0) servedAt = now;
+      await logged(() => failedLines(tenant) === outageAttemptsAt.filter((at) => at - start < 17_000).length);
+      now += 250;
+      expect(now - start).toBeLessThan(60_000);
+    }
+    expect(servedAt - (start + 17_000)).toBeLessThanOrEqual(5_000);
+    const gaps = outageAttemptsAt.slice(1).map((at, i) => at - outageAttemptsAt[i]!);
     for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(1_500);
   });
 

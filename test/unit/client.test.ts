@@ -68,6 +68,20 @@ describe('WfsClient', () => {
     expect(fetchToken).toHaveBeenCalledTimes(2);
   });
 
+  it('drops a token refused twice: the next request asks for a new one instead of spending another 401 on it', async () => {
+    const { agent, pool, client, fetchToken } = setup();
+    const withToken = (token: string) => ({ path: `${path}?page_size=100`, headers: { authorization: `Bearer ${token}` } });
+    pool.intercept(withToken('tok-1')).reply(200, envelope([]));
+    await client.listPage('t1', locations);
+    pool.intercept(withToken('tok-1')).reply(401, {});
+    pool.intercept(withToken('tok-2')).reply(401, {});
+    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
+    pool.intercept(withToken('tok-3')).reply(200, envelope([]));
+    await expect(client.listPage('t1', locations)).resolves.toMatchObject({ items: [] });
+    expect(fetchToken).toHaveBeenCalledTimes(3);
+    agent.assertNoPendingInterceptors();
+  });
+
   it('honours Retry-After on 429, then gives up with UPSTREAM_RATE_LIMITED', async () => {
     const { pool, client } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(429, '', { headers: { 'retry-after': '0' } });

@@ -102,6 +102,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ OTEL_SERVICE_NAME: 'x', WFSX: 'y' })).not.toThrow();
   });
 
+  it('reads the upstream attempt timeout and the Retry-After caps, with their defaults and bounds', () => {
+    expect(loadConfig({})).toMatchObject({ upstreamAttemptTimeoutMs: 8_000, shardRetryAfterMaxSeconds: 60, tenantRetryAfterMaxSeconds: 300 });
+    expect(loadConfig({ WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: '250', WFS_SHARD_RETRY_AFTER_MAX_S: '30', WFS_TENANT_RETRY_AFTER_MAX_S: '120' })).toMatchObject({
+      upstreamAttemptTimeoutMs: 250,
+      shardRetryAfterMaxSeconds: 30,
+      tenantRetryAfterMaxSeconds: 120,
+    });
+    expect(failure({ WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: '20000' })).toEqual({ variable: 'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS', message: expect.stringContaining('from 1 to 15000') });
+    expect(failure({ WFS_SHARD_RETRY_AFTER_MAX_S: '0' }).variable).toBe('WFS_SHARD_RETRY_AFTER_MAX_S');
+    expect(failure({ WFS_TENANT_RETRY_AFTER_MAX_S: 'soon' }).variable).toBe('WFS_TENANT_RETRY_AFTER_MAX_S');
+  });
+
   it('keeps one exported list of known names, including those other modules read', () => {
     expect(KNOWN_ENV_VARIABLES).toEqual(expect.arrayContaining(['WFS_INTROSPECTION', 'WFS_UPSTREAM_CALL_BUDGET', 'WFS_REDIS_KEY', 'WFS_DEMO', 'WFS_JWT_NO_AUDIENCE']));
   });

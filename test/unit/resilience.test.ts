@@ -98,16 +98,41 @@ describe('RetryPolicy', () => {
 describe('RetryAfterWindows', () => {
   it('keeps a window per tenant or shard until it ends', () => {
     let now = 0;
-    const windows = new RetryAfterWindows(() => now);
-    windows.open('tenant', 't1', 30);
+    const windows = new RetryAfterWindows({ now: () => now });
+    expect(windows.open('tenant', 't1', 30)).toBe(30);
     windows.open('tenant', 't1', 5); // a shorter one never shortens a window in force
-    expect(windows.remainingMs('tenant', 't1')).toBe(30_000);
-    expect(windows.remainingMs('tenant', 't2')).toBe(0);
-    expect(windows.remainingMs('shard', 't1')).toBe(0);
+    expect(windows.check('tenant', 't1')).toEqual({ kind: 'wait', remainingMs: 30_000 });
+    expect(windows.check('tenant', 't2')).toEqual({ kind: 'none' });
+    expect(windows.check('shard', 't1')).toEqual({ kind: 'none' });
     now = 29_000;
-    expect(windows.remainingMs('tenant', 't1')).toBe(1_000);
+    expect(windows.check('tenant', 't1')).toEqual({ kind: 'wait', remainingMs: 1_000 });
     now = 30_000;
-    expect(windows.remainingMs('tenant', 't1')).toBe(0);
+    expect(windows.check('tenant', 't1')).toEqual({ kind: 'none' });
+    expect(windows.size).toBe(0);
+  });
+
+  it('caps a window, then lets one probe decide: others fail fast meanwhile, an answer ends it, a 503 opens a new one', () => {
+    let now = 0;
+    const windows = new RetryAfterWindows({ now: () => now, shardMaxSeconds: 60, tenantMaxSeconds: 300 });
+    expect(windows.open('shard', 'https://s', 31_536_000)).toBe(60);
+    expect(windows.open('tenant', 't1', 3_600)).toBe(300);
+    expect(windows.check('shard', 'https://s')).toEqual({ kind: 'wait', remainingMs: 60_000 });
+    now = 60_000;
+    const first = windows.check('shard', 'https://s');
+    expect(first.kind).toBe('probe');
+    expect(windows.check('shard', 'https://s')).toEqual({ kind: 'probing' });
+    // A probe that was never answered (cancelled) hands the probe to the next caller.
+    windows.probeDone('shard', 'https://s', (first as { probe: object }).probe, false);
+    const second = windows.check('shard', 'https://s');
+    expect(second.kind).toBe('probe');
+    // Its answer was another 503: a new (capped) window.
+    expect(windows.open('shard', 'https://s', 3_600)).toBe(60);
+    windows.probeDone('shard', 'https://s', (second as { probe: object }).probe, true);
+    expect(windows.check('shard', 'https://s')).toEqual({ kind: 'wait', remainingMs: 60_000 });
+    now = 120_000;
+    const third = windows.check('shard', 'https://s') as { kind: string; probe: object };
+    windows.probeDone('shard', 'https://s', third.probe, true);
+    expect(windows.check('shard', 'https://s')).toEqual({ kind: 'none' });
   });
 });
 

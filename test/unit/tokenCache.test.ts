@@ -87,6 +87,27 @@ describe('TokenCache', () => {
     expect(t.fetchToken).toHaveBeenCalledTimes(2);
   });
 
+  it('never hands back a refused token, also to a caller whose 401 came after another caller had started the renewal', async () => {
+    // An endpoint that hands out the same token again (as some identity providers do until it expires), then a new one.
+    const answers = ['token-1', 'token-1', 'token-2'];
+    const gates: Array<() => void> = [];
+    const fetchToken = jest.fn(async (): Promise<TokenGrant> => {
+      const accessToken = answers.shift()!;
+      if (fetchToken.mock.calls.length === 2) await new Promise<void>((resolve) => gates.push(resolve));
+      return tokenGrant({ accessToken, tenantId: 't1', lifeMs: 900_000 });
+    });
+    const cache = new TokenCache({ tenants: [tenant], fetchToken });
+    const first = await cache.getToken('t1');
+    cache.markUsed(first);
+    const a = cache.renewAfterUnauthorized('t1', first); // drops token-1, asks again (held)
+    await flush();
+    const b = cache.renewAfterUnauthorized('t1', first); // another caller's 401 on token-1: shares that request
+    gates.splice(0).forEach((open) => open());
+    expect((await a).accessToken).toBe('token-2');
+    expect((await b).accessToken).toBe('token-2');
+    expect(fetchToken).toHaveBeenCalledTimes(3);
+  });
+
   it('renews at once when a token that served calls is refused: two revocations in a row lock nobody out', async () => {
     const t = setup();
     const first = await t.cache.getToken('t1');

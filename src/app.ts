@@ -141,7 +141,11 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   const services: ContextServices = {
     client,
     cursors: new CursorCodec(config.cursorSecret),
-    indexes: new EntityIndexes(overrides.now),
+    indexes: new EntityIndexes({
+      maxRecords: config.entityIndexMaxRecords,
+      ttlMs: config.entityIndexTtlSeconds * 1000,
+      ...(overrides.now && { now: overrides.now }),
+    }),
     resources: ResourceSet.withExtras(overrides.extension?.resources),
     identify: createIdentityResolver({
       jwt: config.jwt,
@@ -175,6 +179,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       });
     },
     async close() {
+      services.indexes.close();
       upstream.close();
       await redis?.close();
       if (ownsDispatcher) await Promise.all([dispatcher.close(), authDispatcher.close()]);

@@ -28,6 +28,8 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_DEMO',
   'WFS_INTROSPECTION',
   'WFS_UPSTREAM_CALL_BUDGET',
+  'WFS_ENTITY_INDEX_MAX_RECORDS',
+  'WFS_ENTITY_INDEX_TTL_SECONDS',
 ] as const;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -78,6 +80,10 @@ export interface Config {
   readonly logLevel: string;
   /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make (default 200). */
   readonly upstreamCallBudget: number;
+  /** WFS_ENTITY_INDEX_MAX_RECORDS: records all tenants' entity indexes may hold together (default 200 000). */
+  readonly entityIndexMaxRecords: number;
+  /** WFS_ENTITY_INDEX_TTL_SECONDS: how long an entity index answers from what it has seen (default 30). */
+  readonly entityIndexTtlSeconds: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -155,6 +161,8 @@ export function loadConfig(env: Env = process.env): Config {
     introspection: flag(env, 'WFS_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
     upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET', 200, 10_000),
+    entityIndexMaxRecords: positiveInteger(env, 'WFS_ENTITY_INDEX_MAX_RECORDS', 200_000, 100_000_000),
+    entityIndexTtlSeconds: positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS', 30, 3_600),
   };
   return Object.freeze(config);
 }

@@ -11,7 +11,7 @@ export const ENTITY_INDEX_TTL_MS = 30_000;
 
 /**
  * Records all tenants' indexes may hold together (`WFS_ENTITY_INDEX_MAX_RECORDS`):
- * about 40 MB of heap at the measured ~200 bytes a record (README, "Memory and sizing"),
+ * at most about 60 MB of heap at the measured 300 bytes a record or less (README, "Memory and sizing"),
  * which leaves a replica at the Kubernetes example's 256Mi request room for the rest.
  */
 export const ENTITY_INDEX_MAX_RECORDS = 200_000;
@@ -191,7 +191,16 @@ export interface EntityIndexesOptions {
   readonly maxRecords?: number;
   /** How often, in ms, expired indexes are released; 0: never by a timer (call `sweep()`). Default: a quarter of the lifetime, at most 5 s. */
   readonly sweepEveryMs?: number;
+  /**
+   * Called after a sweep released a quarter of the budget or more (at most once a
+   * minute): the place to ask V8 for a collection (`collectGarbage` in app.ts). Without
+   * one, an idle process keeps the released records as garbage until it allocates again.
+   */
+  readonly afterLargeRelease?: () => void;
 }
+
+/** The shortest time, in ms, between two `afterLargeRelease` calls. */
+const LARGE_RELEASE_INTERVAL_MS = 60_000;
 
 /**
  * The indexes of all tenants, one per tenant and list, never shared between tenants,
@@ -208,9 +217,12 @@ export class EntityIndexes implements IndexHolder {
   private readonly ttlMs: number;
   readonly maxRecords: number;
   private readonly timer: NodeJS.Timeout | undefined;
+  private readonly afterLargeRelease: (() => void) | undefined;
+  private lastLargeRelease = -Infinity;
 
   constructor(options: EntityIndexesOptions = {}) {
     this.now = options.now ?? Date.now;
+    this.afterLargeRelease = options.afterLargeRelease;
     this.ttlMs = options.ttlMs ?? ENTITY_INDEX_TTL_MS;
     this.maxRecords = options.maxRecords ?? ENTITY_INDEX_MAX_RECORDS;
     const every = options.sweepEveryMs ?? Math.min(MAX_SWEEP_INTERVAL_MS, Math.max(1, this.ttlMs / 4));
@@ -246,6 +258,7 @@ export class EntityIndexes implements IndexHolder {
 
   /** Releases every index whose lifetime has ended (the timer calls this). */
   sweep(): void {
+    const heldBefore = this.held;
     for (const [tenantId, lists] of this.tenants) {
       for (const [list, index] of lists) {
         if (!index.expired()) continue;
@@ -253,6 +266,11 @@ export class EntityIndexes implements IndexHolder {
         index.release();
       }
       if (lists.size === 0) this.tenants.delete(tenantId);
+    }
+    const now = this.now();
+    if (this.afterLargeRelease && heldBefore - this.held >= this.maxRecords / 4 && now - this.lastLargeRelease >= LARGE_RELEASE_INTERVAL_MS) {
+      this.lastLargeRelease = now;
+      this.afterLargeRelease();
     }
   }
 

@@ -73,6 +73,24 @@ describe('EntityIndexes under a memory budget', () => {
     expect(indexes.tenantCount).toBe(0);
   });
 
+  it('asks for a collection after a sweep released a quarter of the budget or more, at most once a minute', async () => {
+    let now = 0;
+    let collections = 0;
+    const indexes = new EntityIndexes({ now: () => now, ttlMs: 30_000, maxRecords: 1000, sweepEveryMs: 0, afterLargeRelease: () => void (collections += 1) });
+    await indexes.for<Rec>('A', 'shifts').lookup(['a300'], list('a', 300).fetchPage);
+    now = 30_000;
+    indexes.sweep();
+    expect(collections).toBe(1);
+    await indexes.for<Rec>('B', 'shifts').lookup(['b300'], list('b', 300).fetchPage);
+    now = 60_000;
+    indexes.sweep(); // released 300 again, but within the minute
+    expect(collections).toBe(1);
+    await indexes.for<Rec>('C', 'shifts').lookup(['c200'], list('c', 200).fetchPage);
+    now = 100_000;
+    indexes.sweep(); // a minute on, but only a fifth of the budget
+    expect(collections).toBe(1);
+  });
+
   it('keeps a scan right when its index is released while it waits for a page', async () => {
     const indexes = new EntityIndexes({ sweepEveryMs: 0 });
     const a = list('a', 300);

@@ -180,6 +180,8 @@ export interface ServerProcessOptions {
   readonly execArgv?: readonly string[];
   /** NODE_OPTIONS for every server (the deployment's runtime flags), or null. */
   readonly nodeOptions?: string | null;
+  /** More settings for the server (`WFS_*`), on top of the common ones. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Environment every GraphQL server gets: loopback, production mode, quiet logs. */
@@ -197,6 +199,7 @@ function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessE
     WFS_TRUSTED_NETWORK: 'true',
     LOG_LEVEL: 'error',
     ...(options.nodeOptions && { NODE_OPTIONS: options.nodeOptions }),
+    ...options.env,
   };
 }
 

@@ -33,6 +33,8 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS',
   'WFS_SHARD_RETRY_AFTER_MAX_S',
   'WFS_TENANT_RETRY_AFTER_MAX_S',
+  'WFS_ENTITY_INDEX_MAX_RECORDS',
+  'WFS_ENTITY_INDEX_TTL_SECONDS',
 ] as const;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -95,6 +97,10 @@ export interface Config {
   readonly shardRetryAfterMaxSeconds: number;
   /** WFS_TENANT_RETRY_AFTER_MAX_S: the longest tenant (429) Retry-After window kept (default 300). */
   readonly tenantRetryAfterMaxSeconds: number;
+  /** WFS_ENTITY_INDEX_MAX_RECORDS: records all tenants' entity indexes may hold together (default 200 000). */
+  readonly entityIndexMaxRecords: number;
+  /** WFS_ENTITY_INDEX_TTL_SECONDS: how long an entity index answers from what it has seen (default 30). */
+  readonly entityIndexTtlSeconds: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -183,6 +189,8 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamAttemptTimeoutMs: positiveInteger(env, 'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS', 8_000, 15_000),
     shardRetryAfterMaxSeconds: positiveInteger(env, 'WFS_SHARD_RETRY_AFTER_MAX_S', 60, 3_600),
     tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S', 300, 86_400),
+    entityIndexMaxRecords: positiveInteger(env, 'WFS_ENTITY_INDEX_MAX_RECORDS', 200_000, 100_000_000),
+    entityIndexTtlSeconds: positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS', 30, 3_600),
   };
   return Object.freeze(config);
 }

@@ -8,7 +8,7 @@
 //   shard.ts     the list endpoints of one shard; paging.ts their cursors and envelopes
 //   seed.ts      demo companies and makeTenant(); schedule.ts their rosters
 export { startEmulator } from './emulator';
-export { demoTenants, makeTenant } from './seed';
+export { demoTenants, generatedTenants, makeTenant } from './seed';
 export type {
   Emulator,
   EmulatorCounters,

@@ -162,3 +162,21 @@ export function makeTenant(input: {
     shifts,
   };
 }
+
+/**
+ * `count` generated companies of one size, spread over `shards` shards: the fixed ids
+ * (`c0c0a000-0000-4000-8000-000000000001`, …) and credentials are derived from the
+ * index, so two runs generate the same companies (the memory probe, sizing runs).
+ */
+export function generatedTenants(count: number, size: { locations: number; shifts: number; shards?: number }): EmulatorTenant[] {
+  if (!Number.isInteger(count) || count < 1) throw new RangeError('generatedTenants: count must be a positive integer');
+  return Array.from({ length: count }, (_, index) =>
+    makeTenant({
+      tenantId: `c0c0a000-0000-4000-8000-${String(index + 1).padStart(12, '0')}`,
+      name: `Generated Company ${index + 1}`,
+      shard: index % (size.shards ?? 2),
+      locationCount: size.locations,
+      shiftCount: size.shifts,
+    }),
+  );
+}

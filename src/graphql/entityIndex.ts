@@ -6,10 +6,25 @@ import { guardPageChain } from './connections';
 import { noteCacheLookups } from '../observability/hits';
 import { noteEntityIndex, traceEntityLookup } from '../telemetry';
 
-/** How long, in ms, an index may answer from what it has seen. Default 30 s. */
+/** How long, in ms, an index may answer from what it has seen. Default 30 s (`WFS_ENTITY_INDEX_TTL_SECONDS`). */
 export const ENTITY_INDEX_TTL_MS = 30_000;
 
+/**
+ * Records all tenants' indexes may hold together (`WFS_ENTITY_INDEX_MAX_RECORDS`):
+ * at most about 60 MB of heap at the measured 300 bytes a record or less (README, "Memory and sizing"),
+ * which leaves a replica at the Kubernetes example's 256Mi request room for the rest.
+ */
+export const ENTITY_INDEX_MAX_RECORDS = 200_000;
+
+/** The longest an expired index waits for the sweep that releases it, in ms. */
+const MAX_SWEEP_INTERVAL_MS = 5_000;
+
 type FetchPage<T> = (ref: PageRef | null, pageSize: number) => Promise<ListPage<T>>;
+
+/** What an index tells the set that holds it: how many records it took in (> 0) or let go (< 0). */
+interface IndexHolder {
+  resized(index: EntityIndex<{ id: string }>, delta: number): void;
+}
 
 /**
  * Lookup by id without a detail endpoint (CONTRACT.md section 4, "lookup by id"):
@@ -19,8 +34,12 @@ type FetchPage<T> = (ref: PageRef | null, pageSize: number) => Promise<ListPage<
  * batches never read the same pages twice.
  *
  * It also keeps the pages it read at UPSTREAM_PAGE_SIZE, by reference, for as long as
- * its records: a filtered scan (which reads pages of that size) is served from them
- * without an upstream call, and its own pages are kept for the next one.
+ * its records: the request's page reader (context.ts) serves a filtered scan, and a
+ * scan of this index, from them, counting each against the request's call budget.
+ *
+ * An index can be cleared (it expired, or its tenant went over the memory budget
+ * alone) or released (evicted, or expired and swept): a scan under way then still
+ * answers from what it read itself, and moves the index on only while in step with it.
  */
 export class EntityIndex<T extends { id: string }> {
   private records = new Map<string, T>();
@@ -28,13 +47,29 @@ export class EntityIndex<T extends { id: string }> {
   /** Where the scan goes on: `undefined` before the first page, `null` when the list is done. */
   private resume: PageRef | null | undefined = undefined;
   private expiresAt: number;
+  /** Changes whenever the index forgets what it held, so a scan under way can tell. */
+  private generation = 0;
+  private released = false;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly now: () => number,
     private readonly ttlMs: number,
+    /** The tenant whose list this indexes (eviction never picks the tenant that is growing). */
+    readonly tenantId: string = '',
+    private readonly holder?: IndexHolder,
   ) {
     this.expiresAt = now() + ttlMs;
+  }
+
+  /** Records held now. */
+  get size(): number {
+    return this.records.size;
+  }
+
+  /** True once evicted or swept: it holds and keeps nothing more; ask `EntityIndexes.for` for a fresh one. */
+  get isReleased(): boolean {
+    return this.released;
   }
 
   /**
@@ -44,8 +79,10 @@ export class EntityIndex<T extends { id: string }> {
    * generation to collect, for answers no fresher than the index's lifetime allows.
    */
   prime(records: Iterable<T>): void {
-    this.expireIfStale();
+    if (!this.writable()) return;
+    const before = this.records.size;
     for (const record of records) if (!this.records.has(record.id)) this.records.set(record.id, record);
+    this.grew(before);
   }
 
   /** The record with `id` if this index holds it now (no scan, no promise). */
@@ -62,63 +99,203 @@ export class EntityIndex<T extends { id: string }> {
 
   /** Keeps a page's records, and the page itself when it was asked for at UPSTREAM_PAGE_SIZE. */
   keepPage(page: ListPage<T>, requestedSize: number): void {
-    this.expireIfStale();
+    if (!this.writable()) return;
+    const before = this.records.size;
     if (requestedSize === UPSTREAM_PAGE_SIZE) this.pages.set(page.ref ?? '', page);
     for (const item of page.items) if (!isMalformed(item)) this.records.set(item.id, item);
+    this.grew(before);
   }
 
-  /** Records for `ids`, in order; `null` for an id the list does not have. */
+  /**
+   * Records for `ids`, in order; `null` for an id the list does not have. Every page
+   * of the scan comes from `fetchPage` (the request's reader, which also serves the
+   * pages this index holds), so the request's budget and deadline bound the scan.
+   */
   lookup(ids: readonly string[], fetchPage: FetchPage<T>): Promise<Array<T | null>> {
     const run = this.queue.then(() => traceEntityLookup(ids.length, () => this.scanFor(ids, fetchPage)));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private expireIfStale(): void {
-    if (this.now() < this.expiresAt) return;
+  /** Whether the lifetime has ended (the sweep releases such an index). */
+  expired(): boolean {
+    return this.now() >= this.expiresAt;
+  }
+
+  /** Forgets everything, and starts a new lifetime. */
+  clear(): void {
+    const size = this.records.size;
     this.records = new Map();
     this.pages = new Map();
     this.resume = undefined;
+    this.generation += 1;
     this.expiresAt = this.now() + this.ttlMs;
+    if (size > 0) this.holder?.resized(this, -size);
+  }
+
+  /** Forgets everything for good: the holder dropped this index. */
+  release(): void {
+    this.released = true;
+    this.clear();
+  }
+
+  private writable(): boolean {
+    this.expireIfStale();
+    return !this.released;
+  }
+
+  private grew(before: number): void {
+    const added = this.records.size - before;
+    if (added > 0) this.holder?.resized(this, added);
+  }
+
+  private expireIfStale(): void {
+    if (this.now() >= this.expiresAt) this.clear();
   }
 
   private async scanFor(ids: readonly string[], fetchPage: FetchPage<T>): Promise<Array<T | null>> {
     this.expireIfStale();
-    // Pages it holds are read from memory, still through the loop guard.
-    const fetch = guardPageChain((ref, pageSize) => {
-      const held = this.page(ref, pageSize);
-      return held ? Promise.resolve(held) : fetchPage(ref, pageSize);
-    });
-    let missing = new Set(ids.filter((id) => !this.records.has(id)));
+    const fetch = guardPageChain(fetchPage);
+    // What this scan found, kept apart from the index: the index may be cleared or
+    // released while the scan waits for a page, and the answer must not lose them.
+    const found = new Map<string, T>();
+    const missing = new Set<string>();
+    for (const id of ids) {
+      const record = this.records.get(id);
+      if (record) found.set(id, record);
+      else missing.add(id);
+    }
     noteCacheLookups('entity_index', ids.length - missing.size, missing.size);
     noteEntityIndex(missing.size > 0 && this.resume !== null ? 'scan' : 'hit');
-    while (missing.size > 0 && this.resume !== null) {
-      const ref = this.resume ?? null;
-      const page = await fetch(ref, UPSTREAM_PAGE_SIZE);
+    const generation = this.generation;
+    let ref = this.resume;
+    while (missing.size > 0 && ref !== null) {
+      const page = await fetch(ref ?? null, UPSTREAM_PAGE_SIZE);
+      for (const item of page.items) if (!isMalformed(item) && missing.delete(item.id)) found.set(item.id, item);
+      ref = page.hasMore ? page.next : null;
+      if (generation !== this.generation || this.released) continue;
       this.keepPage(page, UPSTREAM_PAGE_SIZE);
-      for (const item of page.items) if (!isMalformed(item)) missing.delete(item.id);
-      this.resume = page.hasMore ? page.next : null;
+      // Keeping the page may have cleared the index (its tenant alone over the budget).
+      if (generation === this.generation) this.resume = ref;
     }
-    return ids.map((id) => this.records.get(id) ?? null);
+    return ids.map((id) => found.get(id) ?? null);
   }
 }
 
-/** The indexes of all tenants, one per tenant and list, never shared between tenants. */
-export class EntityIndexes {
-  private readonly indexes = new Map<string, EntityIndex<{ id: string }>>();
+/** How the indexes of all tenants are bounded. */
+export interface EntityIndexesOptions {
+  readonly now?: () => number;
+  /** How long, in ms, an index may answer from what it has seen. Default ENTITY_INDEX_TTL_MS. */
+  readonly ttlMs?: number;
+  /** Records all indexes may hold together; past it the least recently used tenant's go first. Default ENTITY_INDEX_MAX_RECORDS. */
+  readonly maxRecords?: number;
+  /** How often, in ms, expired indexes are released; 0: never by a timer (call `sweep()`). Default: a quarter of the lifetime, at most 5 s. */
+  readonly sweepEveryMs?: number;
+  /**
+   * Called after a sweep released a quarter of the budget or more (at most once a
+   * minute): the place to ask V8 for a collection (`collectGarbage` in app.ts). Without
+   * one, an idle process keeps the released records as garbage until it allocates again.
+   */
+  readonly afterLargeRelease?: () => void;
+}
 
-  constructor(
-    private readonly now: () => number = Date.now,
-    private readonly ttlMs: number = ENTITY_INDEX_TTL_MS,
-  ) {}
+/** The shortest time, in ms, between two `afterLargeRelease` calls. */
+const LARGE_RELEASE_INTERVAL_MS = 60_000;
 
+/**
+ * The indexes of all tenants, one per tenant and list, never shared between tenants,
+ * under one memory budget for the process: a bound on the records they hold
+ * together. Past it, the least recently used tenant's indexes are dropped first; a
+ * tenant alone over the budget starts its growing index over. An idle tenant's
+ * index is released by a sweep once its lifetime ends, not only when touched again.
+ */
+export class EntityIndexes implements IndexHolder {
+  /** Per tenant, its lists' indexes; in the order of last use, least recent first. */
+  private readonly tenants = new Map<string, Map<string, EntityIndex<{ id: string }>>>();
+  private held = 0;
+  private readonly now: () => number;
+  private readonly ttlMs: number;
+  readonly maxRecords: number;
+  private readonly timer: NodeJS.Timeout | undefined;
+  private readonly afterLargeRelease: (() => void) | undefined;
+  private lastLargeRelease = -Infinity;
+
+  constructor(options: EntityIndexesOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.afterLargeRelease = options.afterLargeRelease;
+    this.ttlMs = options.ttlMs ?? ENTITY_INDEX_TTL_MS;
+    this.maxRecords = options.maxRecords ?? ENTITY_INDEX_MAX_RECORDS;
+    const every = options.sweepEveryMs ?? Math.min(MAX_SWEEP_INTERVAL_MS, Math.max(1, this.ttlMs / 4));
+    if (every > 0) {
+      this.timer = setInterval(() => this.sweep(), every);
+      this.timer.unref();
+    }
+  }
+
+  /** The index of `tenantId`'s `list`; marks the tenant as the most recently used. */
   for<T extends { id: string }>(tenantId: string, list: string): EntityIndex<T> {
-    const key = `${list}\u0000${tenantId}`;
-    let index = this.indexes.get(key);
+    let lists = this.tenants.get(tenantId);
+    if (lists) this.tenants.delete(tenantId);
+    else lists = new Map();
+    this.tenants.set(tenantId, lists);
+    let index = lists.get(list);
     if (!index) {
-      index = new EntityIndex(this.now, this.ttlMs);
-      this.indexes.set(key, index);
+      index = new EntityIndex(this.now, this.ttlMs, tenantId, this);
+      lists.set(list, index);
     }
     return index as unknown as EntityIndex<T>;
+  }
+
+  /** Records held by all indexes now. */
+  get records(): number {
+    return this.held;
+  }
+
+  /** Tenants with an index now. */
+  get tenantCount(): number {
+    return this.tenants.size;
+  }
+
+  /** Releases every index whose lifetime has ended (the timer calls this). */
+  sweep(): void {
+    const heldBefore = this.held;
+    for (const [tenantId, lists] of this.tenants) {
+      for (const [list, index] of lists) {
+        if (!index.expired()) continue;
+        lists.delete(list);
+        index.release();
+      }
+      if (lists.size === 0) this.tenants.delete(tenantId);
+    }
+    const now = this.now();
+    if (this.afterLargeRelease && heldBefore - this.held >= this.maxRecords / 4 && now - this.lastLargeRelease >= LARGE_RELEASE_INTERVAL_MS) {
+      this.lastLargeRelease = now;
+      this.afterLargeRelease();
+    }
+  }
+
+  /** Stops the sweep timer and releases everything. */
+  close(): void {
+    clearInterval(this.timer);
+    for (const [tenantId, lists] of this.tenants) this.drop(tenantId, lists);
+  }
+
+  resized(index: EntityIndex<{ id: string }>, delta: number): void {
+    this.held += delta;
+    if (delta > 0 && this.held > this.maxRecords) this.evictFor(index);
+  }
+
+  private evictFor(growing: EntityIndex<{ id: string }>): void {
+    for (const [tenantId, lists] of this.tenants) {
+      if (this.held <= this.maxRecords) return;
+      if (tenantId !== growing.tenantId) this.drop(tenantId, lists);
+    }
+    // The growing tenant alone is over the budget: it starts over rather than outgrow it.
+    if (this.held > this.maxRecords) growing.clear();
+  }
+
+  private drop(tenantId: string, lists: Map<string, EntityIndex<{ id: string }>>): void {
+    this.tenants.delete(tenantId);
+    for (const index of lists.values()) index.release();
   }
 }

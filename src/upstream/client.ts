@@ -204,6 +204,15 @@ export class WfsClient {
   }
 
   /**
+   * Checks, without an upstream call, that the tenant's current token grants what
+   * `resource` needs: what a request serves from memory (the entity index) is checked
+   * as a call would be, so a withdrawn scope stops it too. FORBIDDEN when not granted.
+   */
+  async authorize(tenantId: string, resource: Resource<UpstreamRecord>): Promise<void> {
+    if (resource.scope) checkScope(await this.options.tokens.getToken(tenantId), resource);
+  }
+
+  /**
    * One page of a list. `pageSize` is sent unless the reference carries its own
    * `page_size` (a URL the upstream gave us); the page reports the size it used.
    * Concurrent calls for the same page of the same tenant share one upstream call.

@@ -118,6 +118,13 @@ describe('loadConfig', () => {
     expect(KNOWN_ENV_VARIABLES).toEqual(expect.arrayContaining(['WFS_INTROSPECTION', 'WFS_UPSTREAM_CALL_BUDGET', 'WFS_REDIS_KEY', 'WFS_DEMO', 'WFS_JWT_NO_AUDIENCE']));
   });
 
+  it('bounds the entity indexes by WFS_ENTITY_INDEX_MAX_RECORDS and WFS_ENTITY_INDEX_TTL_SECONDS', () => {
+    expect(loadConfig({})).toMatchObject({ entityIndexMaxRecords: 200_000, entityIndexTtlSeconds: 30 });
+    expect(loadConfig({ WFS_ENTITY_INDEX_MAX_RECORDS: '50000', WFS_ENTITY_INDEX_TTL_SECONDS: '10' })).toMatchObject({ entityIndexMaxRecords: 50_000, entityIndexTtlSeconds: 10 });
+    expect(failure({ WFS_ENTITY_INDEX_MAX_RECORDS: '0' }).variable).toBe('WFS_ENTITY_INDEX_MAX_RECORDS');
+    expect(failure({ WFS_ENTITY_INDEX_TTL_SECONDS: '30s' }).variable).toBe('WFS_ENTITY_INDEX_TTL_SECONDS');
+  });
+
   it('runs demo mode only when asked for', () => {
     expect(loadConfig({}).demo).toBe(true);
     expect(failure({ NODE_ENV: 'production' }).variable).toBe('WFS_AUTH_URL');

@@ -1,0 +1,185 @@
+import { CursorCodec } from '../../src/graphql/cursor';
+import { createContext, type ContextServices } from '../../src/graphql/context';
+import { EntityIndex, EntityIndexes } from '../../src/graphql/entityIndex';
+import type { ListPage, WfsClient } from '../../src/upstream/client';
+import { CallBudget } from '../../src/upstream/callBudget';
+import { UPSTREAM_PAGE_SIZE } from '../../src/upstream/endpoints';
+import type { PageRef } from '../../src/upstream/pageReference';
+import { RESOURCES, ResourceSet, shifts, type ShiftRecord } from '../../src/upstream/resources';
+
+/**
+ * The entity indexes under one memory budget (issue 17 item 4): least recently used
+ * tenants evicted first, idle indexes released by the sweep, a scan that stays right
+ * when its index is dropped under it; and the in-memory work of a request stopping
+ * once the request is over (item 3). Frozen clocks and counters, no waiting.
+ */
+
+type Rec = { id: string };
+
+/** A list of `count` records served 100 a page, with page references `p2`, `p3`, …; counts its calls. */
+function list(prefix: string, count: number) {
+  const records: Rec[] = Array.from({ length: count }, (_, i) => ({ id: `${prefix}${i + 1}` }));
+  let calls = 0;
+  const fetchPage = async (ref: PageRef | null, pageSize: number): Promise<ListPage<Rec>> => {
+    calls += 1;
+    const page = ref === null ? 1 : Number(String(ref).slice(1));
+    const items = records.slice((page - 1) * pageSize, page * pageSize);
+    const hasMore = page * pageSize < count;
+    return { ref, pageSize, items, hasMore, next: hasMore ? (`p${page + 1}` as PageRef) : null, previous: page > 1 ? (`p${page - 1}` as PageRef) : null };
+  };
+  return { records, fetchPage, calls: () => calls };
+}
+
+describe('EntityIndexes under a memory budget', () => {
+  it('evicts the least recently used tenant first when the records held pass the budget', async () => {
+    const indexes = new EntityIndexes({ maxRecords: 500, sweepEveryMs: 0 });
+    const a = list('a', 200);
+    const b = list('b', 200);
+    const c = list('c', 200);
+    await indexes.for<Rec>('A', 'locations').lookup(['a200'], a.fetchPage);
+    await indexes.for<Rec>('B', 'locations').lookup(['b200'], b.fetchPage);
+    indexes.for('A', 'locations'); // A used again: B is now the least recent
+    expect(indexes.records).toBe(400);
+
+    await indexes.for<Rec>('C', 'locations').lookup(['c200'], c.fetchPage);
+    expect(indexes.records).toBeLessThanOrEqual(500);
+    expect(indexes.for<Rec>('B', 'locations').peek('b1')).toBeUndefined();
+    expect(indexes.for<Rec>('A', 'locations').peek('a1')).toEqual({ id: 'a1' });
+    expect(indexes.for<Rec>('C', 'locations').peek('c200')).toEqual({ id: 'c200' });
+  });
+
+  it('lets a tenant alone over the budget start over, and still answers its lookup', async () => {
+    const indexes = new EntityIndexes({ maxRecords: 250, sweepEveryMs: 0 });
+    const a = list('a', 1000);
+    const found = await indexes.for<Rec>('A', 'shifts').lookup(['a1', 'a999'], a.fetchPage);
+    expect(found).toEqual([{ id: 'a1' }, { id: 'a999' }]);
+    expect(indexes.records).toBeLessThanOrEqual(250);
+    // Nothing it forgot is claimed as absent: a later lookup scans again from the start.
+    expect(await indexes.for<Rec>('A', 'shifts').lookup(['a5'], a.fetchPage)).toEqual([{ id: 'a5' }]);
+  });
+
+  it('releases an idle tenant\'s index when its lifetime ends, without the tenant being touched', async () => {
+    let now = 0;
+    const indexes = new EntityIndexes({ now: () => now, ttlMs: 30_000, sweepEveryMs: 0 });
+    const a = list('a', 300);
+    await indexes.for<Rec>('A', 'shifts').lookup(['a300'], a.fetchPage);
+    expect(indexes.records).toBe(300);
+    now = 29_999;
+    indexes.sweep();
+    expect(indexes.records).toBe(300);
+    now = 30_000;
+    indexes.sweep();
+    expect(indexes.records).toBe(0);
+    expect(indexes.tenantCount).toBe(0);
+  });
+
+  it('asks for a collection after a sweep released a quarter of the budget or more, at most once a minute', async () => {
+    let now = 0;
+    let collections = 0;
+    const indexes = new EntityIndexes({ now: () => now, ttlMs: 30_000, maxRecords: 1000, sweepEveryMs: 0, afterLargeRelease: () => void (collections += 1) });
+    await indexes.for<Rec>('A', 'shifts').lookup(['a300'], list('a', 300).fetchPage);
+    now = 30_000;
+    indexes.sweep();
+    expect(collections).toBe(1);
+    await indexes.for<Rec>('B', 'shifts').lookup(['b300'], list('b', 300).fetchPage);
+    now = 60_000;
+    indexes.sweep(); // released 300 again, but within the minute
+    expect(collections).toBe(1);
+    await indexes.for<Rec>('C', 'shifts').lookup(['c200'], list('c', 200).fetchPage);
+    now = 100_000;
+    indexes.sweep(); // a minute on, but only a fifth of the budget
+    expect(collections).toBe(1);
+  });
+
+  it('keeps a scan right when its index is released while it waits for a page', async () => {
+    const indexes = new EntityIndexes({ sweepEveryMs: 0 });
+    const a = list('a', 300);
+    const index = indexes.for<Rec>('A', 'shifts');
+    let pages = 0;
+    const found = await index.lookup(['a1', 'a300'], async (ref, size) => {
+      pages += 1;
+      if (pages === 2) indexes.close(); // dropped under the scan
+      return a.fetchPage(ref, size);
+    });
+    expect(found).toEqual([{ id: 'a1' }, { id: 'a300' }]);
+    expect(index.isReleased).toBe(true);
+    expect(index.size).toBe(0);
+    expect(indexes.records).toBe(0);
+  });
+
+  it('counts the pages of an index scan as the caller reads them (the held ones too)', async () => {
+    const index = new EntityIndex<Rec>(() => 0, 30_000);
+    const a = list('a', 250);
+    for (const ref of [null, 'p2' as PageRef]) index.keepPage(await a.fetchPage(ref, UPSTREAM_PAGE_SIZE), UPSTREAM_PAGE_SIZE);
+    const read: Array<PageRef | null> = [];
+    await index.lookup(['a250'], (ref, size) => {
+      read.push(ref);
+      return index.page(ref, size) ? Promise.resolve(index.page(ref, size)!) : a.fetchPage(ref, size);
+    });
+    expect(read).toEqual([null, 'p2', 'p3']);
+  });
+});
+
+describe('in-memory work of a request that is over', () => {
+  const shift = (i: number): ShiftRecord => ({ id: `s${i}`, start: null, end: null, locationId: i % 10 === 0 ? 'L0' : 'L1', userId: null });
+  const shiftPage = (page: number): ListPage<ShiftRecord> => ({
+    ref: page === 1 ? null : (`p${page}` as PageRef),
+    pageSize: UPSTREAM_PAGE_SIZE,
+    items: Array.from({ length: 100 }, (_, i) => shift((page - 1) * 100 + i)),
+    hasMore: page < 5,
+    next: page < 5 ? (`p${page + 1}` as PageRef) : null,
+    previous: null,
+  });
+
+  function contextWith(options: { deadlineMs: number; signal?: AbortSignal; onListPage?: () => void }) {
+    const signal = options.signal ?? new AbortController().signal;
+    let listCalls = 0;
+    const client = {
+      budgetFor: (s: AbortSignal) => new CallBudget(200, s, options.deadlineMs),
+      authorize: async () => undefined,
+      listPage: async (_tenant: string, _resource: unknown, { ref }: { ref: PageRef | null }) => {
+        listCalls += 1;
+        options.onListPage?.();
+        return shiftPage(ref === null ? 1 : Number(String(ref).slice(1)));
+      },
+    } as unknown as WfsClient;
+    const services: ContextServices = {
+      client,
+      cursors: new CursorCodec(Buffer.from('unit-test-cursor-secret-0123456789abcdef')),
+      indexes: new EntityIndexes({ sweepEveryMs: 0 }),
+      identify: async () => 'T',
+      resources: new ResourceSet(RESOURCES),
+    };
+    return { context: createContext(services, {}, signal), services, listCalls: () => listCalls };
+  }
+
+  it('stops a filtered walk through held pages once the deadline has passed, before reading any', async () => {
+    const { context, services, listCalls } = contextWith({ deadlineMs: 0 });
+    const index = services.indexes.for<ShiftRecord>('T', 'shifts');
+    for (let page = 1; page <= 5; page += 1) index.keepPage(shiftPage(page), UPSTREAM_PAGE_SIZE);
+    const tenant = await context.tenant();
+    await expect(tenant.connection(shifts, { first: 50 }, { filter: { locationId: 'L0' } })).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', details: { cause: 'timeout' } });
+    expect(listCalls()).toBe(0);
+  });
+
+  it('stops a walk at the next page once the client has gone', async () => {
+    const client = new AbortController();
+    let calls = 0;
+    const { context, listCalls } = contextWith({ deadlineMs: 15_000, signal: client.signal, onListPage: () => void (++calls === 2 && client.abort()) });
+    const tenant = await context.tenant();
+    await expect(tenant.connection(shifts, { first: 100 }, { filter: { locationId: 'L0' } })).rejects.toThrow('the client went away');
+    expect(listCalls()).toBe(2);
+  });
+
+  it('stops resolving entities from memory within a few records once the deadline has passed', async () => {
+    const { context, services } = contextWith({ deadlineMs: 0 });
+    services.indexes.for<ShiftRecord>('T', 'locations').prime(Array.from({ length: 1000 }, (_, i) => shift(i)));
+    const tenant = await context.tenant();
+    const locations = services.resources.named('locations')!;
+    let served = 0;
+    expect(() => {
+      for (let i = 0; i < 1000; i += 1) if (tenant.held(locations, `s${i}`)) served += 1;
+    }).toThrow('deadline passed');
+    expect(served).toBeLessThan(100);
+  });
+});

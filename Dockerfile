@@ -37,4 +37,4 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||4001)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # A young generation of at most 2 x 8 MiB semi-spaces: under load V8 otherwise grows
 # it to its default maximum, which is most of the resident memory (bench/README.md).
-CMD ["node", "--max-semi-space-size=8", "dist/index.js"]
+CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=256", "dist/index.js"]

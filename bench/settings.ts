@@ -34,7 +34,7 @@ export interface BenchSettings {
 }
 
 /** The runtime flags the Dockerfile (and `npm start`) give the subgraph. */
-export const DEPLOYED_NODE_OPTIONS = '--max-semi-space-size=8';
+export const DEPLOYED_NODE_OPTIONS = '--max-semi-space-size=8 --max-old-space-size=256';
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const text = env[name]?.trim();

@@ -169,7 +169,7 @@ describe('deploy/ examples', () => {
       expect(container.image).toMatch(new RegExp(`(^|/)${docker.title}:`));
       expect(container.command).toBeUndefined();
       expect(container.args).toBeUndefined();
-      expect(docker.cmd).toEqual(['node', '--max-semi-space-size=8', 'dist/index.js']);
+      expect(docker.cmd).toEqual(['node', '--max-semi-space-size=8', '--max-old-space-size=256', 'dist/index.js']);
       expect(JSON.parse(read('package.json')).scripts.start).toBe(docker.cmd.join(' '));
       const port = container.ports.find((item: { name: string }) => item.name === 'http');
       expect(port.containerPort).toBe(docker.expose);

@@ -31,6 +31,8 @@ export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
   /** Headers the explorer pre-fills (demo mode: the first demo tenant). */
   readonly explorerHeaders?: Record<string, string>;
+  /** Where the explorer's built assets are (default dist/explorer/assets/; tests build their own). */
+  readonly explorerAssetsDir?: string;
   /** The OTEL_* variables to read (default: process.env); tests hand in their own. */
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
   /** Apollo Server plugins that run after the subgraph's own (tests observe requests with them). */
@@ -94,7 +96,12 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       sharedStoreUp: () => app.sharedStoreUp(),
       draining: () => draining,
       explorer: config.explorer
-        ? createExplorer({ graphqlPath: GRAPHQL_PATH, defaultQuery: EXAMPLE_QUERY, defaultHeaders: options.explorerHeaders ?? {} })
+        ? createExplorer({
+            graphqlPath: GRAPHQL_PATH,
+            defaultQuery: EXAMPLE_QUERY,
+            defaultHeaders: options.explorerHeaders ?? {},
+            ...(options.explorerAssetsDir && { assetsDir: options.explorerAssetsDir }),
+          })
         : undefined,
     }),
   );

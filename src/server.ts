@@ -75,8 +75,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       ...(options.plugins ?? []),
     ],
   });
-  // Redis (when configured) connects while Apollo Server starts, not after it.
-  const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
+  // Redis (when configured) connects and the token endpoint is checked while Apollo Server starts, not after it.
+  const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start(), app.tokenEndpointChecked]);
   if (!sharedStoreConnected) {
     logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
   }
@@ -94,6 +94,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       logger,
       routerSecret: config.routerSecret ?? null,
       sharedStoreUp: () => app.sharedStoreUp(),
+      readinessProblem: () => app.readinessProblem(),
       draining: () => draining,
       explorer: config.explorer
         ? createExplorer({

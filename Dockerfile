@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# Build stage: full install (TypeScript, esbuild; codegen output is committed), compile
-# to dist/ and bundle the server into dist/main.js (scripts/bundle/build.mjs).
+# Build stage: full install (TypeScript, esbuild, the explorer's front end; codegen output
+# is committed), compile to dist/, bundle the server into dist/main.js and build the
+# explorer's browser files into dist/explorer/assets/ (scripts/bundle/).
 # --ignore-scripts: no dependency needs an install script here, and the one that has
 # an important one, the `node` devDependency (it downloads a Node binary for laptops
 # with an old Node), is not wanted: this image already has Node 24, which then runs
@@ -14,7 +15,8 @@ COPY src ./src
 COPY scripts/bundle ./scripts/bundle
 RUN npm run build
 
-# Runtime stage: production dependencies only, non-root, no build tools.
+# Runtime stage: production dependencies only, non-root, no build tools, no front-end
+# package (the explorer's React and GraphiQL files are built into dist/explorer/assets/).
 FROM node:24-bookworm-slim AS runtime
 # The image name deploy/ uses (docker build -t wfs-subgraph .).
 LABEL org.opencontainers.image.title="wfs-subgraph"

@@ -19,7 +19,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "==> npm ci (brings Node 24 as a devDependency)"
-npm ci --no-audit --no-fund
+# The packages need Node 22.15+ (package.json "engines"). An older system Node (CI's
+# is 20) installs through npx with the project's own Node, the version of the `node`
+# devDependency that every npm script runs afterwards, so npm has no engine to warn about.
+if node -e "const [major, minor] = process.versions.node.split('.').map(Number); process.exit(major > 22 || (major === 22 && minor >= 15) ? 0 : 1)"; then
+  npm ci --no-audit --no-fund
+else
+  npx --yes -p "node@$(node -p "require('./package.json').devDependencies.node")" -c 'npm ci --no-audit --no-fund'
+fi
 
 # Grafbase Gateway (test/e2e/grafbase.test.ts) ships its binary in a platform package of
 # its own; only the Linux x64 one is on the registry at this version, so it is not a

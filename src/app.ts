@@ -17,7 +17,8 @@ import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
 import type * as RedisTokenStoreModule from './upstream/redisTokenStore';
 import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/tokenCache';
-import { requestToken } from './upstream/tokenEndpoint';
+import { requestToken, tokenUrl } from './upstream/tokenEndpoint';
+import { startTokenEndpointCheck, type TokenEndpointVerdict } from './upstream/tokenEndpointCheck';
 
 /** What tests and the demo may hand in instead of the production parts. */
 export interface AppOverrides {
@@ -45,6 +46,10 @@ export interface App {
    * false when Redis is not reachable yet: the replica then starts on its own tokens.
    */
   connectSharedStore(timeoutMs?: number): Promise<boolean>;
+  /** What keeps this replica from being ready (a token endpoint that does not answer like one yet), or undefined. */
+  readinessProblem(): string | undefined;
+  /** Settles with the start-up check's first answer from the token endpoint (within its 5 s limit). */
+  readonly tokenEndpointChecked: Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -82,6 +87,9 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     redis.redis.on('close', () => metrics.sharedTokenStoreUp.set({ store: 'redis' }, 0));
   }
   const upstream = createUpstreamObserver(logger, metrics);
+  // Where token requests go, in their failure lines: a wrong WFS_AUTH_URL shows in the log (clients never see it).
+  const tokenEndpointUrl = tokenUrl(authUrl);
+  const tokenEndpoint = startTokenEndpointCheck({ authUrl, dispatcher: authDispatcher, onVerdict: tokenEndpointLogger(logger) });
 
   const tokens = new TokenCache({
     tenants: config.tenants,
@@ -105,10 +113,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       else if (outcome === 'UPSTREAM_MISCONFIGURED' || outcome === 'UPSTREAM_UNAUTHORIZED') {
         // The operator's hint lives here, not in the error API clients see.
         logger.error(
-          { tenantId, code: outcome, reason: error?.message },
+          { tenantId, code: outcome, reason: error?.message, tokenUrl: tokenEndpointUrl },
           'configuration error: the token for this tenant was refused or is unusable; check its entry in WFS_TENANTS_FILE and WFS_API_BASE_ALLOW',
         );
-      } else logger.warn({ tenantId, code: outcome, reason: error?.message }, 'token request failed');
+      } else logger.warn({ tenantId, code: outcome, reason: error?.message, tokenUrl: tokenEndpointUrl }, 'token request failed');
     },
   });
 
@@ -191,8 +199,11 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
         connection.on('ready', onReady);
       });
     },
+    readinessProblem: () => tokenEndpoint.problem(),
+    tokenEndpointChecked: tokenEndpoint.firstVerdict,
     async close() {
       services.indexes.close();
+      tokenEndpoint.close();
       upstream.close();
       await redis?.close();
       if (ownsDispatcher) await Promise.all([dispatcher.close(), authDispatcher.close()]);
@@ -217,6 +228,20 @@ function collectGarbage(): void {
 
 type GcFunction = (options: { type: 'major'; execution: 'async' }) => void;
 let gcFunction: GcFunction | undefined;
+
+/** Logs the start-up check's verdicts: each new problem once, and the moment it is right after one. */
+function tokenEndpointLogger(logger: Logger): (verdict: TokenEndpointVerdict) => void {
+  let lastProblem: string | undefined;
+  return (verdict) => {
+    if (!verdict.ok) {
+      if (verdict.problem !== lastProblem) logger.error({ tokenUrl: verdict.url }, `${verdict.problem} (/ready answers 503 until it answers like a token endpoint)`);
+      lastProblem = verdict.problem;
+    } else if (lastProblem !== undefined) {
+      logger.info({ tokenUrl: verdict.url, status: verdict.status }, 'token endpoint answers like one now: ready');
+      lastProblem = undefined;
+    } else logger.debug({ tokenUrl: verdict.url, status: verdict.status }, 'token endpoint answers like one');
+  };
+}
 
 function once(action: () => void): () => void {
   let done = false;

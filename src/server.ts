@@ -32,6 +32,8 @@ export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
   /** Headers the explorer pre-fills (demo mode: the first demo tenant). */
   readonly explorerHeaders?: Record<string, string>;
+  /** Where the explorer's built assets are (default dist/explorer/assets/; tests build their own). */
+  readonly explorerAssetsDir?: string;
   /** The OTEL_* variables to read (default: process.env); tests hand in their own. */
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
   /** Apollo Server plugins that run after the subgraph's own (tests observe requests with them). */
@@ -74,8 +76,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       ...(options.plugins ?? []),
     ],
   });
-  // Redis (when configured) connects while Apollo Server starts, not after it.
-  const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
+  // Redis (when configured) connects and the token endpoint is checked while Apollo Server starts, not after it.
+  const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start(), app.tokenEndpointChecked]);
   if (!sharedStoreConnected) {
     logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
   }
@@ -93,9 +95,15 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       logger,
       routerSecret: config.routerSecret ?? null,
       sharedStoreUp: () => app.sharedStoreUp(),
+      readinessProblem: () => app.readinessProblem(),
       draining: () => draining,
       explorer: config.explorer
-        ? createExplorer({ graphqlPath: GRAPHQL_PATH, defaultQuery: EXAMPLE_QUERY, defaultHeaders: options.explorerHeaders ?? {} })
+        ? createExplorer({
+            graphqlPath: GRAPHQL_PATH,
+            defaultQuery: EXAMPLE_QUERY,
+            defaultHeaders: options.explorerHeaders ?? {},
+            ...(options.explorerAssetsDir && { assetsDir: options.explorerAssetsDir }),
+          })
         : undefined,
     }),
   );

@@ -7,12 +7,14 @@
 //
 // Left out of the bundle, loaded from node_modules when used: the packages only some
 // deployments load, and only when configured (Redis, the OpenTelemetry SDK, the
-// explorer's React and GraphiQL files, read as assets; the protobufjs messages of a
-// gateway's query plan trace). Each must be one of our own dependencies, so that a
+// protobufjs messages of a gateway's query plan trace). Each must be one of our own dependencies, so that a
 // production install (`npm ci --omit=dev`) puts it where the bundle looks: the build
 // checks that. Two packages are replaced by files of this folder (`undici.cjs`,
-// `createhash.cjs`; each says why).
+// `createhash.cjs`; each says why). The explorer's browser files (React, GraphiQL, our
+// bootstrap) are built next, into dist/explorer/assets/ (explorer.mjs), so no
+// front-end package is needed at run time.
 import { build } from 'esbuild';
+import { buildExplorerAssets } from './explorer.mjs';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -29,9 +31,6 @@ const EXTERNAL = [
   '@opentelemetry/resources',
   '@opentelemetry/core',
   '@opentelemetry/semantic-conventions',
-  'react',
-  'react-dom',
-  'graphiql',
   // protobufjs messages, for a gateway's query plan in a trace: never in a subgraph.
   '@apollo/usage-reporting-protobuf',
 ];
@@ -91,3 +90,6 @@ const result = await build({
 
 const bytes = Object.values(result.metafile.outputs).find((output) => output.entryPoint)?.bytes ?? 0;
 process.stdout.write(`bundle: dist/main.js, ${(bytes / 2 ** 20).toFixed(1)} MiB, ${Object.keys(result.metafile.inputs).length} modules\n`);
+
+await buildExplorerAssets();
+process.stdout.write('explorer: dist/explorer/assets/\n');

@@ -1,18 +1,16 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, extname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { bootstrapScript, faviconSvg, themeStylesheet } from './browser';
 
 const gzipAsync = promisify(gzip);
 
 /**
- * One file the explorer page loads. Its URL carries a hash of its content, so it can
+ * One file the explorer page loads. Its name carries a hash of its content, so it can
  * be cached for a year (`immutable`) and still change the day a dependency is updated.
  */
 export interface Asset {
-  /** Path under the asset prefix, for example `graphiql.3f2a9c1d.min.js`. */
+  /** Path under the asset prefix, for example `graphiql.3f2a9c1d0b4e.min.js`. */
   readonly name: string;
   readonly contentType: string;
   readonly body: Buffer;
@@ -20,44 +18,57 @@ export interface Asset {
   gzipped(): Promise<Buffer>;
 }
 
+/** The files the page names, by role; `scripts/bundle/explorer.mjs` writes them and their manifest. */
+export const ASSET_ROLES = ['react', 'reactDom', 'graphiql', 'graphiqlCss', 'theme', 'bootstrap', 'favicon'] as const;
+export type ExplorerAssets = Record<(typeof ASSET_ROLES)[number], Asset>;
+
 /**
- * Files of installed packages, resolved through each package's package.json, not the
- * working directory. (Their `exports` maps hide the UMD builds from require.resolve.)
+ * Where `npm run build` puts the assets: `dist/explorer/assets/` at the package root,
+ * found by walking up from this code (in `src/explorer/`, `dist/explorer/`, or the
+ * bundle `dist/main.js`), so any working directory works.
  */
-function packageFile(packageName: string, file: string): Buffer {
-  const packageDir = path.dirname(require.resolve(`${packageName}/package.json`));
-  return readFileSync(path.join(packageDir, file));
+export const DEFAULT_ASSETS_DIR = join(packageRoot(__dirname), 'dist', 'explorer', 'assets');
+
+function packageRoot(from: string): string {
+  for (let dir = from, up = 0; up < 4; dir = dirname(dir), up++) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+  }
+  return join(from, '..', '..');
 }
 
-function asset(baseName: string, extension: string, contentType: string, body: Buffer): Asset {
-  const hash = createHash('sha256').update(body).digest('hex').slice(0, 12);
+const CONTENT_TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+
+/**
+ * Reads the built assets (React, ReactDOM and GraphiQL as their packages ship them,
+ * our bootstrap, theme and icon). Built at `npm run build`, not read from
+ * node_modules: a production install carries no front-end package.
+ */
+export function loadExplorerAssets(dir: string = DEFAULT_ASSETS_DIR): ExplorerAssets {
+  let manifest: Record<string, unknown>;
+  try {
+    manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+  } catch {
+    throw new Error(`the explorer's files are missing from ${dir}: run \`npm run build\``);
+  }
+  const assets: Partial<ExplorerAssets> = {};
+  for (const role of ASSET_ROLES) {
+    const name = manifest[role];
+    if (typeof name !== 'string' || name.includes('/')) throw new Error(`${join(dir, 'manifest.json')} names no file for ${role}: run \`npm run build\``);
+    assets[role] = asset(name, readFileSync(join(dir, name)));
+  }
+  return assets as ExplorerAssets;
+}
+
+function asset(name: string, body: Buffer): Asset {
   let compressed: Promise<Buffer> | undefined;
   return {
-    name: `${baseName}.${hash}${extension}`,
-    contentType,
+    name,
+    contentType: CONTENT_TYPES[extname(name)] ?? 'application/octet-stream',
     body,
     gzipped: () => (compressed ??= gzipAsync(body, { level: 9 })),
   };
 }
-
-const javascript = 'text/javascript; charset=utf-8';
-const css = 'text/css; charset=utf-8';
-
-/**
- * GraphiQL 3's UMD bundle expects React 18 and ReactDOM as globals, so the page loads
- * them first; the bootstrap script then mounts GraphiQL. Everything is served by the
- * subgraph itself: the explorer works with no internet access.
- */
-export function loadExplorerAssets() {
-  return {
-    react: asset('react', '.production.min.js', javascript, packageFile('react', 'umd/react.production.min.js')),
-    reactDom: asset('react-dom', '.production.min.js', javascript, packageFile('react-dom', 'umd/react-dom.production.min.js')),
-    graphiql: asset('graphiql', '.min.js', javascript, packageFile('graphiql', 'graphiql.min.js')),
-    graphiqlCss: asset('graphiql', '.min.css', css, packageFile('graphiql', 'graphiql.min.css')),
-    theme: asset('explorer', '.css', css, Buffer.from(themeStylesheet)),
-    bootstrap: asset('explorer', '.js', javascript, Buffer.from(bootstrapScript)),
-    favicon: asset('favicon', '.svg', 'image/svg+xml', Buffer.from(faviconSvg)),
-  } as const;
-}
-
-export type ExplorerAssets = ReturnType<typeof loadExplorerAssets>;

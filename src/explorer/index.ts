@@ -11,6 +11,8 @@ export interface ExplorerOptions {
   defaultHeaders: Record<string, string>;
   /** Page title and the name in the explorer's corner. */
   title?: string;
+  /** Where the built assets are (default `dist/explorer/assets/`, from `npm run build`). */
+  assetsDir?: string;
 }
 
 const DEFAULT_TITLE = 'Workforce scheduling subgraph — explorer';
@@ -29,15 +31,16 @@ const COMMON_HEADERS = {
  * it returns false for anything else so the caller can route on.
  *
  * The explorer is GraphiQL 3 with React 18, all served from this process, so it works
- * on a network with no internet access. Assets are read and hashed on the first
- * request for the page or an asset, not at start-up (they are megabytes, and most
- * processes never serve them), then kept.
+ * on a network with no internet access. The assets are built at `npm run build`
+ * (scripts/bundle/explorer.mjs) and read on the first request for the page or an
+ * asset, not at start-up (they are megabytes, and most processes never serve them),
+ * then kept. Without them (a build that skipped that step) the page answers 500.
  */
 export function createExplorer(options: ExplorerOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
   let loaded: { byName: Map<string, Asset>; page: Buffer } | undefined;
   const load = () => {
     if (loaded) return loaded;
-    const assets = loadExplorerAssets();
+    const assets = loadExplorerAssets(options.assetsDir);
     const page = renderPage(
       {
         graphqlPath: options.graphqlPath,
@@ -54,8 +57,17 @@ export function createExplorer(options: ExplorerOptions): (req: IncomingMessage,
   return (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path !== '/' && !path.startsWith(ASSET_PREFIX)) return false;
+    let assets: ReturnType<typeof load>;
+    try {
+      assets = load();
+    } catch {
+      res.writeHead(500, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : "the explorer's files are missing from this build (npm run build makes them)\n");
+      return true;
+    }
     if (path === '/') {
-      const { page } = load();
+      const { page } = assets;
       res.writeHead(200, {
         ...COMMON_HEADERS,
         'content-type': 'text/html; charset=utf-8',
@@ -68,8 +80,7 @@ export function createExplorer(options: ExplorerOptions): (req: IncomingMessage,
       res.end(req.method === 'HEAD' ? undefined : page);
       return true;
     }
-    if (!path.startsWith(ASSET_PREFIX)) return false;
-    const asset = load().byName.get(path.slice(ASSET_PREFIX.length));
+    const asset = assets.byName.get(path.slice(ASSET_PREFIX.length));
     if (!asset) {
       res.writeHead(404, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
       res.end(req.method === 'HEAD' ? undefined : 'no such explorer asset\n');

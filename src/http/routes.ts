@@ -17,6 +17,8 @@ export interface RoutesOptions {
   readonly routerSecret: string | null;
   /** Whether the shared token store answers (null without one). */
   readonly sharedStoreUp: () => Promise<boolean | null>;
+  /** What keeps the replica from serving (a token endpoint that does not answer like one), or undefined. */
+  readonly readinessProblem?: () => string | undefined;
   readonly draining: () => boolean;
   /** Serves `/` and its assets; false for anything else. Undefined: the explorer is off. */
   readonly explorer?: (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -60,11 +62,14 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
     }
     if (req.method === 'GET' && path === '/health') return sendJson(res, 200, { status: 'ok' });
     if (req.method === 'GET' && path === '/ready') {
-      // A Redis outage does not make us unready: tokens then stay per replica.
+      // A Redis outage does not make us unready: tokens then stay per replica. A token
+      // endpoint that never answered like one does (a wrong WFS_AUTH_URL): no query could be served.
       const draining = options.draining();
-      metrics.ready.set(draining ? 0 : 1);
+      const problem = draining ? undefined : options.readinessProblem?.();
+      metrics.ready.set(draining || problem ? 0 : 1);
       void options.sharedStoreUp().then((redis) => {
-        sendJson(res, draining ? 503 : 200, { status: draining ? 'shutting down' : 'ready', ...(redis !== null && { sharedTokenStore: redis ? 'up' : 'down' }) });
+        const status = draining ? { status: 'shutting down' } : problem ? { status: 'not ready', reason: problem } : { status: 'ready' };
+        sendJson(res, draining || problem ? 503 : 200, { ...status, ...(redis !== null && { sharedTokenStore: redis ? 'up' : 'down' }) });
       });
       return;
     }

@@ -6,12 +6,15 @@ import { loadConfig } from '../../src/config';
 import { startDemo, type Demo } from '../../src/demo';
 import { createLogger } from '../../src/logger';
 import { EXAMPLE_QUERY, startServer, type RunningServer } from '../../src/server';
+import { buildExplorerAssets } from '../helpers/explorerAssets';
 
 /**
  * The explorer in a real headless Chromium (Debian's `chromium`), on the real server
  * in demo mode, started the way src/index.ts starts it: the page loads with no request
  * leaving the machine, runs the example query on a click, and shows the demo
- * company's data. The screenshot is kept in test/artifacts/explorer.png.
+ * company's data and the client-facing schema's docs. The assets are built from the
+ * current sources (test/helpers/explorerAssets.ts). The screenshot is kept in
+ * test/artifacts/explorer.png.
  */
 
 const repoRoot = path.resolve(__dirname, '../..');
@@ -23,14 +26,17 @@ describe('explorer in a real browser', () => {
   let server: RunningServer;
   let baseUrl: string;
   let browser: Browser;
+  let assets: ReturnType<typeof buildExplorerAssets>;
 
   beforeAll(async () => {
+    assets = buildExplorerAssets();
     demo = await startDemo(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' }));
     const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
     server = await startServer(demo.config, {
       logger: createLogger('warn', quiet),
       defaultTenant: demo.defaultTenant,
       explorerHeaders: { [demo.config.tenantHeader]: demo.defaultTenant },
+      explorerAssetsDir: assets.dir,
     });
     baseUrl = server.url.replace(/\/graphql$/, '');
     browser = await chromium.launch({
@@ -43,6 +49,7 @@ describe('explorer in a real browser', () => {
     await browser?.close();
     await server?.close();
     await demo?.emulator.close();
+    assets?.remove();
   });
 
   it('runs the example query on a click and shows the demo data, with no request leaving the machine', async () => {
@@ -86,9 +93,14 @@ describe('explorer in a real browser', () => {
     mkdirSync(artifactsDir, { recursive: true });
     await page.screenshot({ path: path.join(artifactsDir, 'explorer.png') });
 
-    // The schema docs (Playground's DOCS tab) come from introspection, under the same CSP.
+    // The schema docs (Playground's DOCS tab) come from introspection, under the same CSP,
+    // and show the client-facing schema: none of the federation machinery the router uses.
     await page.getByRole('button', { name: 'Show Documentation Explorer' }).click();
     const docs = page.locator('.graphiql-doc-explorer');
+    await docs.getByText('LocationConnection', { exact: true }).first().waitFor();
+    const typeList = await docs.innerText();
+    expect(typeList).toContain('DateTime');
+    for (const name of ['_Service', '_Any', '_Entity', 'link__', 'federation__', '_entities', '_service']) expect(typeList).not.toContain(name);
     await docs.getByText('Query', { exact: true }).first().click();
     await docs.getByText('locations', { exact: true }).first().waitFor();
     expect(await docs.innerText()).toContain('LocationConnection');

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -28,6 +28,27 @@ const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(runtime)![1]!) as string[];
 let emulator: Emulator;
 let app: string;
 
+/** Every package a node_modules folder holds, nested ones included, by name. */
+function installedPackages(nodeModules: string): Set<string> {
+  const names = new Set<string>();
+  const visit = (dir: string) => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir)) {
+      if (entry.startsWith('.')) continue;
+      const scoped = entry.startsWith('@') ? readdirSync(join(dir, entry)).map((name) => `${entry}/${name}`) : [entry];
+      for (const name of scoped) {
+        names.add(name);
+        visit(join(dir, name, 'node_modules'));
+      }
+    }
+  };
+  visit(nodeModules);
+  return names;
+}
+
+/** The explorer's front end: built into dist/explorer/assets/ at build time, never installed in production. */
+const FRONT_END_PACKAGES = ['react', 'react-dom', 'graphiql', '@graphiql/react', '@graphiql/toolkit', 'codemirror', 'codemirror-graphql', 'scheduler'];
+
 beforeAll(async () => {
   if (!existsSync(join(root, 'dist', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (scripts/test.sh does)');
   emulator = await startEmulator({ authPathPrefix: '/tenants/gateway/auth' });
@@ -50,7 +71,14 @@ describe('the image, its runtime stage without Docker', () => {
     for (const tool of ['typescript', 'esbuild', 'jest']) expect(existsSync(join(app, 'node_modules', tool))).toBe(false);
   });
 
-  it("fills the compile cache without starting anything, then serves an upstream with the CMD and stops on SIGTERM", async () => {
+  it('installs no front-end package: the explorer comes built in dist/', () => {
+    const installed = installedPackages(join(app, 'node_modules'));
+    expect(installed.has('undici')).toBe(true); // the walk sees packages at all
+    expect(FRONT_END_PACKAGES.filter((name) => installed.has(name))).toEqual([]);
+    expect(existsSync(join(app, 'dist', 'explorer', 'assets', 'manifest.json'))).toBe(true);
+  });
+
+  it("fills the compile cache without starting anything, then serves an upstream and the explorer (WFS_EXPLORER=true) with the CMD and stops on SIGTERM", async () => {
     const cache = join(app, '.compile-cache');
     const fill = spawnSync(process.execPath, ['-e', fillScript], { cwd: app, env: { PATH: process.env.PATH ?? '', NODE_COMPILE_CACHE: cache }, encoding: 'utf8', timeout: 60_000 });
     expect(fill.stderr).toBe('');
@@ -71,6 +99,7 @@ describe('the image, its runtime stage without Docker', () => {
         // The emulator is on loopback and the test sends the tenant header itself.
         WFS_API_BASE_ALLOW: '127.0.0.1',
         WFS_TRUSTED_NETWORK: 'true',
+        WFS_EXPLORER: 'true',
       },
     });
     let out = '';
@@ -86,6 +115,18 @@ describe('the image, its runtime stage without Docker', () => {
       const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId }, body: JSON.stringify({ query: '{ locations(first: 2) { nodes { id } } }' }) });
       const body = (await response.body.json()) as { data?: { locations: { nodes: Array<{ id: string }> } } };
       expect(body.data?.locations.nodes.map((node) => node.id)).toEqual(tenant.locations.slice(0, 2).map((location) => location.id));
+
+      const origin = new URL(url).origin;
+      const page = await request(`${origin}/`);
+      const html = await page.body.text();
+      expect(page.statusCode).toBe(200);
+      const assetPaths = [...html.matchAll(/(?:src|href)="(\/explorer\/assets\/[^"]+)"/g)].map((match) => match[1]!);
+      expect(assetPaths.length).toBe(7);
+      for (const assetPath of assetPaths) {
+        const asset = await request(`${origin}${assetPath}`);
+        expect({ assetPath, status: asset.statusCode }).toEqual({ assetPath, status: 200 });
+        await asset.body.dump();
+      }
       child.kill('SIGTERM');
       expect(await exit).toBe(0);
       expect(err).toBe('');

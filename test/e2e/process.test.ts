@@ -1,10 +1,11 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
+import { isSupportedNodeVersion, MINIMUM_NODE_VERSION } from '../../src/nodeVersion';
 import { startRedisServer } from '../helpers/redisServer';
 import { writeTenantsFile } from '../helpers/subgraph';
 
@@ -79,6 +80,21 @@ describe('node dist/index.js', () => {
     expect(await page.body.text()).toContain('<html');
     running.child.kill('SIGTERM');
     expect(await running.exit).toBe(0);
+  });
+
+  // The machine's own Node when it is older than the project needs (CI's system Node 20); npm scripts run Node 24.
+  const olderNode = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((dir) => dir && !dir.includes('node_modules'))
+    .map((dir) => join(dir, 'node'))
+    .find((binary) => existsSync(binary) && !isSupportedNodeVersion(spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout.trim()));
+
+  (olderNode ? it : it.skip)(`stops with one line on a Node.js older than ${MINIMUM_NODE_VERSION}`, () => {
+    const started = spawnSync(olderNode!, [entry], { cwd: '/', env: { PATH: process.env.PATH ?? '', PORT: '0' }, encoding: 'utf8', timeout: 20_000 });
+    expect(started.status).toBe(1);
+    expect(started.stderr.trim().split('\n')).toHaveLength(1);
+    expect(started.stderr).toMatch(new RegExp(`^wfs-subgraph: needs Node\\.js ${MINIMUM_NODE_VERSION.replace(/\./g, '\\.')} or later, this is v\\d+`));
+    expect(started.stdout).toBe('');
   });
 
   it('stops with one line naming the variable when the configuration is bad', async () => {
@@ -222,7 +238,7 @@ describe('node dist/index.js', () => {
 
     it('is one bundled file: serves a query having loaded no other module of ours and no optional package', async () => {
       const { ours, packages } = await serveAndListModules({});
-      expect(ours).toEqual(['compileCache.js', 'index.js', 'main.js']);
+      expect(ours).toEqual(['compileCache.js', 'index.js', 'main.js', 'nodeVersion.js']);
       // Nothing from node_modules: what only some deployments load stays there until configured (scripts/bundle/build.mjs).
       expect(packages).toEqual([]);
     });
@@ -231,7 +247,7 @@ describe('node dist/index.js', () => {
       const redis = await startRedisServer();
       try {
         const { ours, packages } = await serveAndListModules({ WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' });
-        expect(ours).toEqual(['compileCache.js', 'index.js', 'main.js']);
+        expect(ours).toEqual(['compileCache.js', 'index.js', 'main.js', 'nodeVersion.js']);
         expect(packages).toContain('ioredis');
         const admin = new Redis(redis.url);
         const keys = await admin.keys('*').finally(() => admin.disconnect());

@@ -43,15 +43,24 @@ async function restartSubgraph(grantedScopes: string[], env: Record<string, stri
 
 beforeAll(async () => {
   idp = createServer((req, res) => {
-    tokenRequests += 1;
-    if (req.url !== '/prefix/v2/identity/o/api/token' || req.method !== 'POST') {
-      res.statusCode = 404;
-      res.end();
-      return;
-    }
-    const token = new UnsecuredJWT({ ...claims }).setIssuedAt().setExpirationTime('15m').encode();
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify(tokenBody ? tokenBody() : { access_token: token, token_type: 'Bearer', expires_in: 900, scope: 'shifts.read' }));
+    let form = '';
+    req.on('data', (chunk) => (form += String(chunk)));
+    req.on('end', () => {
+      // The subgraph's start-up probe names no client: refused as a token endpoint does, and not counted.
+      if (!new URLSearchParams(form).get('client_id')) {
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"invalid_request"}');
+        return;
+      }
+      tokenRequests += 1;
+      if (req.url !== '/prefix/v2/identity/o/api/token' || req.method !== 'POST') {
+        res.statusCode = 404;
+        res.end();
+        return;
+      }
+      const token = new UnsecuredJWT({ ...claims }).setIssuedAt().setExpirationTime('15m').encode();
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(tokenBody ? tokenBody() : { access_token: token, token_type: 'Bearer', expires_in: 900, scope: 'shifts.read' }));
+    });
   });
   shard = createServer((req, res) => {
     shardHits.push(req);

@@ -1,18 +1,27 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createExplorer, type ExplorerOptions } from '../../src/explorer';
+import { buildExplorerAssets } from '../helpers/explorerAssets';
 
 /** The explorer's HTTP side: what it serves, with which headers, and what it leaves alone. */
 
 const NOT_MINE = 418;
+
+let assets: ReturnType<typeof buildExplorerAssets>;
+beforeAll(() => {
+  assets = buildExplorerAssets();
+});
+afterAll(() => assets?.remove());
 
 async function startExplorer(options: Partial<ExplorerOptions> = {}): Promise<{ server: Server; base: string }> {
   const explorer = createExplorer({
     graphqlPath: '/graphql',
     defaultQuery: '{ locations { nodes { id } } }',
     defaultHeaders: { 'x-tenant-id': 'tnt_one' },
+    assetsDir: assets.dir,
     ...options,
   });
   const server = createServer((req, res) => {
@@ -108,7 +117,7 @@ describe('createExplorer', () => {
     }
   });
 
-  it('serves the installed GraphiQL bundle, gzipped for clients that accept it', async () => {
+  it('serves the GraphiQL bundle built from the installed package, gzipped for clients that accept it', async () => {
     const html = await (await fetch(`${base}/`)).text();
     const graphiqlUrl = assetUrls(html).find((url) => /\/graphiql\.[0-9a-f]+\.min\.js$/.test(url));
     const installed = readFileSync(path.join(path.dirname(require.resolve('graphiql/package.json')), 'graphiql.min.js'));
@@ -160,6 +169,23 @@ describe('createExplorer with hostile or empty settings', () => {
       expect(pageConfig(await (await fetch(`${base}/`)).text())['defaultHeaders']).toBeNull();
     } finally {
       await stop(server);
+    }
+  });
+});
+
+describe('createExplorer without built assets', () => {
+  it('answers 500 for the page and its assets, saying the build makes them, and leaves other paths alone', async () => {
+    const empty = mkdtempSync(path.join(tmpdir(), 'wfs-no-assets-'));
+    const { server, base } = await startExplorer({ assetsDir: empty });
+    try {
+      const page = await fetch(`${base}/`);
+      expect(page.status).toBe(500);
+      expect(await page.text()).toMatch(/npm run build/);
+      expect((await fetch(`${base}/explorer/assets/graphiql.0123456789ab.min.js`)).status).toBe(500);
+      expect((await fetch(`${base}/health`)).status).toBe(NOT_MINE);
+    } finally {
+      await stop(server);
+      rmSync(empty, { recursive: true, force: true });
     }
   });
 });

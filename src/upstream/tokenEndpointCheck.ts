@@ -1,0 +1,114 @@
+import { request, type Dispatcher } from 'undici';
+import { causeOfNetworkError } from './failureCause';
+import { tokenUrl } from './tokenEndpoint';
+
+/**
+ * Whether `WFS_AUTH_URL` leads to a token endpoint, known at start-up instead of at the
+ * first query. The probe is a client-credentials POST that names no client: it sends
+ * no secret (so a wrong URL receives none) and obtains no token, and a token endpoint
+ * refuses it with 400 or 401 (RFC 6749 5.2, `invalid_request` / `invalid_client`; 403
+ * from providers that say so). The status decides, never the body (CONTRACT.md 4). A
+ * wrong path answers 404 or 405, a host that is not the provider anything else.
+ */
+export type TokenEndpointVerdict =
+  | { readonly ok: true; readonly url: string; readonly status: number }
+  | { readonly ok: false; readonly url: string; readonly problem: string };
+
+const TOKEN_PATH = '/identity/o/api/token';
+const REFUSALS = new Set([400, 401, 403]);
+
+export interface ProbeOptions {
+  readonly dispatcher: Dispatcher;
+  readonly signal?: AbortSignal;
+}
+
+export async function probeTokenEndpoint(authUrl: string, options: ProbeOptions): Promise<TokenEndpointVerdict> {
+  const url = tokenUrl(authUrl);
+  const failed = (problem: string): TokenEndpointVerdict => ({ ok: false, url, problem: `token endpoint ${url} ${problem}` });
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await request(url, {
+      method: 'POST',
+      dispatcher: options.dispatcher,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: 'grant_type=client_credentials',
+      ...(options.signal && { signal: options.signal }),
+    });
+  } catch (error) {
+    return failed(`could not be reached (${causeOfNetworkError(error, options.signal)})`);
+  }
+  await response.body.dump().catch(() => undefined);
+  const status = response.statusCode;
+  if (REFUSALS.has(status)) return { ok: true, url, status };
+  if (status === 404 || status === 405 || status === 410) {
+    const doubled = new URL(authUrl).pathname.replace(/\/+$/, '').endsWith(TOKEN_PATH);
+    return failed(
+      doubled
+        ? `answered ${status}: WFS_AUTH_URL must be the identity provider's base URL, without ${TOKEN_PATH} (the subgraph appends it)`
+        : `answered ${status}: is WFS_AUTH_URL the identity provider's base URL (without ${TOKEN_PATH})?`,
+    );
+  }
+  if (status >= 300 && status < 400) return failed(`answered ${status} (a redirect, which token requests do not follow): is WFS_AUTH_URL the provider's own address?`);
+  if (status === 429 || status >= 500) return failed(`answered ${status}: the identity provider is failing or limiting us; checking again`);
+  return failed(`answered ${status} to a request without client credentials, where a token endpoint answers 400 or 401: is WFS_AUTH_URL the identity provider?`);
+}
+
+export interface TokenEndpointCheckOptions extends Omit<ProbeOptions, 'signal'> {
+  readonly authUrl: string;
+  /** Each probe's own time limit. */
+  readonly timeoutMs?: number;
+  /** Pauses between probes while the endpoint is not right; the last repeats. */
+  readonly retryDelaysMs?: readonly number[];
+  /** Every verdict, for the log. */
+  readonly onVerdict?: (verdict: TokenEndpointVerdict) => void;
+}
+
+export interface TokenEndpointCheck {
+  /** What is wrong while the endpoint has not yet answered like a token endpoint; undefined once it has. */
+  problem(): string | undefined;
+  /** Settles with the first verdict (a probe ends within its time limit). */
+  readonly firstVerdict: Promise<TokenEndpointVerdict>;
+  close(): void;
+}
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+const DEFAULT_RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
+
+/**
+ * Probes at once, then again after each failure (1 s, 2 s, 5 s, 10 s, then every 30 s)
+ * until the endpoint answers like one; after that it stays right, so a later outage of
+ * the provider is the token cache's business, not readiness's.
+ */
+export function startTokenEndpointCheck(options: TokenEndpointCheckOptions): TokenEndpointCheck {
+  const delays = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
+  const controller = new AbortController();
+  let problem: string | undefined = `checking token endpoint ${tokenUrl(options.authUrl)}`;
+  let timer: NodeJS.Timeout | undefined;
+  let failures = 0;
+
+  const probe = async (): Promise<TokenEndpointVerdict> => {
+    const verdict = await probeTokenEndpoint(options.authUrl, {
+      dispatcher: options.dispatcher,
+      signal: AbortSignal.any([controller.signal, AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)]),
+    });
+    if (controller.signal.aborted) return verdict;
+    problem = verdict.ok ? undefined : verdict.problem;
+    options.onVerdict?.(verdict);
+    if (!verdict.ok) {
+      const delay = delays[Math.min(failures, delays.length - 1)] ?? DEFAULT_RETRY_DELAYS_MS[0]!;
+      failures += 1;
+      timer = setTimeout(() => void probe().catch(() => undefined), delay);
+      timer.unref();
+    }
+    return verdict;
+  };
+
+  return {
+    problem: () => problem,
+    firstVerdict: probe(),
+    close() {
+      controller.abort();
+      clearTimeout(timer);
+    },
+  };
+}

@@ -34,7 +34,7 @@ const ROUNDS = 5;
   const credentials = [{ tenantId: tenant.tenantId, clientId: tenant.clientId, clientSecret: tenant.clientSecret, scope: 'shifts.read' }];
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wfs-hotpath-')), 'tenants.json');
   fs.writeFileSync(file, JSON.stringify(credentials));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'x'.repeat(40), LOG_LEVEL: 'error', NODE_ENV: 'production' });
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'hotpath-cursor-secret-0123456789abcdef', WFS_TRUSTED_NETWORK: 'true', WFS_API_BASE_ALLOW: '127.0.0.1', LOG_LEVEL: 'error', NODE_ENV: 'production' });
   const server = process.env.FLOOR
     ? await require(path.join(dist, 'bench', 'bench', 'floor', 'server.js')).startFloorServer({ mode: process.env.FLOOR, authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1' })
     : await startServer(config, { logger: createLogger('error') });

@@ -89,7 +89,7 @@ export interface Config {
   readonly logLevel: string;
   /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make (default 200). */
   readonly upstreamCallBudget: number;
-  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/cost.ts; default 10 000). */
+  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/cost.ts; default 50 000). */
   readonly maxCost: number;
   /** WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: how long one upstream HTTP attempt may take (default 8 000). */
   readonly upstreamAttemptTimeoutMs: number;
@@ -185,7 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
     introspection: flag(env, 'WFS_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
     upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET', 200, 10_000),
-    maxCost: positiveInteger(env, 'WFS_MAX_COST', 10_000, 1_000_000_000),
+    maxCost: positiveInteger(env, 'WFS_MAX_COST', 50_000, 1_000_000_000),
     upstreamAttemptTimeoutMs: positiveInteger(env, 'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS', 8_000, 15_000),
     shardRetryAfterMaxSeconds: positiveInteger(env, 'WFS_SHARD_RETRY_AFTER_MAX_S', 60, 3_600),
     tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S', 300, 86_400),

@@ -43,7 +43,7 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = Object.freeze({
   maxAliases: 30,
   maxDirectives: 50,
   maxFields: 20_000,
-  maxCost: 10_000,
+  maxCost: 50_000,
   maxTokens: 5_000,
 });
 

@@ -112,7 +112,7 @@ describe('cost limit', () => {
     const extensions = response.errors?.[0]?.extensions ?? {};
     expect(extensions['cost.max']).toBe(DEFAULT_QUERY_LIMITS.maxCost);
     expect(extensions['cost.estimated']).toBeGreaterThan(DEFAULT_QUERY_LIMITS.maxCost);
-    expect(response.errors?.[0]?.message).toMatch(/^operation \w+ is estimated at \d+ \(the size of the answer it can produce\); at most 10000 are allowed$/);
+    expect(response.errors?.[0]?.message).toMatch(/^operation \w+ is estimated at \d+ \(the size of the answer it can produce\); at most 50000 are allowed$/);
     expect(upstreamCalls()).toBe(0);
   });
 

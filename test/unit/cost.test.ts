@@ -36,6 +36,13 @@ describe('cost estimate (issue 17: the size of the answer a document can produce
     expect(estimate('{ locations(first: 2) { nodes { shifts(first: 3) { nodes { location { name } } } } } }')).toBe(1 + 2 * (1 + 1 + 3 * 3));
   });
 
+  it('lets the default budget serve one connection nested in another at default page sizes, never three', () => {
+    const twoLevels = estimate('{ locations { nodes { id name shifts { nodes { id start end } } } } }');
+    expect(twoLevels).toBe(1 + 100 * (1 + 2 + 1 + 100 * (1 + 3)));
+    expect(twoLevels).toBeLessThanOrEqual(DEFAULT_QUERY_LIMITS.maxCost);
+    expect(estimate('{ locations { nodes { shifts { nodes { location { shifts { nodes { id } } } } } } } }')).toBeGreaterThan(DEFAULT_QUERY_LIMITS.maxCost);
+  });
+
   it("reads first/last from the operation's variables, with their defaults", () => {
     const query = 'query Q($n: Int = 4) { shifts(first: $n) { nodes { id } } }';
     expect(estimate(query, { n: 9 })).toBe(1 + 9 * 2);
@@ -111,9 +118,9 @@ describe("README's cost table", () => {
 });
 
 describe('WFS_MAX_COST', () => {
-  it('defaults to the limits default, 10 000, and takes a positive integer', () => {
+  it('defaults to the limits default, 50 000, and takes a positive integer', () => {
     expect(loadConfig({}).maxCost).toBe(DEFAULT_QUERY_LIMITS.maxCost);
-    expect(DEFAULT_QUERY_LIMITS.maxCost).toBe(10_000);
+    expect(DEFAULT_QUERY_LIMITS.maxCost).toBe(50_000);
     expect(loadConfig({ WFS_MAX_COST: '2500' }).maxCost).toBe(2500);
   });
 

@@ -109,7 +109,10 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       ),
     onTokenRequest: (tenantId, outcome, error) => {
       metrics.tokenRequests.inc({ outcome });
-      if (outcome === 'ok') logger.debug({ tenantId }, 'token obtained');
+      if (outcome === 'ok') {
+        tokenEndpoint.confirmed();
+        logger.debug({ tenantId }, 'token obtained');
+      }
       else if (outcome === 'UPSTREAM_MISCONFIGURED' || outcome === 'UPSTREAM_UNAUTHORIZED') {
         // The operator's hint lives here, not in the error API clients see.
         logger.error(

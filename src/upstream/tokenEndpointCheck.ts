@@ -7,8 +7,9 @@ import { tokenUrl } from './tokenEndpoint';
  * first query. The probe is a client-credentials POST that names no client: it sends
  * no secret (so a wrong URL receives none) and obtains no token, and a token endpoint
  * refuses it with 400 or 401 (RFC 6749 5.2, `invalid_request` / `invalid_client`; 403
- * from providers that say so). The status decides, never the body (CONTRACT.md 4). A
- * wrong path answers 404 or 405, a host that is not the provider anything else.
+ * from providers that say so). The status decides, never the body. Only what shows a
+ * wrong address keeps readiness off: 404, 405 or 410 (a wrong path), a redirect, no
+ * connection. A real token obtained meanwhile settles it too (`confirmed`).
  */
 export type TokenEndpointVerdict =
   | { readonly ok: true; readonly url: string; readonly status: number }
@@ -49,8 +50,10 @@ export async function probeTokenEndpoint(authUrl: string, options: ProbeOptions)
     );
   }
   if (status >= 300 && status < 400) return failed(`answered ${status} (a redirect, which token requests do not follow): is WFS_AUTH_URL the provider's own address?`);
-  if (status === 429 || status >= 500) return failed(`answered ${status}: the identity provider is failing or limiting us; checking again`);
-  return failed(`answered ${status} to a request without client credentials, where a token endpoint answers 400 or 401: is WFS_AUTH_URL the identity provider?`);
+  // Anything else (another 4xx, a 429 or 5xx of a provider that is busy or failing, even a
+  // 2xx) is a server at that path that is not plainly wrong: readiness is about the
+  // configuration, and an outage of the provider is the token cache's to ride out.
+  return { ok: true, url, status };
 }
 
 export interface TokenEndpointCheckOptions extends Omit<ProbeOptions, 'signal'> {
@@ -66,6 +69,8 @@ export interface TokenEndpointCheckOptions extends Omit<ProbeOptions, 'signal'> 
 export interface TokenEndpointCheck {
   /** What is wrong while the endpoint has not yet answered like a token endpoint; undefined once it has. */
   problem(): string | undefined;
+  /** A real token was obtained from the endpoint: it is right, whatever the probe said. */
+  confirmed(): void;
   /** Settles with the first verdict (a probe ends within its time limit). */
   readonly firstVerdict: Promise<TokenEndpointVerdict>;
   close(): void;
@@ -105,6 +110,11 @@ export function startTokenEndpointCheck(options: TokenEndpointCheckOptions): Tok
 
   return {
     problem: () => problem,
+    confirmed() {
+      problem = undefined;
+      failures = 0;
+      clearTimeout(timer);
+    },
     firstVerdict: probe(),
     close() {
       controller.abort();

@@ -67,11 +67,17 @@ describe('the token endpoint check against the emulator', () => {
     expect(emulator.counters.tokenRequests).toBe(tokenRequests);
   });
 
-  it('turns ready once the token endpoint answers like one (a 503 at start-up, then a re-check)', async () => {
+  it('stays ready through a provider that fails at start-up (a 503): an outage is not a wrong address', async () => {
     emulator.injectFault({ endpoint: 'token', status: 503, times: 1 });
     subgraph = await startTestSubgraph({}, {}, {}, emulator);
+    expect((await ready(subgraph)).status).toBe(200);
+  });
+
+  it('turns ready once the token endpoint answers like one (a 404 at start-up, then a re-check)', async () => {
+    emulator.injectFault({ endpoint: 'token', status: 404, times: 1 });
+    subgraph = await startTestSubgraph({}, {}, {}, emulator);
     const first = await ready(subgraph);
-    expect(first).toEqual({ status: 503, body: { status: 'not ready', reason: `token endpoint ${emulator.tokenUrl} answered 503: the identity provider is failing or limiting us; checking again` } });
+    expect(first).toEqual({ status: 503, body: { status: 'not ready', reason: `token endpoint ${emulator.tokenUrl} answered 404: is WFS_AUTH_URL the identity provider's base URL (without /identity/o/api/token)?` } });
     await waitFor(async () => (await ready(subgraph!)).status === 200, '/ready to turn 200');
     expect(subgraph.logs.join('')).toContain('token endpoint answers like one now: ready');
   });
@@ -106,7 +112,7 @@ describe('startTokenEndpointCheck', () => {
   });
 
   it('sends no credentials, and probes again after each wrong answer until the endpoint is right', async () => {
-    answers = [404, 302, 500];
+    answers = [404, 302, 405];
     const verdicts: TokenEndpointVerdict[] = [];
     const check = startTokenEndpointCheck({ authUrl, dispatcher, retryDelaysMs: [1], onVerdict: (verdict) => verdicts.push(verdict) });
     try {
@@ -130,8 +136,8 @@ describe('startTokenEndpointCheck', () => {
     }
   });
 
-  it('accepts 401 and 403 as a token endpoint refusing a request without a client', async () => {
-    for (const status of [401, 403]) {
+  it('accepts whatever does not show a wrong address: a refusal (401, 403, 422), or a provider that is busy or failing (429, 503)', async () => {
+    for (const status of [401, 403, 422, 429, 503]) {
       answers = [status];
       const check = startTokenEndpointCheck({ authUrl, dispatcher });
       try {
@@ -140,6 +146,19 @@ describe('startTokenEndpointCheck', () => {
       } finally {
         check.close();
       }
+    }
+  });
+
+  it('is settled by a real token obtained while the probe still says the address is wrong', async () => {
+    answers = [404];
+    const check = startTokenEndpointCheck({ authUrl, dispatcher, retryDelaysMs: [60_000] });
+    try {
+      await check.firstVerdict;
+      expect(check.problem()).toMatch(/answered 404/);
+      check.confirmed();
+      expect(check.problem()).toBeUndefined();
+    } finally {
+      check.close();
     }
   });
 

@@ -28,6 +28,10 @@ else
   npx --yes -p "node@$(node -p "require('./package.json').devDependencies.node")" -c 'npm ci --no-audit --no-fund'
 fi
 
+# From here on, the project's own Node (node_modules/.bin/node) runs npm and everything
+# else, whatever the system's is.
+export PATH="$PWD/node_modules/.bin:$PATH"
+
 # Grafbase Gateway (test/e2e/grafbase.test.ts) ships its binary in a platform package of
 # its own; only the Linux x64 one is on the registry at this version, so it is not a
 # devDependency (npm ci would then fail on every other platform) but installed here.

@@ -7,7 +7,7 @@ import { tokenUrl } from './tokenEndpoint';
  * first query. The probe is a client-credentials POST that names no client: it sends
  * no secret (so a wrong URL receives none) and obtains no token, and a token endpoint
  * refuses it with 400 or 401 (RFC 6749 5.2, `invalid_request` / `invalid_client`; 403
- * from providers that say so). The status decides, never the body (CONTRACT.md 4). A
+ * from providers that say so). The status decides, never the body (docs/upstream.md, "Error bodies"). A
  * wrong path answers 404 or 405, a host that is not the provider anything else.
  */
 export type TokenEndpointVerdict =

@@ -11,7 +11,7 @@ import { writeTenantsFile } from '../helpers/subgraph';
 
 /**
  * The built server as a deployment runs it: `node dist/index.js` with the
- * environment of CONTRACT.md section 2. `scripts/test.sh` builds before jest runs.
+ * environment of README, "Configuration". `scripts/test.sh` builds before jest runs.
  */
 const root = join(__dirname, '..', '..');
 const entry = join(root, 'dist', 'index.js');

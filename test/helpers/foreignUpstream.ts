@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { SignJWT } from 'jose';
 
 /**
- * A small, independent fake of the upstream described in upstream-api.md. It is NOT
+ * A small, independent fake of the upstream described in docs/upstream.md. It is NOT
  * the project's emulator: wherever the documentation is silent it makes other
  * choices (page numbers, keyset, absolute URLs with an explicit port, bare tokens
  * with `/+=:`, page-size policies, record shapes), so tests catch assumptions that
@@ -209,7 +209,7 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
       const claims = {
         api_base: shardOrigin,
         tenant_id: tenant.tenantId,
-        // Other claims exist in the payload (upstream-api.md 2.3).
+        // Other claims exist in the payload (docs/upstream.md, "Token endpoint").
         azp: tenant.clientId,
         scp: granted.split(' ').filter(Boolean),
         realm: 'acme',
@@ -411,7 +411,7 @@ export function locationId(record: unknown): string {
 const STARTS = ['2026-11-23T09:00:00Z', '2026-11-23T09:00:00+01:00', '2026-11-23T09:00:00.123-05:30', '2026-11-23T09:00:00.123456Z', '2026-11-23T23:30:00.5+05:45'];
 
 /**
- * Shift records in the shapes CONTRACT.md section 4 allows: `location` as an id, a
+ * Shift records in the shapes docs/upstream.md, "Record shapes" allows: `location` as an id, a
  * number or an object with `id` and `name`; `user` null, an id or an object; times
  * with `Z`, offsets and fractional seconds; numeric ids; extra fields.
  */

@@ -21,7 +21,7 @@ async function get(url: string, token: string): Promise<{ status: number; json: 
   return { status: response.statusCode, json: await response.body.json().catch(() => undefined) };
 }
 
-/** Resolves a `next`/`previous` as a client following CONTRACT.md section 4 would. */
+/** Resolves a `next`/`previous` as a client following docs/upstream.md, "Page references" would. */
 function follow(em: Emulator, shard: number, path: string, reference: string, format: PageReferenceFormat): string {
   if (format === 'absolute') return reference;
   if (format === 'relative') return `${em.shardUrls[shard]}${reference}`;

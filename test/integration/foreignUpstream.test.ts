@@ -25,7 +25,7 @@ import { foreignUpstreamEnv } from '../helpers/subgraph';
  * a token endpoint under a path prefix, HS256 JWTs with extra claims, page references
  * in formats the emulator never uses, page-size policies, foreign record shapes and
  * hostile responses. Everything runs over real HTTP on loopback, through the same
- * environment variables a deployment uses (CONTRACT.md section 2).
+ * environment variables a deployment uses (README, "Configuration").
  *
  * Every scenario is its own tenant of one fake upstream and one subgraph, so token
  * cool-downs and caches of one case never leak into another.
@@ -444,7 +444,7 @@ describe('records of foreign shapes', () => {
     const nodes = response.data?.shifts?.nodes ?? [];
     expect(nodes.map((n: { id: string }) => n.id)).toEqual(['d_ok', 'd_basic_offset', 'd_garbage']);
     expect(nodes[0]).toEqual({ id: 'd_ok', start: '2026-11-23T09:00:00Z', end: '2026-11-23T17:00:00.250+01:00' });
-    // `+0100` is an ISO 8601 offset (CONTRACT.md: "ISO 8601 with offset"): either served as the same instant or refused as a bad response.
+    // `+0100` is an ISO 8601 offset (docs/upstream.md, "Record shapes": ISO 8601 with an offset): either served as the same instant or refused as a bad response.
     if (nodes[1].start !== null) expect(Date.parse(nodes[1].start)).toBe(Date.parse('2026-11-23T08:00:00Z'));
     expect(nodes[2].start).toBeNull();
     const notBadResponse = (response.errors ?? []).filter((e) => e.extensions?.code !== 'UPSTREAM_BAD_RESPONSE');

@@ -1,6 +1,6 @@
 /**
- * Field helpers every resource mapper shares, written once (CONTRACT.md section 4:
- * tolerant mapping). The upstream documents few record fields, so each helper says
+ * Field helpers every resource mapper shares, written once (docs/upstream.md,
+ * "Record shapes"). The upstream documents few record fields, so each helper says
  * what it accepts and answers null for anything else.
  */
 

@@ -46,6 +46,8 @@ export interface ShardCall {
   readonly method: string;
   readonly url: string;
   readonly authorization: string | undefined;
+  /** When it arrived, in ms since the epoch (tests whose subject is a wait compare these). */
+  readonly receivedAt: number;
 }
 
 export interface FaultContext {
@@ -242,7 +244,7 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
   const shard = createServer((req, res) => {
     const url = new URL(req.url ?? '/', shardOrigin);
     const list = (Object.keys(LIST_PATHS) as ListName[]).find((name) => LIST_PATHS[name] === url.pathname) ?? null;
-    const call: ShardCall = { list, method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization };
+    const call: ShardCall = { list, method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, receivedAt: Date.now() };
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     const tenant = bearer ? tokens.get(bearer) : undefined;
     if (!list) {
@@ -263,7 +265,7 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
   });
 
   const evil = createServer((req, res) => {
-    evilHits.push({ list: null, method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization });
+    evilHits.push({ list: null, method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, receivedAt: Date.now() });
     sendJson(res, 200, { object: 'list', data: [], has_more: false, next: null, previous: null });
   });
 

@@ -13,6 +13,7 @@ export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
   data?: T | null;
   errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string; [key: string]: unknown } }>;
+  extensions?: Record<string, unknown>;
 }
 
 export interface TestSubgraph {

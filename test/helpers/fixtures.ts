@@ -1,9 +1,13 @@
-import { createServer } from 'node:net';
-import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { once } from 'node:events';
+import type { Server as HttpServer } from 'node:http';
+import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
+import { request } from 'undici';
+import { makeTenant, type Emulator, type EmulatorTenant } from '../../src/emulator';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
 
 /**
- * The shared test fixtures: tenants, token grants, sleep and free ports, written once.
+ * The shared test fixtures: tenants, token grants, sleep, free ports, listening and
+ * emulator tokens, written once.
  * Tests that need another shape pass options instead of copying these.
  */
 
@@ -29,6 +33,18 @@ export function testTenant(
     locationCount: options.locations,
     shiftCount: options.shifts,
   });
+}
+
+/**
+ * The companies every gateway suite (Apollo Gateway, Hive Gateway, Grafbase) serves
+ * through the supergraph: two with `shifts.read` on different shards, one without it.
+ */
+export function gatewayTenants(): { withShifts: EmulatorTenant; other: EmulatorTenant; noShifts: EmulatorTenant } {
+  return {
+    withShifts: testTenant('d', { locations: 6, shifts: 12, scopes: ['shifts.read'] }),
+    other: testTenant('e', { locations: 4, shifts: 8, scopes: ['shifts.read'] }),
+    noShifts: testTenant('f', { locations: 3, shifts: 5, scopes: ['locations.read'] }),
+  };
 }
 
 /** The trusted-header identity of a tenant. */
@@ -60,4 +76,23 @@ export function freePort(): Promise<number> {
       server.close(() => (port ? resolve(port) : reject(new Error('no port assigned'))));
     });
   });
+}
+
+/** Starts `server` on a free loopback port; resolves with the port. */
+export async function listen(server: HttpServer | NetServer): Promise<number> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return (server.address() as AddressInfo).port;
+}
+
+/** An access token from the emulator's token endpoint for `tenant` (its granted scopes unless `scope` is given). */
+export async function tokenFor(emulator: Pick<Emulator, 'tokenUrl'>, tenant: Pick<EmulatorTenant, 'clientId' | 'clientSecret'>, scope?: string): Promise<string> {
+  const response = await request(emulator.tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret, ...(scope !== undefined && { scope }) }).toString(),
+  });
+  const body = (await response.body.json()) as { access_token?: string };
+  if (response.statusCode !== 200 || !body.access_token) throw new Error(`the token endpoint answered ${response.statusCode} for ${tenant.clientId}`);
+  return body.access_token;
 }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { SignJWT } from 'jose';
+import { listen } from './fixtures';
 
 /**
  * A small, independent fake of the upstream described in docs/upstream.md. It is NOT
@@ -153,11 +154,6 @@ function effectiveSize(policy: SizePolicy, requested: number | undefined): numbe
   }
 }
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
 function tracked(server: Server): Set<Socket> {
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
@@ -270,9 +266,9 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
   });
 
   const sockets = [tracked(idp), tracked(shard), tracked(evil)];
-  const idpOrigin = await listen(idp);
-  shardOrigin = await listen(shard);
-  evilOrigin = await listen(evil);
+  const idpOrigin = `http://127.0.0.1:${await listen(idp)}`;
+  shardOrigin = `http://127.0.0.1:${await listen(shard)}`;
+  evilOrigin = `http://127.0.0.1:${await listen(evil)}`;
 
   /** The page the shard serves for this tenant, list and query. */
   function serve(tenant: ForeignTenant, list: ListName, url: URL): ListEnvelope {

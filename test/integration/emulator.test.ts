@@ -1,8 +1,8 @@
 import { decodeJwt } from 'jose';
 import { Agent, request } from 'undici';
-import { startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../src/emulator';
 import { RESOURCES } from '../../src/upstream/resources';
-import { testTenant } from '../helpers/fixtures';
+import { testTenant, tokenFor } from '../helpers/fixtures';
 import { listsCalled } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
 
@@ -33,12 +33,6 @@ async function call(url: string, init: { method?: 'GET' | 'POST'; headers?: Reco
 
 function postToken(em: Emulator, fields: Record<string, string>, contentType = 'application/x-www-form-urlencoded'): Promise<Res> {
   return call(em.tokenUrl, { method: 'POST', headers: { 'content-type': contentType }, body: new URLSearchParams(fields).toString() });
-}
-
-async function tokenFor(em: Emulator, tenant: EmulatorTenant, scope?: string): Promise<string> {
-  const res = await postToken(em, { grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret, ...(scope !== undefined && { scope }) });
-  expect(res.status).toBe(200);
-  return res.json.access_token as string;
 }
 
 function list(em: Emulator, shard: number, path: string, token?: string, query = 'page_size=100'): Promise<Res> {

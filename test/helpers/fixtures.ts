@@ -3,6 +3,7 @@ import type { Server as HttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { request } from 'undici';
 import { makeTenant, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import type { TenantCredentials } from '../../src/config';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
 
 /**
@@ -47,6 +48,12 @@ export function gatewayTenants(): { withShifts: EmulatorTenant; other: EmulatorT
   };
 }
 
+/** The company of tests that need only its credentials: token cache, Redis store, client, cursors. */
+export const TENANT: TenantCredentials = { tenantId: 'tenant-1', clientId: 'client-1', clientSecret: 'secret-1', scope: 'shifts.read' };
+export const TENANT_ID = TENANT.tenantId;
+/** Another company, for what must not cross from one company to another. */
+export const OTHER_TENANT_ID = 'tenant-2';
+
 /** The trusted-header identity of a tenant. */
 export const as = (tenant: Pick<EmulatorTenant, 'tenantId'>) => ({ 'x-tenant-id': tenant.tenantId });
 
@@ -54,7 +61,7 @@ export const as = (tenant: Pick<EmulatorTenant, 'tenantId'>) => ({ 'x-tenant-id'
 export function tokenGrant(overrides: Partial<TokenGrant> & { lifeMs?: number } = {}): TokenGrant {
   const { lifeMs = 60_000, ...rest } = overrides;
   const now = Date.now();
-  return { accessToken: 'token', tenantId: 't1', apiBase: 'https://shard-1.example.com', scopes: [], obtainedAt: now, expiresAt: now + lifeMs, ...rest };
+  return { accessToken: 'token', tenantId: TENANT_ID, apiBase: 'https://shard-1.example.com', scopes: [], obtainedAt: now, expiresAt: now + lifeMs, ...rest };
 }
 
 /**

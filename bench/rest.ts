@@ -106,7 +106,7 @@ export class DirectClient {
   }
 }
 
-/** The `api_base` claim, read from the JWT payload as a routing hint (upstream-api.md 2.3). */
+/** The `api_base` claim, read from the JWT payload as a routing hint (docs/upstream.md, "Token endpoint"). */
 export function apiBaseOf(accessToken: string): string {
   const payload = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString('utf8')) as { api_base?: unknown };
   if (typeof payload.api_base !== 'string') throw new Error('the token has no api_base claim');
@@ -115,8 +115,8 @@ export function apiBaseOf(accessToken: string): string {
 
 /**
  * A page URL: the list path on the shard, or the page an envelope's `next` names.
- * `next` may be an absolute URL, a path-relative URL or a bare token (CONTRACT.md
- * section 4); `page_size` is always sent.
+ * `next` may be an absolute URL, a path-relative URL or a bare token (docs/upstream.md,
+ * "Page references"); `page_size` is always sent.
  */
 export function pageUrl(apiBase: string, path: string, pageSize: number, ref: string | null): URL {
   const base = new URL(path, apiBase);

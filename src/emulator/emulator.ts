@@ -61,7 +61,7 @@ function shutdown(server: Server): Promise<void> {
 
 /**
  * Starts the upstream emulator: an auth server with the token endpoint and one server
- * per shard, all on loopback (ephemeral ports by default), as upstream-api.md describes.
+ * per shard, all on loopback (ephemeral ports by default), as docs/upstream.md describes.
  */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const host = options.host ?? '127.0.0.1';

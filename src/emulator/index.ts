@@ -1,4 +1,4 @@
-// The upstream emulator: a real HTTP implementation of upstream-api.md, used by demo
+// The upstream emulator: a real HTTP implementation of docs/upstream.md, used by demo
 // mode (`npm start` without WFS_AUTH_URL), the integration tests and the benchmarks,
 // and alone through `npm run emulator` (main.ts).
 //

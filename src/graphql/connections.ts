@@ -33,7 +33,7 @@ export interface ConnectionArgs {
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 100;
 
-/** Relay arguments, checked before any upstream call (CONTRACT.md section 3, page size). */
+/** Relay arguments, checked before any upstream call (README, "For frontend teams": paging). */
 export type PagingRequest =
   | { readonly direction: 'forward'; readonly count: number; readonly cursor: string | null }
   | { readonly direction: 'backward'; readonly count: number; readonly cursor: string | null };

@@ -27,7 +27,7 @@ interface IndexHolder {
 }
 
 /**
- * Lookup by id without a detail endpoint (CONTRACT.md section 4, "lookup by id"):
+ * Lookup by id without a detail endpoint (docs/upstream.md, "Lookup by id"):
  * a short-lived index of one tenant's list, filled by scanning the list a page at a
  * time, only as far as the wanted ids need, and resumed where the last scan stopped.
  * Connection pages prime it too. Scans of one index run one at a time, so two

@@ -51,7 +51,8 @@ export class FieldShape {
 /**
  * The trace tree as columns: node i's parent, list index, start and end (ns since the
  * trace started, -1 when unset) and field shape. Node 0 is the root; a node is always
- * added after its parent, which the size pass relies on. Columns instead of an object
+ * added after its parent, so a child is found by scanning forward from its parent
+ * (`nodeAt` in inlineTrace.ts). Columns instead of an object
  * per node: by the time the answer is encoded the ~300 nodes of a page are no longer
  * in the CPU cache, and reading a few dense arrays costs a fraction of chasing objects.
  */

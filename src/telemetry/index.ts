@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
  * Tracing facade. Everything the rest of the code calls lives here and costs one
  * function call when tracing is off (the default): no `@opentelemetry/*` module is
  * loaded until `startTelemetry` finds the standard switch in the environment
- * (CONTRACT.md section 2: `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_TRACES_EXPORTER`),
+ * (README, "Tracing (OpenTelemetry)": `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_TRACES_EXPORTER`),
  * and then `./otel` is imported once and installs itself as the implementation.
  *
  * Attribute values are chosen by the callers below and never include a token,

@@ -3,7 +3,7 @@ import ipaddr from 'ipaddr.js';
 import { UpstreamError } from './errors';
 
 /*
- * Where a bearer token may be sent (CONTRACT.md section 4, "api_base claim"). The
+ * Where a bearer token may be sent (docs/upstream.md, "api_base claim"). The
  * `api_base` claim is data from the network, so the address it leads to is checked:
  * a public unicast address, or loopback (demo and tests). Private ranges, shared
  * address space, link-local, unique-local, unspecified, broadcast, multicast,

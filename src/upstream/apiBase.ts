@@ -4,7 +4,7 @@ import { UpstreamError } from './errors';
 
 /**
  * The `api_base` claim decides where our bearer token goes, so it is checked before
- * any use (CONTRACT.md section 4, "api_base claim"): an https origin, or plain http on
+ * any use (docs/upstream.md, "api_base claim"): an https origin, or plain http on
  * a loopback host only; no userinfo, no path beyond `/`, no query or fragment; an IP
  * literal (however written: WHATWG URL parsing normalises decimal, octal and hex IPv4
  * forms) must be public unicast or loopback (addressPolicy.ts); and, when an allow-list

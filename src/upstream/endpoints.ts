@@ -1,6 +1,6 @@
 /**
- * Page size rule for every list call (CONTRACT.md section 4, "max and default
- * page_size"); list paths and scopes live in the resource modules (`resources/`).
+ * Page size rule for every list call (docs/upstream.md, "Page size");
+ * list paths and scopes live in the resource modules (`resources/`).
  */
 
 /**

@@ -4,8 +4,8 @@ import { UpstreamError } from './errors';
  * A page reference, normalised: the query string to send on the list path (without
  * `?`), e.g. `cursor=abc&page_size=100`. `null` stands for the first page.
  *
- * The upstream does not document the format of `next`/`previous` (CONTRACT.md
- * section 4). We accept an absolute URL, a path-relative URL, or a bare token (sent
+ * The upstream does not document the format of `next`/`previous` (docs/upstream.md,
+ * "Page references"). We accept an absolute URL, a path-relative URL, or a bare token (sent
  * back as the `cursor` query parameter). A URL is followed only on the tenant's own
  * `api_base` origin and on the same list path; only its query is kept, so the token
  * can never be sent anywhere else, even if the tenant later moves shards.

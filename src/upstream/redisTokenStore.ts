@@ -5,8 +5,8 @@ import type { TokenGrant } from './tokenEndpoint';
 import { openRecord, recordKey, sealRecord, verifyRecord } from './tokenRecord';
 
 /*
- * The shared token cache and refresh lock for several replicas (CONTRACT.md section 4,
- * "token lifetime": at most one token request per tenant in flight across replicas).
+ * The shared token cache and refresh lock for several replicas (docs/upstream.md,
+ * "Token lifetime": at most one token request per tenant in flight across replicas).
  *
  *   {prefix}token:{tenantId}  the TokenGrant sealed with AES-256-GCM (tokenRecord.ts), expiring with the token (PX)
  *   {prefix}lock:{tenantId}   a random id of the replica refreshing, SET NX PX
@@ -18,7 +18,7 @@ import { openRecord, recordKey, sealRecord, verifyRecord } from './tokenRecord';
  * Redis is an optimisation, not a dependency of serving: when it is down, `read`
  * answers null, `tryLock` answers a no-op release, and `write`/`discard` do nothing,
  * so each replica falls back to its own single flight (TokenCache's pending promise).
- * The contract then holds per replica instead of across replicas, and every failure
+ * That single flight then holds per replica instead of across replicas, and every failure
  * is reported through `onError`.
  */
 

@@ -35,7 +35,7 @@ export function tokenUrl(authUrl: string): string {
 }
 
 /**
- * One client-credentials request (upstream-api.md 4.1). The secret goes only in the
+ * One client-credentials request (docs/upstream.md, "Token endpoint"). The secret goes only in the
  * form body. The result is checked before anyone uses it: the token must be bound
  * to the configured tenant and its `api_base` must pass `checkApiBase`.
  */

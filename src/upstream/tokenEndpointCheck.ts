@@ -7,9 +7,10 @@ import { tokenUrl } from './tokenEndpoint';
  * first query. The probe is a client-credentials POST that names no client: it sends
  * no secret (so a wrong URL receives none) and obtains no token, and a token endpoint
  * refuses it with 400 or 401 (RFC 6749 5.2, `invalid_request` / `invalid_client`; 403
- * from providers that say so). The status decides, never the body. Only what shows a
- * wrong address keeps readiness off: 404, 405 or 410 (a wrong path), a redirect, no
- * connection. A real token obtained meanwhile settles it too (`confirmed`).
+ * from providers that say so). The status decides, never the body (docs/upstream.md,
+ * "Error bodies"). Only what shows a wrong address keeps readiness off: 404, 405 or 410
+ * (a wrong path), a redirect, no connection. A real token obtained meanwhile settles it
+ * too (`confirmed`).
  */
 export type TokenEndpointVerdict =
   | { readonly ok: true; readonly url: string; readonly status: number }

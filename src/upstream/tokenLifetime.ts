@@ -1,5 +1,5 @@
 /*
- * How long a token lives (CONTRACT.md section 4, "token lifetime"). The token
+ * How long a token lives (docs/upstream.md, "Token lifetime"). The token
  * response's `expires_in` decides when it is usable; when it is not (missing, zero,
  * negative, not a number, absurdly large), the token's own `exp` claim does, counted
  * as `exp - iat` from when we asked (so a clock difference with the identity provider

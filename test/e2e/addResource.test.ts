@@ -47,7 +47,7 @@ function toTimesheetRecord(item: unknown): TimesheetRecord | MalformedRecord {
   return { id, minutes: typeof raw.minutes === 'number' ? raw.minutes : null, shiftId: referenceId(raw.shift), locationId: referenceId(raw.location) };
 }
 
-/** Timesheets (upstream-api.md 2.1 names their scope; their fields are this example's). */
+/** Timesheets (docs/upstream.md, "List endpoints" names their scope; their fields are this example's). */
 export const timesheets = defineResource<TimesheetRecord, TimesheetFilter, 'timesheets'>({
   name: 'timesheets',
   typename: 'Timesheet',

@@ -9,7 +9,7 @@ import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/
 import { makeTenant, type EmulatorTenant } from '../../src/emulator';
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
 import { listsCalled, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
-import { as } from '../helpers/fixtures';
+import { as, gatewayTenants } from '../helpers/fixtures';
 
 /**
  * The supergraph end to end: our real subgraph (on the upstream emulator) and the
@@ -22,9 +22,7 @@ import { as } from '../helpers/fixtures';
 const repoRoot = path.resolve(__dirname, '../..');
 const ROUTER_SECRET = 'router-secret-for-the-gateway-test-0123456789';
 
-const WITH_SHIFTS = makeTenant({ tenantId: 'dddddddd-0000-4000-8000-000000000004', clientId: 'client-d', clientSecret: 'secret-d-5c2b8e1f', grantedScopes: ['shifts.read'], shard: 0, locationCount: 6, shiftCount: 12 });
-const OTHER = makeTenant({ tenantId: 'eeeeeeee-0000-4000-8000-000000000005', clientId: 'client-e', clientSecret: 'secret-e-8a4c2d9b', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 8 });
-const NO_SHIFTS = makeTenant({ tenantId: 'ffffffff-0000-4000-8000-000000000006', clientId: 'client-f', clientSecret: 'secret-f-1d7e3a6c', grantedScopes: ['locations.read'], shard: 0, locationCount: 3, shiftCount: 5 });
+const { withShifts: WITH_SHIFTS, other: OTHER, noShifts: NO_SHIFTS } = gatewayTenants();
 // Queried by one test only, so its entity indexes start cold in each subgraph instance.
 const LARGE = makeTenant({ tenantId: '12121212-0000-4000-8000-000000000007', clientId: 'client-l', clientSecret: 'secret-l-6b1f9e3a', grantedScopes: ['shifts.read'], shard: 1, locationCount: 8, shiftCount: 70 });
 const tenants: EmulatorTenant[] = [WITH_SHIFTS, OTHER, NO_SHIFTS, LARGE];

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
-import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import type { EmulatorTenant } from '../../src/emulator';
+import { as, freePort, gatewayTenants } from '../helpers/fixtures';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
@@ -21,9 +21,7 @@ const repoRoot = path.resolve(__dirname, '../..');
 const routerDir = path.join(repoRoot, 'router');
 const ROUTER_SECRET = 'router-secret-for-the-grafbase-test-0123456789';
 
-const WITH_SHIFTS = makeTenant({ tenantId: '31313131-0000-4000-8000-000000000001', clientId: 'client-g1', clientSecret: 'secret-g1-4e7a1c9d', grantedScopes: ['shifts.read'], shard: 0, locationCount: 5, shiftCount: 12 });
-const OTHER = makeTenant({ tenantId: '32323232-0000-4000-8000-000000000002', clientId: 'client-g2', clientSecret: 'secret-g2-8b3d6f2a', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 6 });
-const NO_SHIFTS = makeTenant({ tenantId: '33333333-0000-4000-8000-000000000003', clientId: 'client-g3', clientSecret: 'secret-g3-2c9e5a7b', grantedScopes: ['locations.read'], shard: 0, locationCount: 3, shiftCount: 4 });
+const { withShifts: WITH_SHIFTS, other: OTHER, noShifts: NO_SHIFTS } = gatewayTenants();
 
 /** The platform package's binary (what the `grafbase` package's postinstall links), else that link. */
 function grafbaseBinary(): string {
@@ -35,15 +33,6 @@ function grafbaseBinary(): string {
   const found = candidates.find((candidate) => existsSync(candidate));
   if (!found) throw new Error(`no grafbase binary in node_modules (looked at ${candidates.join(', ')}): run npm ci`);
   return found;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 interface RunningGrafbase {
@@ -105,7 +94,7 @@ interface GatewayError {
 async function run(gateway: RunningGrafbase, query: string, tenant: EmulatorTenant) {
   const response = await request(gateway.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId },
+    headers: { 'content-type': 'application/json', ...as(tenant) },
     body: JSON.stringify({ query }),
   });
   return (await response.body.json()) as { data?: Record<string, any> | null; errors?: GatewayError[] };

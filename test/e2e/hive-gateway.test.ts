@@ -4,8 +4,8 @@ import path from 'node:path';
 import { createGatewayRuntime } from '@graphql-hive/gateway';
 import { request } from 'undici';
 import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
-import { makeTenant, type EmulatorTenant } from '../../src/emulator';
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
+import { as, gatewayTenants } from '../helpers/fixtures';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
@@ -24,9 +24,7 @@ const ROUTER_SECRET = 'router-secret-for-the-hive-gateway-test-0123456789';
 process.env['WFS_ROUTER_SECRET'] ??= ROUTER_SECRET;
 const { createGatewayConfig } = require('../../router/gateway.config') as typeof import('../../router/gateway.config');
 
-const WITH_SHIFTS = makeTenant({ tenantId: 'dddddddd-0000-4000-8000-000000000004', clientId: 'client-d', clientSecret: 'secret-d-5c2b8e1f', grantedScopes: ['shifts.read'], shard: 0, locationCount: 6, shiftCount: 12 });
-const OTHER = makeTenant({ tenantId: 'eeeeeeee-0000-4000-8000-000000000005', clientId: 'client-e', clientSecret: 'secret-e-8a4c2d9b', grantedScopes: ['shifts.read'], shard: 1, locationCount: 4, shiftCount: 8 });
-const NO_SHIFTS = makeTenant({ tenantId: 'ffffffff-0000-4000-8000-000000000006', clientId: 'client-f', clientSecret: 'secret-f-1d7e3a6c', grantedScopes: ['locations.read'], shard: 0, locationCount: 3, shiftCount: 5 });
+const { withShifts: WITH_SHIFTS, other: OTHER, noShifts: NO_SHIFTS } = gatewayTenants();
 
 interface Result {
   data?: Record<string, any> | null;
@@ -60,7 +58,6 @@ async function startHiveGateway(urls: { wfs: string; people: string }, routerSec
   };
 }
 
-const as = (tenant: EmulatorTenant) => ({ 'x-tenant-id': tenant.tenantId });
 const ids = (nodes: Array<{ id: string }> | undefined) => nodes?.map((node) => node.id);
 const codes = (result: Result) => result.errors?.map((error) => ({ path: error.path, code: error.extensions?.code }));
 

@@ -7,11 +7,12 @@ import { request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { isSupportedNodeVersion, MINIMUM_NODE_VERSION } from '../../src/nodeVersion';
 import { startRedisServer } from '../helpers/redisServer';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { postGraphQL, writeTenantsFile } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
 
 /**
  * The built server as a deployment runs it: `node dist/index.js` with the
- * environment of CONTRACT.md section 2. `scripts/test.sh` builds before jest runs.
+ * environment of README, "Configuration". `scripts/test.sh` builds before jest runs.
  */
 const root = join(__dirname, '..', '..');
 const entry = join(root, 'dist', 'index.js');
@@ -34,20 +35,14 @@ function run(env: Record<string, string>): Running {
   return { child, stdout: () => out, stderr: () => err, exit };
 }
 
-async function waitFor(predicate: () => string | undefined, what: string, ms = 15_000): Promise<string> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** The first group of `pattern` in what the running server printed, once it printed it. */
+async function printed(pattern: RegExp, what: string): Promise<string> {
+  let found: string | undefined;
+  await waitFor(() => (found = pattern.exec(running!.stdout())?.[1]) !== undefined, what, 15_000);
+  return found!;
 }
 
-async function post(url: string, query: string, headers: Record<string, string> = {}) {
-  const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query }) });
-  return { status: response.statusCode, body: (await response.body.json()) as any };
-}
+const post = (url: string, query: string, headers: Record<string, string> = {}) => postGraphQL(url, { query }, headers);
 
 let running: Running | undefined;
 afterEach(async () => {
@@ -61,13 +56,13 @@ afterEach(async () => {
 describe('node dist/index.js', () => {
   it('starts in demo mode from any directory, prints the URL, tenants and a query, serves demo data, and stops on SIGTERM', async () => {
     running = run({});
-    const url = await waitFor(() => /GraphQL:\s+(http:\S+)/.exec(running!.stdout())?.[1], 'the banner');
+    const url = await printed(/GraphQL:\s+(http:\S+)/, 'the banner');
     expect(running.stdout()).toMatch(/Demo tenants/);
     expect(running.stdout()).toMatch(/query/);
     const answer = await post(url, '{ locations(first: 3) { nodes { id name } } shifts(first: 2) { nodes { id start location { name } } } }');
-    expect(answer.body.errors).toBeUndefined();
-    expect(answer.body.data.locations.nodes).toHaveLength(3);
-    expect(answer.body.data.shifts.nodes[0].location.name).toEqual(expect.any(String));
+    expect(answer.errors).toBeUndefined();
+    expect(answer.data.locations.nodes).toHaveLength(3);
+    expect(answer.data.shifts.nodes[0].location.name).toEqual(expect.any(String));
     const origin = new URL(url).origin;
     expect((await request(`${origin}/health`)).statusCode).toBe(200);
     const ready = await request(`${origin}/ready`);
@@ -151,10 +146,10 @@ describe('node dist/index.js', () => {
 
   it('runs the demo in production only when asked for, and says so', async () => {
     running = run({ NODE_ENV: 'production', WFS_DEMO: 'true' });
-    const url = await waitFor(() => /GraphQL:\s+(http:\S+)/.exec(running!.stdout())?.[1], 'the banner');
+    const url = await printed(/GraphQL:\s+(http:\S+)/, 'the banner');
     const answer = await post(url, '{ locations(first: 1) { nodes { id } } }');
-    expect(answer.body.data.locations.nodes).toHaveLength(1);
-    expect(answer.body.extensions?.demoTenant).toEqual(expect.any(String));
+    expect(answer.data.locations.nodes).toHaveLength(1);
+    expect(answer.extensions?.demoTenant).toEqual(expect.any(String));
     expect(running.stdout()).toMatch(/WFS_DEMO=true with NODE_ENV=production/);
     running.child.kill('SIGTERM');
     expect(await running.exit).toBe(0);
@@ -176,10 +171,10 @@ describe('node dist/index.js', () => {
         WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
         LOG_LEVEL: 'debug',
       });
-      const url = await waitFor(() => /"url":"(http:[^"]+)"/.exec(running!.stdout())?.[1], 'the ready log line');
+      const url = await printed(/"url":"(http:[^"]+)"/, 'the ready log line');
       for (const tenant of emulator.tenants) {
         const answer = await post(url, '{ locations(first: 2) { nodes { id } } }', { 'x-tenant-id': tenant.tenantId });
-        expect(answer.body.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
+        expect(answer.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
       }
       expect(emulator.counters.tokenRequests).toBe(emulator.tenants.length);
       running.child.kill('SIGTERM');
@@ -198,11 +193,11 @@ describe('node dist/index.js', () => {
         WFS_TRUSTED_NETWORK: 'true',
         WFS_API_BASE_ALLOW: '127.0.0.1',
       });
-      const url = await waitFor(() => /"url":"(http:[^"]+)"/.exec(running!.stdout())?.[1], 'the ready log line');
+      const url = await printed(/"url":"(http:[^"]+)"/, 'the ready log line');
       expect(running.stdout()).toMatch(/"level":40,[^\n]*WFS_TRUSTED_NETWORK=true/);
       const tenant = emulator.tenants[0]!;
       const answer = await post(url, '{ locations(first: 1) { nodes { id } } }', { 'x-tenant-id': tenant.tenantId });
-      expect(answer.body.data.locations.nodes).toEqual([{ id: tenant.locations[0]!.id }]);
+      expect(answer.data.locations.nodes).toEqual([{ id: tenant.locations[0]!.id }]);
       running.child.kill('SIGTERM');
       expect(await running.exit).toBe(0);
     });
@@ -220,10 +215,10 @@ describe('node dist/index.js', () => {
         NODE_OPTIONS: `--require ${preload}`,
         ...env,
       });
-      const url = await waitFor(() => /"url":"(http:[^"]+)"/.exec(running!.stdout())?.[1], 'the ready log line');
+      const url = await printed(/"url":"(http:[^"]+)"/, 'the ready log line');
       const tenant = emulator.tenants[0]!;
       const answer = await post(url, '{ locations(first: 2) { nodes { id name } } }', { 'x-tenant-id': tenant.tenantId });
-      expect(answer.body.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
+      expect(answer.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
       running.child.kill('SIGTERM');
       expect(await running.exit).toBe(0);
       // Exit 0 after the ordered close, not because nothing was left to keep the process alive.

@@ -2,10 +2,9 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from 'undici';
 import { startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
 import { spanAttributes as attributes, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlpReceiver';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { postGraphQL, writeTenantsFile } from '../helpers/subgraph';
 
 /**
  * OpenTelemetry end to end, on the built server as a deployment runs it
@@ -54,10 +53,7 @@ function spawnNode(args: string[], env: Record<string, string>): Child {
   };
 }
 
-async function post(url: string, query: string, headers: Record<string, string>) {
-  const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query }) });
-  return (await response.body.json()) as { data?: any; errors?: unknown[] };
-}
+const post = (url: string, query: string, headers: Record<string, string>) => postGraphQL(url, { query }, headers);
 
 const children: Child[] = [];
 afterEach(async () => {

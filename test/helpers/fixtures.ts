@@ -1,9 +1,14 @@
-import { createServer } from 'node:net';
-import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { once } from 'node:events';
+import type { Server as HttpServer } from 'node:http';
+import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
+import { request } from 'undici';
+import { makeTenant, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import type { TenantCredentials } from '../../src/config';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
 
 /**
- * The shared test fixtures: tenants, token grants, sleep and free ports, written once.
+ * The shared test fixtures: tenants, token grants, sleep, free ports, listening and
+ * emulator tokens, written once.
  * Tests that need another shape pass options instead of copying these.
  */
 
@@ -31,6 +36,24 @@ export function testTenant(
   });
 }
 
+/**
+ * The companies every gateway suite (Apollo Gateway, Hive Gateway, Grafbase) serves
+ * through the supergraph: two with `shifts.read` on different shards, one without it.
+ */
+export function gatewayTenants(): { withShifts: EmulatorTenant; other: EmulatorTenant; noShifts: EmulatorTenant } {
+  return {
+    withShifts: testTenant('d', { locations: 6, shifts: 12, scopes: ['shifts.read'] }),
+    other: testTenant('e', { locations: 4, shifts: 8, scopes: ['shifts.read'] }),
+    noShifts: testTenant('f', { locations: 3, shifts: 5, scopes: ['locations.read'] }),
+  };
+}
+
+/** The company of tests that need only its credentials: token cache, Redis store, client, cursors. */
+export const TENANT: TenantCredentials = { tenantId: 'tenant-1', clientId: 'client-1', clientSecret: 'secret-1', scope: 'shifts.read' };
+export const TENANT_ID = TENANT.tenantId;
+/** Another company, for what must not cross from one company to another. */
+export const OTHER_TENANT_ID = 'tenant-2';
+
 /** The trusted-header identity of a tenant. */
 export const as = (tenant: Pick<EmulatorTenant, 'tenantId'>) => ({ 'x-tenant-id': tenant.tenantId });
 
@@ -38,7 +61,7 @@ export const as = (tenant: Pick<EmulatorTenant, 'tenantId'>) => ({ 'x-tenant-id'
 export function tokenGrant(overrides: Partial<TokenGrant> & { lifeMs?: number } = {}): TokenGrant {
   const { lifeMs = 60_000, ...rest } = overrides;
   const now = Date.now();
-  return { accessToken: 'token', tenantId: 't1', apiBase: 'https://shard-1.example.com', scopes: [], obtainedAt: now, expiresAt: now + lifeMs, ...rest };
+  return { accessToken: 'token', tenantId: TENANT_ID, apiBase: 'https://shard-1.example.com', scopes: [], obtainedAt: now, expiresAt: now + lifeMs, ...rest };
 }
 
 /**
@@ -60,4 +83,23 @@ export function freePort(): Promise<number> {
       server.close(() => (port ? resolve(port) : reject(new Error('no port assigned'))));
     });
   });
+}
+
+/** Starts `server` on a free loopback port; resolves with the port. */
+export async function listen(server: HttpServer | NetServer): Promise<number> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return (server.address() as AddressInfo).port;
+}
+
+/** An access token from the emulator's token endpoint for `tenant` (its granted scopes unless `scope` is given). */
+export async function tokenFor(emulator: Pick<Emulator, 'tokenUrl'>, tenant: Pick<EmulatorTenant, 'clientId' | 'clientSecret'>, scope?: string): Promise<string> {
+  const response = await request(emulator.tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret, ...(scope !== undefined && { scope }) }).toString(),
+  });
+  const body = (await response.body.json()) as { access_token?: string };
+  if (response.statusCode !== 200 || !body.access_token) throw new Error(`the token endpoint answered ${response.statusCode} for ${tenant.clientId}`);
+  return body.access_token;
 }

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { SignJWT } from 'jose';
+import { listen } from './fixtures';
 
 /**
- * A small, independent fake of the upstream described in upstream-api.md. It is NOT
+ * A small, independent fake of the upstream described in docs/upstream.md. It is NOT
  * the project's emulator: wherever the documentation is silent it makes other
  * choices (page numbers, keyset, absolute URLs with an explicit port, bare tokens
  * with `/+=:`, page-size policies, record shapes), so tests catch assumptions that
@@ -46,6 +47,8 @@ export interface ShardCall {
   readonly method: string;
   readonly url: string;
   readonly authorization: string | undefined;
+  /** When it arrived, in ms since the epoch (tests whose subject is a wait compare these). */
+  readonly receivedAt: number;
 }
 
 export interface FaultContext {
@@ -151,11 +154,6 @@ function effectiveSize(policy: SizePolicy, requested: number | undefined): numbe
   }
 }
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
 function tracked(server: Server): Set<Socket> {
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
@@ -209,7 +207,7 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
       const claims = {
         api_base: shardOrigin,
         tenant_id: tenant.tenantId,
-        // Other claims exist in the payload (upstream-api.md 2.3).
+        // Other claims exist in the payload (docs/upstream.md, "Token endpoint").
         azp: tenant.clientId,
         scp: granted.split(' ').filter(Boolean),
         realm: 'acme',
@@ -242,7 +240,7 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
   const shard = createServer((req, res) => {
     const url = new URL(req.url ?? '/', shardOrigin);
     const list = (Object.keys(LIST_PATHS) as ListName[]).find((name) => LIST_PATHS[name] === url.pathname) ?? null;
-    const call: ShardCall = { list, method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization };
+    const call: ShardCall = { list, method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, receivedAt: Date.now() };
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     const tenant = bearer ? tokens.get(bearer) : undefined;
     if (!list) {
@@ -263,14 +261,14 @@ export async function startForeignUpstream(): Promise<ForeignUpstream> {
   });
 
   const evil = createServer((req, res) => {
-    evilHits.push({ list: null, method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization });
+    evilHits.push({ list: null, method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, receivedAt: Date.now() });
     sendJson(res, 200, { object: 'list', data: [], has_more: false, next: null, previous: null });
   });
 
   const sockets = [tracked(idp), tracked(shard), tracked(evil)];
-  const idpOrigin = await listen(idp);
-  shardOrigin = await listen(shard);
-  evilOrigin = await listen(evil);
+  const idpOrigin = `http://127.0.0.1:${await listen(idp)}`;
+  shardOrigin = `http://127.0.0.1:${await listen(shard)}`;
+  evilOrigin = `http://127.0.0.1:${await listen(evil)}`;
 
   /** The page the shard serves for this tenant, list and query. */
   function serve(tenant: ForeignTenant, list: ListName, url: URL): ListEnvelope {
@@ -411,7 +409,7 @@ export function locationId(record: unknown): string {
 const STARTS = ['2026-11-23T09:00:00Z', '2026-11-23T09:00:00+01:00', '2026-11-23T09:00:00.123-05:30', '2026-11-23T09:00:00.123456Z', '2026-11-23T23:30:00.5+05:45'];
 
 /**
- * Shift records in the shapes CONTRACT.md section 4 allows: `location` as an id, a
+ * Shift records in the shapes docs/upstream.md, "Record shapes" allows: `location` as an id, a
  * number or an object with `id` and `name`; `user` null, an id or an object; times
  * with `Z`, offsets and fractional seconds; numeric ids; extra fields.
  */

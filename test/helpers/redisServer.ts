@@ -4,6 +4,7 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './fixtures';
+import { waitFor } from './waitFor';
 
 export interface RedisTestServer {
   /** `redis://127.0.0.1:<port>` */
@@ -80,13 +81,8 @@ async function startOnce(port: number): Promise<RedisTestServer> {
   };
 }
 
-async function waitForPong(port: number): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (await pings(port)) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`redis-server on port ${port} did not answer PING within ${READY_TIMEOUT_MS} ms`);
+function waitForPong(port: number): Promise<void> {
+  return waitFor(() => pings(port), `redis-server on port ${port} to answer PING`, READY_TIMEOUT_MS);
 }
 
 /** One inline PING over a raw socket: no client library, no reconnect loop to stop. */

@@ -13,6 +13,9 @@ export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
   data?: T | null;
   errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string; [key: string]: unknown } }>;
+  extensions?: Record<string, unknown>;
+  /** The response's HTTP headers (`x-request-id`, ...). */
+  headers?: Record<string, string | string[] | undefined>;
 }
 
 export interface TestSubgraph {
@@ -68,7 +71,7 @@ export async function postGraphQL(
     body: JSON.stringify(body),
     ...(signal && { signal }),
   });
-  return { ...((await response.body.json()) as GraphQLResponse), status: response.statusCode } as GraphQLResponse<any>;
+  return { ...((await response.body.json()) as GraphQLResponse), status: response.statusCode, headers: response.headers } as GraphQLResponse<any>;
 }
 
 export async function startTestSubgraph(

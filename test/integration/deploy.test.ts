@@ -38,7 +38,7 @@ function namesTheServerReads(): Set<string> {
   return names;
 }
 
-/** Standard OpenTelemetry SDK variables the SDK itself reads (CONTRACT.md section 2: `OTEL_*`). */
+/** Standard OpenTelemetry SDK variables the SDK itself reads (README, "Tracing (OpenTelemetry)": `OTEL_*`). */
 const OTEL_SDK_NAMES = ['OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TIMEOUT'];
 
 const known = namesTheServerReads();

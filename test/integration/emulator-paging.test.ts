@@ -1,27 +1,18 @@
 import { request } from 'undici';
-import { testTenant } from '../helpers/fixtures';
-import { demoTenants, makeTenant, startEmulator, type Emulator, type EmulatorTenant, type PageReferenceFormat } from '../../src/emulator';
+import { testTenant, tokenFor } from '../helpers/fixtures';
+import { demoTenants, makeTenant, startEmulator, type Emulator, type PageReferenceFormat } from '../../src/emulator';
 
 const A = testTenant('a', { locations: 23, shifts: 150 });
 const B = testTenant('b', { locations: 3, shifts: 4 });
 const LOCATIONS = '/api/public/v1/locations/';
 const SHIFTS = '/api/public/v1/shifts/';
 
-async function tokenFor(em: Emulator, tenant: EmulatorTenant): Promise<string> {
-  const response = await request(em.tokenUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret }).toString(),
-  });
-  return ((await response.body.json()) as { access_token: string }).access_token;
-}
-
 async function get(url: string, token: string): Promise<{ status: number; json: any }> {
   const response = await request(url, { headers: { authorization: `Bearer ${token}` } });
   return { status: response.statusCode, json: await response.body.json().catch(() => undefined) };
 }
 
-/** Resolves a `next`/`previous` as a client following CONTRACT.md section 4 would. */
+/** Resolves a `next`/`previous` as a client following docs/upstream.md, "Page references" would. */
 function follow(em: Emulator, shard: number, path: string, reference: string, format: PageReferenceFormat): string {
   if (format === 'absolute') return reference;
   if (format === 'relative') return `${em.shardUrls[shard]}${reference}`;

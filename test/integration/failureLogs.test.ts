@@ -1,6 +1,5 @@
-import { once } from 'node:events';
-import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createNetServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import { createLogger } from '../../src/logger';
@@ -10,6 +9,7 @@ import { createUpstreamObserver } from '../../src/observability/upstreamObserver
 import { WfsClient } from '../../src/upstream/client';
 import { TokenCache } from '../../src/upstream/tokenCache';
 import { shifts } from '../../src/upstream/resources';
+import { listen } from '../helpers/fixtures';
 
 /**
  * One "upstream call failed" line per network cause, each provoked for real on
@@ -21,12 +21,6 @@ import { shifts } from '../../src/upstream/resources';
  */
 
 const TOKEN = 'access-token-that-must-never-be-logged-7f3a';
-
-async function listen(server: Server | ReturnType<typeof createNetServer>): Promise<number> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return (server.address() as AddressInfo).port;
-}
 
 /** Calls `shifts` once at `apiBase` and returns the failure line it logged. */
 async function failureLine(apiBase: string, dispatcher: Dispatcher = new Agent({ keepAliveTimeout: 10 }), deadlineMs = 10_000): Promise<Record<string, unknown>> {

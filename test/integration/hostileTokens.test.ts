@@ -4,6 +4,7 @@ import { UnsecuredJWT } from 'jose';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startServer, type RunningServer } from '../../src/server';
+import { listen } from '../helpers/fixtures';
 import { writeTenantsFile } from '../helpers/subgraph';
 import { Writable } from 'node:stream';
 
@@ -21,11 +22,6 @@ let shard: Server;
 let server: RunningServer | undefined;
 let logs: string[] = [];
 let shardOrigin = '';
-
-async function listen(s: Server): Promise<string> {
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
-}
 
 /** (Re)starts the subgraph against the fake identity provider; a refused token is remembered 10 s, so cases need a fresh one. */
 async function restartSubgraph(grantedScopes: string[], env: Record<string, string> = {}): Promise<void> {
@@ -68,7 +64,7 @@ beforeAll(async () => {
     res.end(JSON.stringify({ object: 'list', data: [{ object: 'location', id: 'l1', name: 'Only' }], has_more: false, next: null, previous: null }));
   });
   await listen(idp);
-  shardOrigin = await listen(shard);
+  shardOrigin = `http://127.0.0.1:${await listen(shard)}`;
   await restartSubgraph(['shifts.read']);
 });
 

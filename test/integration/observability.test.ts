@@ -2,8 +2,10 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { request } from 'undici';
 import { makeTenant, type EmulatorTenant } from '../../src/emulator';
-import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { as } from '../helpers/fixtures';
+import { errorCodes, postGraphQL, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
+import { waitFor } from '../helpers/waitFor';
 
 /**
  * What on-call finds in the logs and /metrics when the upstream fails: one
@@ -32,15 +34,10 @@ function lines(subgraph: TestSubgraph): LogLine[] {
   return subgraph.logs.flatMap((chunk) => chunk.split('\n').filter(Boolean)).map((text) => JSON.parse(text) as LogLine);
 }
 
-/** POSTs a query and returns the body and the request id the server answered with. */
+/** POSTs a query as `tenant`; the body and the request id the server answered with. */
 async function post(subgraph: TestSubgraph, query: string, tenant: EmulatorTenant, requestId?: string) {
-  const response = await request(subgraph.server.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId, ...(requestId && { 'x-request-id': requestId }) },
-    body: JSON.stringify({ query }),
-  });
-  const body = (await response.body.json()) as { data?: unknown; errors?: Array<{ extensions?: { code?: string } }> };
-  return { body, requestId: response.headers['x-request-id'] as string };
+  const body = await postGraphQL(subgraph.server.url, { query }, { ...as(tenant), ...(requestId && { 'x-request-id': requestId }) });
+  return { body, requestId: body.headers?.['x-request-id'] as string };
 }
 
 const LOCATIONS = '{ locations(first: 5) { nodes { id name } } }';
@@ -122,7 +119,7 @@ describe('upstream failure logs', () => {
     const line = lines({ ...subgraph, logs: subgraph.logs.slice(before) }).find((entry) => entry.event === 'graphql_request' && entry.requestId === requestId)!;
     // The shifts' locations, answered by the index the first request filled.
     expect(line.cacheHits).toBeGreaterThan(0);
-    await until(async () => (await scrapeTotalOf('wfs_cache_requests_total', { result: 'hit' })) - hitsBefore >= (line.cacheHits as number));
+    await waitFor(async () => (await scrapeTotalOf('wfs_cache_requests_total', { result: 'hit' })) - hitsBefore >= (line.cacheHits as number), 'the cache hits to be counted');
     expect((await scrapeTotalOf('wfs_cache_requests_total', { result: 'hit' })) - hitsBefore).toBe(line.cacheHits);
   });
 
@@ -236,10 +233,10 @@ describe('client disconnects', () => {
     );
     // Every request is waiting on the upstream before the clients leave: one call in flight
     // there, which the other 49 identical requests share (in-flight coalescing).
-    await until(async () => subgraph.emulator.counters.listRequests.locations >= 1 && (await scrapeTotalOf('wfs_upstream_coalesced_total')) - total(before, 'wfs_upstream_coalesced_total') >= clients - 1);
+    await waitFor(async () => subgraph.emulator.counters.listRequests.locations >= 1 && (await scrapeTotalOf('wfs_upstream_coalesced_total')) - total(before, 'wfs_upstream_coalesced_total') >= clients - 1, 'the coalesced calls to be counted');
     for (const controller of controllers) controller.abort();
     expect(new Set(await Promise.all(pending))).toEqual(new Set(['aborted']));
-    await until(async () => (await scrapeTotalOf('wfs_graphql_requests_aborted_total')) - total(before, 'wfs_graphql_requests_aborted_total') >= clients);
+    await waitFor(async () => (await scrapeTotalOf('wfs_graphql_requests_aborted_total')) - total(before, 'wfs_graphql_requests_aborted_total') >= clients, 'every aborted request to be counted');
 
     const after = parseSamples(await scrapeText(subgraph.server.url));
     const delta = (name: string, where: Record<string, string | RegExp> = {}) => total(after, name, where) - total(before, name, where);
@@ -267,9 +264,9 @@ describe('clients that leave while sending their body', () => {
       const socket = connect(Number(port), '127.0.0.1');
       await once(socket, 'connect');
       socket.write(`POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-tenant-id: ${PATIENT.tenantId}\r\ncontent-length: 100000\r\n\r\n{"query":"{ loc`);
-      await until(async () => (await scrapeTotalOf('wfs_graphql_requests_in_flight')) >= 1);
+      await waitFor(async () => (await scrapeTotalOf('wfs_graphql_requests_in_flight')) >= 1, 'a request in flight');
       socket.destroy();
-      await until(async () => (await scrapeTotalOf('wfs_graphql_requests_aborted_total')) - total(before, 'wfs_graphql_requests_aborted_total') >= i + 1);
+      await waitFor(async () => (await scrapeTotalOf('wfs_graphql_requests_aborted_total')) - total(before, 'wfs_graphql_requests_aborted_total') >= i + 1, 'the aborted request to be counted');
     }
     const written = lines({ ...subgraph, logs: subgraph.logs.slice(logsBefore) });
     expect(written.filter((line) => line.level > WARN)).toEqual([]);
@@ -280,9 +277,4 @@ describe('clients that leave while sending their body', () => {
 
 async function scrapeTotalOf(name: string, where: Record<string, string | RegExp> = {}): Promise<number> {
   return total(parseSamples(await scrapeText(subgraph.server.url)), name, where);
-}
-
-/** Waits for a condition on counters, checking again after each turn of the event loop's I/O. */
-async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setImmediate(resolve));
 }

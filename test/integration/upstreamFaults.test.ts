@@ -16,15 +16,8 @@ import { counterTotal, waitFor } from '../helpers/waitFor';
 
 const QUERY = '{ locations(first: 5) { nodes { id } } }';
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-async function timedQuery(subgraph: TestSubgraph, tenantId: string) {
-  const started = performance.now();
-  const response = await subgraph.query(QUERY, undefined, { 'x-tenant-id': tenantId });
-  return { ms: performance.now() - started, response };
+function query(subgraph: TestSubgraph, tenantId: string) {
+  return subgraph.query(QUERY, undefined, { 'x-tenant-id': tenantId });
 }
 
 function shardTenants(subgraph: TestSubgraph, shard: number): string[] {
@@ -44,47 +37,47 @@ describe('shard circuit breaker', () => {
     const [failing, neighbour] = shardTenants(subgraph, 0) as [string, string];
     const [healthy] = shardTenants(subgraph, 1) as [string];
     const shard0 = subgraph.emulator.shardUrls[0]!;
-    const breakerState = async () => (await subgraph.server.metrics.resilience.breakerState.get()).values.find((v) => v.labels.origin === shard0)?.value ?? 0;
+    const shard1 = subgraph.emulator.shardUrls[1]!;
+    const breakerState = async (origin = shard0) => (await subgraph.server.metrics.resilience.breakerState.get()).values.find((v) => v.labels.origin === origin)?.value ?? 0;
+    const { upstreamCalls } = subgraph.server.metrics;
+    const shard1Calls = async () => ({ all: await counterTotal(upstreamCalls, { origin: shard1 }), ok: await counterTotal(upstreamCalls, { origin: shard1, outcome: 'ok' }) });
 
-    // Warm: tokens cached, connections open; the healthy shard's latency before the fault.
-    for (const tenant of [failing, neighbour]) expect(errorCodes(await subgraph.query(QUERY, undefined, { 'x-tenant-id': tenant }))).toEqual([]);
-    const before: number[] = [];
-    for (let i = 0; i < 15; i += 1) before.push((await timedQuery(subgraph, healthy)).ms);
+    // Warm: tokens cached, connections open.
+    for (const tenant of [failing, neighbour, healthy]) expect(errorCodes(await query(subgraph, tenant))).toEqual([]);
 
     for (const tenantId of [failing, neighbour]) subgraph.emulator.injectFault({ endpoint: 'locations', tenantId, status: 500, times: Infinity });
     // Each failing query costs 1 call and up to 2 jittered retries: five failures in a row open the breaker.
     await waitFor(async () => {
-      const { response } = await timedQuery(subgraph, failing);
-      expect(errorCodes(response)).toEqual(['UPSTREAM_UNAVAILABLE']);
+      expect(errorCodes(await query(subgraph, failing))).toEqual(['UPSTREAM_UNAVAILABLE']);
       return (await breakerState()) === 1;
     }, 'the breaker of shard 0 to open');
 
     const callsWhenOpened = subgraph.emulator.counters.requestsByShard[0]!;
-    const fast: number[] = [];
-    const during: number[] = [];
+    const shard1Before = await shard1Calls();
+    const failFastBefore = await counterTotal(subgraph.server.metrics.resilience.failFast, { reason: 'breaker' });
     for (let i = 0; i < 10; i += 1) {
       for (const tenant of [failing, neighbour]) {
-        const { ms, response } = await timedQuery(subgraph, tenant);
+        const response = await query(subgraph, tenant);
         expect(errorCodes(response)).toEqual(['UPSTREAM_UNAVAILABLE']);
         expect(response.errors![0]!.message).toContain('circuit breaker open');
         // The shard's host is for the operator's log, not for API clients.
         expect(response.errors![0]!.message).not.toContain(new URL(shard0).host);
-        fast.push(ms);
       }
-      const { ms, response } = await timedQuery(subgraph, healthy);
-      expect(errorCodes(response)).toEqual([]);
-      during.push(ms);
+      expect(errorCodes(await query(subgraph, healthy))).toEqual([]);
     }
-    // Failing fast means no call reached the failing shard (unless the pause ran out on a very slow machine: one probe).
+    // Failing fast: refused by the breaker without a call to the failing shard, so nothing
+    // waits on it (unless the pause ran out on a very slow machine: one probe).
     expect(subgraph.emulator.counters.requestsByShard[0]! - callsWhenOpened).toBeLessThanOrEqual(1);
-    expect(median(fast)).toBeLessThan(50);
-    // The other shard's tenants keep their latency (a generous bound: loaded shared machine).
-    expect(median(during)).toBeLessThan(Math.max(5 * median(before), 50));
-    expect(await counterTotal(subgraph.server.metrics.resilience.failFast, { reason: 'breaker' })).toBeGreaterThanOrEqual(20);
+    expect((await counterTotal(subgraph.server.metrics.resilience.failFast, { reason: 'breaker' })) - failFastBefore).toBeGreaterThanOrEqual(19);
+    // The other shard is untouched: its breaker stays closed and every call to it succeeds.
+    const shard1After = await shard1Calls();
+    expect(shard1After.all - shard1Before.all).toBeGreaterThan(0);
+    expect(shard1After.all - shard1Before.all).toBe(shard1After.ok - shard1Before.ok);
+    expect(await breakerState(shard1)).toBe(0);
 
     // Healed: after the pause a probe goes through and the breaker closes by itself.
     subgraph.emulator.clearFaults();
-    await waitFor(async () => errorCodes((await timedQuery(subgraph, failing)).response).length === 0, 'the shard to be served again', OPEN_MS * 10);
+    await waitFor(async () => errorCodes(await query(subgraph, failing)).length === 0, 'the shard to be served again', OPEN_MS * 10);
     expect(await breakerState()).toBe(0);
     expect(errorCodes(await subgraph.query(QUERY, undefined, { 'x-tenant-id': neighbour }))).toEqual([]);
     const transitions = (await subgraph.server.metrics.resilience.breakerTransitions.get()).values.filter((v) => v.labels.origin === shard0);
@@ -219,10 +212,12 @@ describe('Retry-After on 429 and 503', () => {
   it('waits out a 503 with a small Retry-After within the request, then serves', async () => {
     const [tenant] = shardTenants(subgraph, 0) as [string];
     subgraph.emulator.injectFault({ endpoint: 'locations', tenantId: tenant, status: 503, headers: { 'retry-after': '1' } });
-    const { ms, response } = await timedQuery(subgraph, tenant);
+    const started = performance.now();
+    const response = await query(subgraph, tenant);
     expect(errorCodes(response)).toEqual([]);
     expect(calls(tenant)).toBe(2);
-    expect(ms).toBeGreaterThanOrEqual(900); // it did wait the second it was asked to
+    // Time is the subject here: a lower bound, it did wait the second it was asked to.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
     expect(await counterTotal(subgraph.server.metrics.resilience.retries, { reason: 'retry-after' })).toBe(1);
   });
 

@@ -4,7 +4,7 @@ import { normalizeDateTime } from '../../src/upstream/records';
 import { locations, shifts } from '../../src/upstream/resources';
 import { TokenCache } from '../../src/upstream/tokenCache';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
-import { tokenGrant } from '../helpers/fixtures';
+import { TENANT, TENANT_ID, tokenGrant } from '../helpers/fixtures';
 
 const origin = 'https://shard-1.example.com';
 const path = '/api/public/v1/locations/';
@@ -17,7 +17,7 @@ function setup(scopes: string[] = ['shifts.read']) {
     issued += 1;
     return tokenGrant({ accessToken: `tok-${issued}`, apiBase: origin, scopes, lifeMs: 900_000 });
   });
-  const tokens = new TokenCache({ tenants: [{ tenantId: 't1', clientId: 'c', clientSecret: 's', scope: '' }], fetchToken });
+  const tokens = new TokenCache({ tenants: [{ ...TENANT, scope: '' }], fetchToken });
   const client = new WfsClient({ tokens, dispatcher: agent, maxRetryAfterSeconds: 1 });
   return { agent, pool: agent.get(origin), client, fetchToken };
 }
@@ -46,7 +46,7 @@ describe('WfsClient', () => {
     pool
       .intercept({ path: `${path}?page_size=100`, method: 'GET', headers: { authorization: 'Bearer tok-1' } })
       .reply(200, envelope([{ object: 'location', id: 'l1', name: 'Quay', timezone: 'Europe/London' }, { object: 'location', id: 'l2' }]));
-    const page = await client.listPage('t1', locations);
+    const page = await client.listPage(TENANT_ID, locations);
     expect(page.items[0]).toEqual({ id: 'l1', name: 'Quay' });
     expect(page.items[1]).toMatchObject({ malformed: true });
     agent.assertNoPendingInterceptors();
@@ -56,7 +56,7 @@ describe('WfsClient', () => {
     const { agent, pool, client, fetchToken } = setup();
     pool.intercept({ path: `${path}?page_size=100`, headers: { authorization: 'Bearer tok-1' } }).reply(401, {});
     pool.intercept({ path: `${path}?page_size=100`, headers: { authorization: 'Bearer tok-2' } }).reply(200, envelope([]));
-    await expect(client.listPage('t1', locations)).resolves.toMatchObject({ items: [] });
+    await expect(client.listPage(TENANT_ID, locations)).resolves.toMatchObject({ items: [] });
     expect(fetchToken).toHaveBeenCalledTimes(2);
     agent.assertNoPendingInterceptors();
   });
@@ -64,7 +64,7 @@ describe('WfsClient', () => {
   it('fails with UPSTREAM_UNAUTHORIZED on a second 401, without a loop', async () => {
     const { pool, client, fetchToken } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(401, {}).times(2);
-    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
+    await expect(client.listPage(TENANT_ID, locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
     expect(fetchToken).toHaveBeenCalledTimes(2);
   });
 
@@ -72,12 +72,12 @@ describe('WfsClient', () => {
     const { agent, pool, client, fetchToken } = setup();
     const withToken = (token: string) => ({ path: `${path}?page_size=100`, headers: { authorization: `Bearer ${token}` } });
     pool.intercept(withToken('tok-1')).reply(200, envelope([]));
-    await client.listPage('t1', locations);
+    await client.listPage(TENANT_ID, locations);
     pool.intercept(withToken('tok-1')).reply(401, {});
     pool.intercept(withToken('tok-2')).reply(401, {});
-    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
+    await expect(client.listPage(TENANT_ID, locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAUTHORIZED' });
     pool.intercept(withToken('tok-3')).reply(200, envelope([]));
-    await expect(client.listPage('t1', locations)).resolves.toMatchObject({ items: [] });
+    await expect(client.listPage(TENANT_ID, locations)).resolves.toMatchObject({ items: [] });
     expect(fetchToken).toHaveBeenCalledTimes(3);
     agent.assertNoPendingInterceptors();
   });
@@ -86,15 +86,15 @@ describe('WfsClient', () => {
     const { pool, client } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(429, '', { headers: { 'retry-after': '0' } });
     pool.intercept({ path: `${path}?page_size=100` }).reply(200, envelope([]));
-    await expect(client.listPage('t1', locations)).resolves.toMatchObject({ items: [] });
+    await expect(client.listPage(TENANT_ID, locations)).resolves.toMatchObject({ items: [] });
     pool.intercept({ path: `${path}?page_size=100` }).reply(429, '', { headers: { 'retry-after': '120' } });
-    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', details: { retryAfterSeconds: 120 } });
+    await expect(client.listPage(TENANT_ID, locations)).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', details: { retryAfterSeconds: 120 } });
   });
 
   it('retries one transient 503, then reports UPSTREAM_UNAVAILABLE', async () => {
     const { pool, client } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(503, 'busy').times(2);
-    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+    await expect(client.listPage(TENANT_ID, locations)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
   });
 
   it.each([
@@ -105,14 +105,14 @@ describe('WfsClient', () => {
   ])('reports %s as UPSTREAM_BAD_RESPONSE', async (_name, body) => {
     const { pool, client } = setup();
     pool.intercept({ path: `${path}?page_size=100` }).reply(200, body);
-    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+    await expect(client.listPage(TENANT_ID, locations)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
   });
 
   it('maps 403 to FORBIDDEN, and makes no call when the token lacks shifts.read', async () => {
     const { agent, pool, client } = setup([]);
-    await expect(client.listPage('t1', shifts)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(client.listPage(TENANT_ID, shifts)).rejects.toMatchObject({ code: 'FORBIDDEN' });
     pool.intercept({ path: `${path}?page_size=100` }).reply(403, {});
-    await expect(client.listPage('t1', locations)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(client.listPage(TENANT_ID, locations)).rejects.toMatchObject({ code: 'FORBIDDEN' });
     agent.assertNoPendingInterceptors();
   });
 
@@ -123,7 +123,7 @@ describe('WfsClient', () => {
       { object: 'shift', id: 's2', location: { id: 'l2', name: 'x' }, user: null },
       { object: 'timesheet', id: 's3' },
     ]));
-    const page = await client.listPage('t1', shifts);
+    const page = await client.listPage(TENANT_ID, shifts);
     expect(page.items).toEqual([
       { id: 's1', locationId: 'l1', start: '2026-11-23T09:00:00+01:00', end: '2026-11-23T17:00:00+01:00', userId: 'u1' },
       { id: 's2', locationId: 'l2', start: null, end: null, userId: null },
@@ -135,10 +135,10 @@ describe('WfsClient', () => {
     const { agent, pool, client } = setup();
     pool.intercept({ path: `${path}?page_size=30&site=north` }).reply(200, envelope([], { has_more: true, next: '?page=2&page_size=30' }));
     pool.intercept({ path: `${path}?page=2&page_size=30` }).reply(200, envelope([]));
-    const first = await client.listPage('t1', locations, { pageSize: 30, query: { site: 'north' } });
+    const first = await client.listPage(TENANT_ID, locations, { pageSize: 30, query: { site: 'north' } });
     expect(first).toMatchObject({ ref: null, pageSize: 30, next: 'page=2&page_size=30' });
     // A reference carries its own query: the resource's is not added again.
-    await client.listPage('t1', locations, { ref: first.next, pageSize: 30, query: { site: 'north' } });
+    await client.listPage(TENANT_ID, locations, { ref: first.next, pageSize: 30, query: { site: 'north' } });
     agent.assertNoPendingInterceptors();
   });
 });

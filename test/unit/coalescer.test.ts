@@ -1,4 +1,5 @@
 import { InFlight, coalescingKey } from '../../src/upstream/coalescer';
+import { OTHER_TENANT_ID, TENANT_ID } from '../helpers/fixtures';
 
 /** A call the test settles by hand, and the signal it was started with. */
 function deferred<T>() {
@@ -92,13 +93,13 @@ describe('coalescingKey', () => {
   it('differs by tenant and by every part of the URL', () => {
     const url = new URL('https://shard.example.com/api/public/v1/locations/?page_size=100');
     const keys = new Set([
-      coalescingKey('t1', url),
-      coalescingKey('t2', url),
-      coalescingKey('t1', new URL('https://shard.example.com/api/public/v1/locations/?page_size=10')),
-      coalescingKey('t1', new URL('https://shard.example.com/api/public/v1/shifts/?page_size=100')),
-      coalescingKey('t1', new URL('https://other.example.com/api/public/v1/locations/?page_size=100')),
+      coalescingKey(TENANT_ID, url),
+      coalescingKey(OTHER_TENANT_ID, url),
+      coalescingKey(TENANT_ID, new URL('https://shard.example.com/api/public/v1/locations/?page_size=10')),
+      coalescingKey(TENANT_ID, new URL('https://shard.example.com/api/public/v1/shifts/?page_size=100')),
+      coalescingKey(TENANT_ID, new URL('https://other.example.com/api/public/v1/locations/?page_size=100')),
     ]);
     expect(keys.size).toBe(5);
-    expect(coalescingKey('t1', new URL(url.href))).toBe(coalescingKey('t1', url));
+    expect(coalescingKey(TENANT_ID, new URL(url.href))).toBe(coalescingKey(TENANT_ID, url));
   });
 });

@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, KNOWN_ENV_VARIABLES, loadConfig } from '../../src/config';
+import { TENANT } from '../helpers/fixtures';
 
 const dir = mkdtempSync(join(tmpdir(), 'wfs-config-'));
 function tenantsFile(content: unknown): string {
@@ -9,7 +10,7 @@ function tenantsFile(content: unknown): string {
   writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
   return path;
 }
-const good = [{ tenantId: 't1', clientId: 'c1', clientSecret: 'super-secret-value', scope: 'shifts.read' }];
+const good = [{ ...TENANT, clientSecret: 'super-secret-value' }];
 const upstream = () => ({ WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: tenantsFile(good) });
 const CURSOR_SECRET = 'c7e2a91f0b4d4e8a9f3c6b1d2e0a7f5c';
 const REDIS_KEY = '5d0e8b3a1f7c4a29b6e1d0c9f8a7b2e4';

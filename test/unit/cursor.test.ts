@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { CursorCodec } from '../../src/graphql/cursor';
+import { OTHER_TENANT_ID, TENANT_ID } from '../helpers/fixtures';
 
 const codec = new CursorCodec(Buffer.from('k'.repeat(32)));
 const position = { ref: 'cursor=abc&page_size=100', size: 100, index: 7, id: 'loc_7' };
@@ -15,26 +16,26 @@ function errorCode(fn: () => unknown): unknown {
 
 describe('signed cursors', () => {
   it('round-trips a position for the same tenant and list', () => {
-    const cursor = codec.encode('t1', 'locations', position);
-    expect(codec.decode(cursor, 't1', 'locations', 'after')).toEqual(position);
+    const cursor = codec.encode(TENANT_ID, 'locations', position);
+    expect(codec.decode(cursor, TENANT_ID, 'locations', 'after')).toEqual(position);
   });
 
   it('refuses a cursor of another tenant, another list, or another key', () => {
-    const cursor = codec.encode('t1', 'locations', position);
-    expect(errorCode(() => codec.decode(cursor, 't2', 'locations', 'after'))).toBe('BAD_USER_INPUT');
-    expect(errorCode(() => codec.decode(cursor, 't1', 'shifts', 'after'))).toBe('BAD_USER_INPUT');
+    const cursor = codec.encode(TENANT_ID, 'locations', position);
+    expect(errorCode(() => codec.decode(cursor, OTHER_TENANT_ID, 'locations', 'after'))).toBe('BAD_USER_INPUT');
+    expect(errorCode(() => codec.decode(cursor, TENANT_ID, 'shifts', 'after'))).toBe('BAD_USER_INPUT');
     const other = new CursorCodec(Buffer.from('o'.repeat(32)));
-    expect(errorCode(() => other.decode(cursor, 't1', 'locations', 'after'))).toBe('BAD_USER_INPUT');
+    expect(errorCode(() => other.decode(cursor, TENANT_ID, 'locations', 'after'))).toBe('BAD_USER_INPUT');
   });
 
   it('refuses tampered and made-up cursors', () => {
-    const cursor = codec.encode('t1', 'locations', position);
+    const cursor = codec.encode(TENANT_ID, 'locations', position);
     const [body, signature] = cursor.split('.');
-    const forged = Buffer.from(JSON.stringify({ t: 't1', l: 'locations', r: null, s: 100, i: 0, d: 'x' })).toString('base64url');
-    expect(errorCode(() => codec.decode(`${forged}.${signature}`, 't1', 'locations', 'after'))).toBe('BAD_USER_INPUT');
-    expect(errorCode(() => codec.decode(`${body}.${signature!.slice(0, -2)}AA`, 't1', 'locations', 'after'))).toBe('BAD_USER_INPUT');
+    const forged = Buffer.from(JSON.stringify({ t: TENANT_ID, l: 'locations', r: null, s: 100, i: 0, d: 'x' })).toString('base64url');
+    expect(errorCode(() => codec.decode(`${forged}.${signature}`, TENANT_ID, 'locations', 'after'))).toBe('BAD_USER_INPUT');
+    expect(errorCode(() => codec.decode(`${body}.${signature!.slice(0, -2)}AA`, TENANT_ID, 'locations', 'after'))).toBe('BAD_USER_INPUT');
     for (const junk of ['', 'abc', 'a.b.c', '....', 'YXJyYXljb25uZWN0aW9uOjE=']) {
-      expect(errorCode(() => codec.decode(junk, 't1', 'locations', 'after'))).toBe('BAD_USER_INPUT');
+      expect(errorCode(() => codec.decode(junk, TENANT_ID, 'locations', 'after'))).toBe('BAD_USER_INPUT');
     }
   });
 });
@@ -50,7 +51,7 @@ describe('sealed cursors', () => {
     ['a reference that is only page_size', { ref: 'page_size=50', size: 50, index: 1, id: 'x' }],
     ['base64url runs that do not round-trip', { ref: 'cursor=abcdefghi&k=ABCDEFGHJ_-x', size: 100, index: 0, id: 'y' }],
   ])('round-trips %s', (_name, at) => {
-    expect(codec.decode(codec.encode('t1', 'shifts', at), 't1', 'shifts', 'after')).toEqual(at);
+    expect(codec.decode(codec.encode(TENANT_ID, 'shifts', at), TENANT_ID, 'shifts', 'after')).toEqual(at);
   });
 
   it('reveals neither the tenant, the list nor the upstream reference, and is compact', () => {
@@ -60,21 +61,21 @@ describe('sealed cursors', () => {
     for (const secret of ['aaaaaaaa', 'shifts', 'cursor=', 'shf_abc123', 'page_size']) expect(decoded).not.toContain(secret);
     expect(cursor.length).toBeLessThan(200);
     // Two cursors for one position differ (a fresh nonce each), so equal positions are not linkable.
-    expect(codec.encode('t1', 'shifts', at)).not.toBe(codec.encode('t1', 'shifts', at));
+    expect(codec.encode(TENANT_ID, 'shifts', at)).not.toBe(codec.encode(TENANT_ID, 'shifts', at));
   });
 
   it('binds the filter or parent: a cursor of one scope is refused under another', () => {
-    const cursor = codec.encode('t1', 'shifts', position, 'Location:loc_1|{}');
-    expect(codec.decode(cursor, 't1', 'shifts', 'after', 'Location:loc_1|{}')).toEqual(position);
-    expect(errorCode(() => codec.decode(cursor, 't1', 'shifts', 'after', 'Location:loc_2|{}'))).toBe('BAD_USER_INPUT');
-    expect(errorCode(() => codec.decode(cursor, 't1', 'shifts', 'after'))).toBe('BAD_USER_INPUT');
+    const cursor = codec.encode(TENANT_ID, 'shifts', position, 'Location:loc_1|{}');
+    expect(codec.decode(cursor, TENANT_ID, 'shifts', 'after', 'Location:loc_1|{}')).toEqual(position);
+    expect(errorCode(() => codec.decode(cursor, TENANT_ID, 'shifts', 'after', 'Location:loc_2|{}'))).toBe('BAD_USER_INPUT');
+    expect(errorCode(() => codec.decode(cursor, TENANT_ID, 'shifts', 'after'))).toBe('BAD_USER_INPUT');
   });
 
   it('refuses every single-character change', () => {
-    const cursor = codec.encode('t1', 'locations', position);
+    const cursor = codec.encode(TENANT_ID, 'locations', position);
     for (let i = 0; i < cursor.length; i += 1) {
       const changed = cursor.slice(0, i) + (cursor[i] === 'A' ? 'B' : 'A') + cursor.slice(i + 1);
-      expect(errorCode(() => codec.decode(changed, 't1', 'locations', 'after'))).toBe('BAD_USER_INPUT');
+      expect(errorCode(() => codec.decode(changed, TENANT_ID, 'locations', 'after'))).toBe('BAD_USER_INPUT');
     }
   });
 });

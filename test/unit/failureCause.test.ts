@@ -1,8 +1,8 @@
-import { once } from 'node:events';
-import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { Agent, request } from 'undici';
 import { causeOfNetworkError } from '../../src/upstream/failureCause';
+import { listen } from '../helpers/fixtures';
 
 /**
  * The causes are read from the errors undici really throws: each case provokes the
@@ -19,12 +19,6 @@ async function failureOf(url: string, agentOptions: Agent.Options = {}, signal?:
   } finally {
     await agent.destroy();
   }
-}
-
-async function listen(server: Server | ReturnType<typeof createNetServer>): Promise<number> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return (server.address() as AddressInfo).port;
 }
 
 describe('causeOfNetworkError', () => {

@@ -14,7 +14,7 @@ function refusal(raw: unknown): string {
   throw new Error('expected a refusal');
 }
 
-describe('page references (CONTRACT.md section 4: all three formats)', () => {
+describe('page references (docs/upstream.md, "Page references": all three formats)', () => {
   it('keeps only the query of an absolute URL on the same origin and path', () => {
     expect(parsePageReference(`${apiBase}${path}?cursor=abc&page_size=100`, apiBase, path)).toBe('cursor=abc&page_size=100');
   });

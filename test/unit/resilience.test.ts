@@ -4,6 +4,7 @@ import { CallBudget, EMPTY_PAGES_TOLERATED } from '../../src/upstream/callBudget
 import { UpstreamError } from '../../src/upstream/errors';
 import { RetryPolicy } from '../../src/upstream/retry';
 import { RetryAfterWindows } from '../../src/upstream/retryAfterWindows';
+import { OTHER_TENANT_ID, TENANT_ID } from '../helpers/fixtures';
 
 const fault = () => new ShardFault(new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream answered 500'));
 
@@ -61,9 +62,9 @@ describe('TenantBulkheads', () => {
         });
       });
     const signal = new AbortController().signal;
-    const calls = [bulkheads.run('t1', signal, held), bulkheads.run('t1', signal, held), bulkheads.run('t1', signal, held)];
-    await expect(bulkheads.run('t1', signal, held)).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED' });
-    await expect(bulkheads.run('t2', signal, async () => 'other tenant')).resolves.toBe('other tenant');
+    const calls = [bulkheads.run(TENANT_ID, signal, held), bulkheads.run(TENANT_ID, signal, held), bulkheads.run(TENANT_ID, signal, held)];
+    await expect(bulkheads.run(TENANT_ID, signal, held)).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED' });
+    await expect(bulkheads.run(OTHER_TENANT_ID, signal, async () => 'other tenant')).resolves.toBe('other tenant');
     expect(queued).toBe(1);
     expect(rejected).toBe(1);
     while (release.length > 0) {
@@ -99,15 +100,15 @@ describe('RetryAfterWindows', () => {
   it('keeps a window per tenant or shard until it ends', () => {
     let now = 0;
     const windows = new RetryAfterWindows({ now: () => now });
-    expect(windows.open('tenant', 't1', 30)).toBe(30);
-    windows.open('tenant', 't1', 5); // a shorter one never shortens a window in force
-    expect(windows.check('tenant', 't1')).toEqual({ kind: 'wait', remainingMs: 30_000 });
-    expect(windows.check('tenant', 't2')).toEqual({ kind: 'none' });
-    expect(windows.check('shard', 't1')).toEqual({ kind: 'none' });
+    expect(windows.open('tenant', TENANT_ID, 30)).toBe(30);
+    windows.open('tenant', TENANT_ID, 5); // a shorter one never shortens a window in force
+    expect(windows.check('tenant', TENANT_ID)).toEqual({ kind: 'wait', remainingMs: 30_000 });
+    expect(windows.check('tenant', OTHER_TENANT_ID)).toEqual({ kind: 'none' });
+    expect(windows.check('shard', TENANT_ID)).toEqual({ kind: 'none' });
     now = 29_000;
-    expect(windows.check('tenant', 't1')).toEqual({ kind: 'wait', remainingMs: 1_000 });
+    expect(windows.check('tenant', TENANT_ID)).toEqual({ kind: 'wait', remainingMs: 1_000 });
     now = 30_000;
-    expect(windows.check('tenant', 't1')).toEqual({ kind: 'none' });
+    expect(windows.check('tenant', TENANT_ID)).toEqual({ kind: 'none' });
     expect(windows.size).toBe(0);
   });
 
@@ -115,7 +116,7 @@ describe('RetryAfterWindows', () => {
     let now = 0;
     const windows = new RetryAfterWindows({ now: () => now, shardMaxSeconds: 60, tenantMaxSeconds: 300 });
     expect(windows.open('shard', 'https://s', 31_536_000)).toBe(60);
-    expect(windows.open('tenant', 't1', 3_600)).toBe(300);
+    expect(windows.open('tenant', TENANT_ID, 3_600)).toBe(300);
     expect(windows.check('shard', 'https://s')).toEqual({ kind: 'wait', remainingMs: 60_000 });
     now = 60_000;
     const first = windows.check('shard', 'https://s');

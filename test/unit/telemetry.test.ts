@@ -1,6 +1,6 @@
 import { currentTraceId, traceEntityLookup, traceGraphQLRequest, traceListCall, traceTokenRequest, tracingEnabled } from '../../src/telemetry';
 
-/** The switch of CONTRACT.md section 2, and the facade's pass-through when tracing is off. */
+/** The switch of README, "Tracing (OpenTelemetry)", and the facade's pass-through when tracing is off. */
 describe('telemetry facade', () => {
   it('is on only with the standard OTEL_* switch', () => {
     expect(tracingEnabled({})).toBe(false);

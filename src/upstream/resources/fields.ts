@@ -1,6 +1,6 @@
 /**
- * Field helpers every resource mapper shares, written once (CONTRACT.md section 4:
- * tolerant mapping). The upstream documents few record fields, so each helper says
+ * Field helpers every resource mapper shares, written once (docs/upstream.md,
+ * "Record shapes"). The upstream documents few record fields, so each helper says
  * what it accepts and answers null for anything else.
  */
 
@@ -57,8 +57,8 @@ function daysInMonth(year: number, month: number): number {
  *
  * Memoised: the same records are served request after request (the entity index and
  * the page cache keep them), and every shift's `start` and `end` pass here and again
- * through the `DateTime` scalar, which made date-time checks a tenth of the CPU of a
- * `shifts(first: 100)` query.
+ * through the `DateTime` scalar (what memoising saved:
+ * bench/README.md, "What each step bought").
  */
 export function normalizeDateTime(value: string): string | null {
   let normalized = NORMALIZED.get(value);

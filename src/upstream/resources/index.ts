@@ -3,9 +3,10 @@ import type { AnyResource } from './resource';
 import { shifts } from './shift';
 
 /**
- * The registry: every upstream list the product serves. The client, the per-request
- * loaders and connections, the generic resolvers and the emulator are built from it;
- * nothing else names a list.
+ * The registry: every upstream list the product serves. The client's path and scope
+ * check, the per-request loaders and connections, the generic resolvers, the metrics'
+ * list labels and the emulator's endpoints are built from it; what it cannot generate
+ * (schema types, relation resolvers, seed data) is listed in README, "Adding a resource".
  */
 export const RESOURCES = [locations, shifts] as const;
 

@@ -15,8 +15,8 @@ function toLocationRecord(item: unknown): LocationRecord | MalformedRecord {
 }
 
 /**
- * Locations (upstream-api.md 4.2). The documentation names no scope for them, so they
- * are never refused for a scope we cannot know (CONTRACT.md section 4).
+ * Locations (docs/upstream.md, "List endpoints"). The documentation names no scope for them, so they
+ * are never refused for a scope we cannot know (docs/upstream.md, "Scopes per endpoint").
  */
 export const locations = defineResource<LocationRecord, ListFilter, 'locations'>({
   name: 'locations',

@@ -31,11 +31,11 @@ export interface Resource<R extends UpstreamRecord = UpstreamRecord, F extends L
   readonly name: N;
   /** The GraphQL type its records map to (`Location`); connection types are `${typename}Connection`. */
   readonly typename: string;
-  /** The list path on the shard, ending with a slash (upstream-api.md section 4). */
+  /** The list path on the shard, ending with a slash (docs/upstream.md, "List endpoints"). */
   readonly path: string;
   /** The scope a call needs; null where the documentation names none (never refused for it). */
   readonly scope: string | null;
-  /** Tolerant mapping of one item (CONTRACT.md section 4). */
+  /** Tolerant mapping of one item (docs/upstream.md, "Record shapes"). */
   map(item: unknown): R | MalformedRecord;
   /**
    * For a filterable list: whether a record matches. The upstream documents no query
@@ -71,5 +71,5 @@ export function defineResource<R extends UpstreamRecord, F extends ListFilter = 
   return Object.freeze({ ...resource });
 }
 
-/** The prefix every documented list path carries (upstream-api.md section 4). */
+/** The prefix every documented list path carries (docs/upstream.md, "List endpoints"). */
 export const API_PREFIX = '/api/public/v1/';

@@ -11,7 +11,7 @@ export interface ShiftRecord {
 }
 
 /**
- * `ShiftFilter` (CONTRACT.md section 3), checked: instants in epoch ms. `startsFrom`
+ * `ShiftFilter` (README, "How REST maps onto GraphQL"), checked: instants in epoch ms. `startsFrom`
  * is inclusive, `startsBefore` exclusive.
  */
 export interface ShiftFilter {
@@ -63,7 +63,7 @@ function filterFrom(input: Readonly<Record<string, unknown>>): ShiftFilter {
 }
 
 /**
- * Shifts (upstream-api.md 4.3; record shape assumed in CONTRACT.md section 4). The
+ * Shifts (docs/upstream.md, "List endpoints"; shape assumed in "Record shapes"). The
  * documentation shows no query parameters for the list, so the filter is applied
  * while scanning; the day it documents one, `upstreamQuery` is where it goes.
  */

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import { NO_OBSERVER, SCOPES, type Observer, type RequestRecord } from './events';
+import { inlineTrace } from './inlineTrace';
 import { logObserver } from './logObserver';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
@@ -25,7 +26,7 @@ export interface ObservabilityOptions {
 export interface Observability {
   /** What the client, the token cache and the data layer report to. */
   readonly observer: Observer;
-  /** The Apollo Server plugins: RED metrics, error codes and the debug line per operation; the operation's span name. */
+  /** The Apollo Server plugins: the federated trace (`ftv1`) when asked; RED metrics, error codes and the debug line per operation; the operation's span name. */
   readonly plugins: ReadonlyArray<ApolloServerPlugin>;
   /**
    * Serves one GraphQL request inside its record (request id on every log line, abort
@@ -58,7 +59,7 @@ export async function createObservability(options: ObservabilityOptions): Promis
   ]);
   return {
     observer,
-    plugins: [operationObserver(metrics, logger, upstream), ...(tracing ? [operationSpanPlugin(tracing)] : [])],
+    plugins: [inlineTrace(), operationObserver(metrics, logger, upstream), ...(tracing ? [operationSpanPlugin(tracing)] : [])],
     serve(req, res, handler) {
       metrics.graphqlInFlight.inc();
       const onEnd = (record: RequestRecord) => {

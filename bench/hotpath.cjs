@@ -5,6 +5,7 @@
 //   npm run build && npx tsc -p tsconfig.bench.json
 //   taskset -c 0 node_modules/.bin/node bench/hotpath.cjs            # the subgraph
 //   TRACE=1 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs    # every request asks for ftv1
+//   TRACE_EVERY=100 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # 1 request in 100 asks for ftv1 (a router's 1 % sampling)
 //   FLOOR=graphql taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # the floor (or FLOOR=proxy)
 //   Q='{ shifts(first: 100) { nodes { id location { name } } } }' ...     # another query
 //
@@ -19,7 +20,7 @@ const dist = path.resolve(process.argv[2] ?? path.join(__dirname, '..', 'dist'))
 const { startEmulator, makeTenant } = require(path.join(dist, 'emulator'));
 const { loadConfig } = require(path.join(dist, 'config'));
 const { startServer } = require(path.join(dist, 'server'));
-const { createLogger } = require(path.join(dist, 'logger'));
+const { createLogger } = require(path.join(dist, 'observability', 'logger'));
 const { Agent, request } = require('undici');
 
 const IN_FLIGHT = 10;
@@ -41,8 +42,11 @@ const ROUNDS = 5;
   const agent = new Agent({ connections: IN_FLIGHT });
   const body = JSON.stringify({ query: process.env.Q || 'query BenchLocations { locations(first: 100) { nodes { id name } } }' });
   const headers = { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId, ...(process.env.TRACE && { 'apollo-federation-include-trace': 'ftv1' }) };
+  const traceEvery = Number(process.env.TRACE_EVERY) || 0;
+  let sentSoFar = 0;
   const one = async (extra = {}) => {
-    const response = await request(server.url, { method: 'POST', headers: { ...headers, ...extra }, body, dispatcher: agent });
+    const sampled = traceEvery > 0 && ++sentSoFar % traceEvery === 0 ? { 'apollo-federation-include-trace': 'ftv1' } : {};
+    const response = await request(server.url, { method: 'POST', headers: { ...headers, ...sampled, ...extra }, body, dispatcher: agent });
     const text = await response.body.text();
     if (response.statusCode !== 200 || text.includes('"errors"')) throw new Error(text.slice(0, 300));
   };

@@ -7,17 +7,15 @@ import type { ContextServices } from './graphql/context';
 import { CursorCodec } from './graphql/cursor';
 import { EntityIndexes } from './graphql/entityIndex';
 import { createIdentityResolver } from './graphql/identity';
-import type { Logger } from './logger';
-import { BREAKER_STATE_VALUES, type Metrics } from './metrics';
-import { noteCoalesced } from './observability/hits';
-import { noteCoalesced as noteCoalescedInTrace, noteListAttempt, traceTokenRequest } from './telemetry';
-import { createUpstreamObserver, type UpstreamObserver } from './observability/upstreamObserver';
+import type { Observer } from './observability/events';
+import type { Logger } from './observability/logger';
+import type { Metrics } from './observability/metrics';
 import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
 import type * as RedisTokenStoreModule from './upstream/redisTokenStore';
 import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/tokenCache';
-import { requestToken, tokenUrl } from './upstream/tokenEndpoint';
+import { requestToken } from './upstream/tokenEndpoint';
 import { startTokenEndpointCheck, type TokenEndpointVerdict } from './upstream/tokenEndpointCheck';
 
 /** What tests and the demo may hand in instead of the production parts. */
@@ -36,8 +34,6 @@ export interface AppOverrides {
 export interface App {
   readonly services: ContextServices;
   readonly tokens: TokenCache;
-  /** Upstream failure logging and per-shard metrics (the Apollo plugin logs failures outside calls through it). */
-  readonly upstream: UpstreamObserver;
   /** Whether the shared token store answers (null without Redis); informational, see `/ready`. */
   sharedStoreUp(): Promise<boolean | null>;
   /**
@@ -56,7 +52,11 @@ export interface App {
 /** A token request that takes longer fails (within a GraphQL request's 15 s budget); the refresh lock (30 s) outlives it. */
 const TOKEN_REQUEST_TIMEOUT_MS = 8_000;
 
-export function createApp(config: Config, logger: Logger, metrics: Metrics, overrides: AppOverrides = {}): App {
+/**
+ * Wires the REST side and the per-request services; `observer` (observability/index.ts)
+ * is what the client, the token cache and the data layer report to.
+ */
+export function createApp(config: Config, logger: Logger, metrics: Metrics, observer: Observer, overrides: AppOverrides = {}): App {
   const authUrl = config.authUrl;
   if (!authUrl) throw new Error('createApp needs config.authUrl (demo mode fills it from the embedded emulator)');
   const ownsDispatcher = !overrides.dispatcher;
@@ -86,9 +86,6 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     redis.redis.on('ready', () => metrics.sharedTokenStoreUp.set({ store: 'redis' }, 1));
     redis.redis.on('close', () => metrics.sharedTokenStoreUp.set({ store: 'redis' }, 0));
   }
-  const upstream = createUpstreamObserver(logger, metrics);
-  // Where token requests go, in their failure lines: a wrong WFS_AUTH_URL shows in the log (clients never see it).
-  const tokenEndpointUrl = tokenUrl(authUrl);
   const tokenEndpoint = startTokenEndpointCheck({ authUrl, dispatcher: authDispatcher, onVerdict: tokenEndpointLogger(logger) });
 
   const tokens = new TokenCache({
@@ -96,65 +93,31 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     store: redis?.store,
     ...(overrides.now && { now: overrides.now }),
     fetchToken: (tenant) =>
-      timed(
-        traceTokenRequest(tenant.tenantId, () => requestToken(tenant, {
-          authUrl,
-          dispatcher: authDispatcher,
-          apiBaseAllow: config.apiBaseAllow,
-          apiBaseLoopback: config.apiBaseLoopback,
-          signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
-          ...(overrides.now && { now: overrides.now }),
-        })),
-        (seconds, ok) => metrics.tokenDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds),
-      ),
-    onTokenRequest: (tenantId, outcome, error) => {
-      metrics.tokenRequests.inc({ outcome });
-      if (outcome === 'ok') {
+      requestToken(tenant, {
+        authUrl,
+        dispatcher: authDispatcher,
+        apiBaseAllow: config.apiBaseAllow,
+        apiBaseLoopback: config.apiBaseLoopback,
+        signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
+        ...(overrides.now && { now: overrides.now }),
+      }).then((token) => {
+        // A real token from the endpoint settles the start-up check, whatever it said.
         tokenEndpoint.confirmed();
-        logger.debug({ tenantId }, 'token obtained');
-      }
-      else if (outcome === 'UPSTREAM_MISCONFIGURED' || outcome === 'UPSTREAM_UNAUTHORIZED') {
-        // The operator's hint lives here, not in the error API clients see.
-        logger.error(
-          { tenantId, code: outcome, reason: error?.message, tokenUrl: tokenEndpointUrl },
-          'configuration error: the token for this tenant was refused or is unusable; check its entry in WFS_TENANTS_FILE and WFS_API_BASE_ALLOW',
-        );
-      } else logger.warn({ tenantId, code: outcome, reason: error?.message, tokenUrl: tokenEndpointUrl }, 'token request failed');
-    },
+        return token;
+      }),
+    observer,
   });
 
   const client = new WfsClient({
     tokens,
     dispatcher,
-    onListCall: (list, status, durationMs, attempt) => {
-      if (!attempt.shared) noteListAttempt(status);
-      upstream.onListCall(list, status, durationMs, attempt);
-    },
-    aroundListCall: upstream.aroundListCall,
+    observer,
     callBudget: config.upstreamCallBudget,
     attemptTimeoutMs: config.upstreamAttemptTimeoutMs,
     shardRetryAfterMaxSeconds: config.shardRetryAfterMaxSeconds,
     tenantRetryAfterMaxSeconds: config.tenantRetryAfterMaxSeconds,
     ...(overrides.now && { now: overrides.now }),
     ...overrides.upstream,
-    resilience: {
-      onBreakerState: (origin, state) => {
-        // Origins come from tokens' api_base claims: the label is bounded like the call metrics' (the log line keeps the origin).
-        const label = upstream.originLabel(origin);
-        metrics.resilience.breakerState.set({ origin: label }, BREAKER_STATE_VALUES[state]);
-        metrics.resilience.breakerTransitions.inc({ origin: label, state });
-        if (state === 'open') logger.warn({ origin }, 'upstream shard failing: circuit breaker open, its calls fail fast for a while');
-        else if (state === 'closed') logger.info({ origin }, 'upstream shard answering again: circuit breaker closed');
-      },
-      onRetry: (list, reason) => metrics.resilience.retries.inc({ list, reason }),
-      onCoalesced: (list) => {
-        noteCoalesced(list);
-        noteCoalescedInTrace();
-      },
-      onQueued: () => metrics.resilience.bulkheadQueued.inc(),
-      onRejected: () => metrics.resilience.bulkheadRejected.inc(),
-      onFailFast: (reason) => metrics.resilience.failFast.inc({ reason }),
-    },
   });
 
   const services: ContextServices = {
@@ -164,9 +127,11 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
       maxRecords: config.entityIndexMaxRecords,
       ttlMs: config.entityIndexTtlSeconds * 1000,
       afterLargeRelease: collectGarbage,
+      observer,
       ...(overrides.now && { now: overrides.now }),
     }),
     resources: new ResourceSet(RESOURCES),
+    observer,
     identify: createIdentityResolver({
       jwt: config.jwt,
       tenantHeader: config.tenantHeader,
@@ -186,7 +151,6 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
   return {
     services,
     tokens,
-    upstream,
     sharedStoreUp: async () => (redis ? redis.store.ping() : null),
     async connectSharedStore(timeoutMs = 3_000) {
       if (!redis || redis.redis.status === 'ready') return true;
@@ -207,7 +171,6 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, over
     async close() {
       services.indexes.close();
       tokenEndpoint.close();
-      upstream.close();
       await redis?.close();
       if (ownsDispatcher) await Promise.all([dispatcher.close(), authDispatcher.close()]);
     },
@@ -253,19 +216,4 @@ function once(action: () => void): () => void {
     done = true;
     action();
   };
-}
-
-/** Reports how long a promise took, in seconds, and whether it resolved. */
-function timed<T>(promise: Promise<T>, report: (seconds: number, ok: boolean) => void): Promise<T> {
-  const started = performance.now();
-  return promise.then(
-    (value) => {
-      report((performance.now() - started) / 1000, true);
-      return value;
-    },
-    (error: unknown) => {
-      report((performance.now() - started) / 1000, false);
-      throw error;
-    },
-  );
 }

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig, type Config } from './config';
 import type * as DemoModule from './demo';
-import { createLogger } from './logger';
+import { createLogger } from './observability/logger';
 import { startServer } from './server';
 
 /** Start-up: load the configuration, start the server, exit 1 with one clear line on error. */

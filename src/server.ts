@@ -11,12 +11,10 @@ import type { GraphQLContext } from './graphql/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { createRoutes } from './http/routes';
 import { demoTenantPlugin } from './graphql/demoTenant';
-import { createLogger, type Logger } from './logger';
-import { createMetrics, type Metrics } from './metrics';
-import { operationObserver } from './observability/operationPlugin';
-import { setTraceIdProvider } from './observability/requestContext';
-import { currentTraceId, flushTelemetry, startTelemetry } from './telemetry';
-import { operationSpanPlugin } from './telemetry/plugin';
+import { createObservability } from './observability';
+import { createLogger, type Logger } from './observability/logger';
+import { createMetrics, type Metrics } from './observability/metrics';
+import { tokenUrl } from './upstream/tokenEndpoint';
 
 export { EXAMPLE_QUERY } from './exampleQuery';
 
@@ -56,11 +54,15 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER is set; then OpenTelemetry loads here.
-  // With tracing on, every log line written inside a span carries its trace id.
-  if (await startTelemetry(options.telemetryEnv)) setTraceIdProvider(currentTraceId);
   const metrics = createMetrics();
-  const app = createApp(config, logger, metrics, options);
+  // Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER is set; then OpenTelemetry loads here.
+  const observability = await createObservability({
+    logger,
+    metrics,
+    ...(config.authUrl && { tokenUrl: tokenUrl(config.authUrl) }),
+    ...(options.telemetryEnv && { telemetryEnv: options.telemetryEnv }),
+  });
+  const app = createApp(config, logger, metrics, observability.observer, options);
   const httpServer = createServer();
   const apollo = createApolloServer({
     logger,
@@ -70,9 +72,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     limits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
     // Order matters: the operation observer counts the item errors appended before it.
     plugins: [
-      operationObserver(metrics, logger, app.upstream),
+      ...(observability.plugins as ReadonlyArray<ApolloServerPlugin<GraphQLContext>>),
       ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
-      operationSpanPlugin(),
       ...(options.plugins ?? []),
     ],
   });
@@ -93,6 +94,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       graphql: createGraphQLHandler({ apollo, services: app.services, budgetMs: REQUEST_BUDGET_MS }),
       metrics,
       logger,
+      serve: observability.serve,
       routerSecret: config.routerSecret ?? null,
       sharedStoreUp: () => app.sharedStoreUp(),
       readinessProblem: () => app.readinessProblem(),
@@ -131,7 +133,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       metrics.ready.set(0);
       await apollo.stop();
       await app.close();
-      await flushTelemetry();
+      await observability.close();
     },
   };
 }

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import type { GraphQLFormattedError } from 'graphql';
-import type { Logger } from '../logger';
+import type { Logger } from 'pino';
 import type { GraphQLContext } from './context';
 import { costLimit } from './cost';
 import { createErrorFormatter } from './errors';

@@ -8,7 +8,7 @@ import { isMalformed, type AnyResource, type ListFilter, type Resource, type Res
 import { checkConnectionArgs, FILTER_SCAN_PAGES, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
 import type { EntityIndex, EntityIndexes } from './entityIndex';
-import { noteCacheLookups, noteTenant } from '../observability/hits';
+import { NO_OBSERVER, type Observer, type RequestRecord } from '../observability/events';
 import { graphQLError } from './errors';
 import type { IdentityResolver } from './identity';
 import { UpstreamError } from '../upstream/errors';
@@ -41,6 +41,8 @@ export interface GraphQLContext {
   readonly itemErrors: GraphQLError[];
   /** Aborts when the request is over: its client went away, or its deadline passed. */
   readonly signal: AbortSignal;
+  /** What is recorded of this request for its logs and metrics (absent when a test builds a context alone). */
+  readonly request?: RequestRecord;
 }
 
 /** Process-wide services the per-request context is built from. */
@@ -51,22 +53,25 @@ export interface ContextServices {
   readonly identify: IdentityResolver;
   /** The resources served: the registry's. */
   readonly resources: ResourceSet;
+  /** Where the data layer reports tenants and cache lookups. Default: nowhere. */
+  readonly observer?: Observer;
 }
 
 /**
  * The tenant is worked out lazily, on first use: the router's `_service` query and
  * introspection carry no tenant and must still be answered.
  */
-export function createContext(services: ContextServices, headers: IncomingHttpHeaders, signal: AbortSignal): GraphQLContext {
+export function createContext(services: ContextServices, headers: IncomingHttpHeaders, signal: AbortSignal, request?: RequestRecord): GraphQLContext {
   const itemErrors: GraphQLError[] = [];
   let tenant: Promise<TenantData> | undefined;
   let known: TenantData | undefined;
   return {
     itemErrors,
     signal,
+    ...(request && { request }),
     tenant() {
       tenant ??= services.identify(headers).then((tenantId) => {
-        noteTenant(tenantId);
+        (services.observer ?? NO_OBSERVER).tenantIdentified(tenantId);
         known = tenantData(services, tenantId, signal, itemErrors);
         return known;
       });
@@ -88,6 +93,7 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
   const pages = new Map<string, Promise<ListPage<unknown>>>();
   const budget = services.client.budgetFor(signal); // one call budget and deadline per request
   const call = { signal, budget };
+  const observer = services.observer ?? NO_OBSERVER;
   let heldPagesRead = 0;
   let heldRecordsRead = 0;
 
@@ -139,7 +145,7 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
     }
     const key = pageKey(tenantId, resource.name, ref, pageSize, filterKey(query));
     let page = pages.get(key);
-    noteCacheLookups('request_pages', page ? 1 : 0, page ? 0 : 1);
+    observer.cacheLookup('request_pages', page ? 1 : 0, page ? 0 : 1);
     if (!page) {
       const held = fromIndex && !query ? indexOf(resource).page(ref, pageSize) : undefined;
       if (held) {
@@ -195,7 +201,7 @@ function tenantData(services: ContextServices, tenantId: string, signal: AbortSi
       // Not yet authorized in this request: the loader checks, then answers.
       if (resource.scope && !authorized.has(resource.name)) return undefined;
       const record = indexOf(resource).peek(id);
-      if (record) noteCacheLookups('entity_index', 1, 0);
+      if (record) observer.cacheLookup('entity_index', 1, 0);
       return record;
     },
     loader: <R extends UpstreamRecord>(resource: Resource<R, any> | string) => loaderOf(resourceOf(resource)) as DataLoader<string, R | null>,

@@ -3,8 +3,7 @@ import type { PageRef } from '../upstream/pageReference';
 import { isMalformed } from '../upstream/resources';
 import { UPSTREAM_PAGE_SIZE } from '../upstream/endpoints';
 import { guardPageChain } from './connections';
-import { noteCacheLookups } from '../observability/hits';
-import { noteEntityIndex, traceEntityLookup } from '../telemetry';
+import { NO_OBSERVER, type Observer } from '../observability/events';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s (`WFS_ENTITY_INDEX_TTL_SECONDS`). */
 export const ENTITY_INDEX_TTL_MS = 30_000;
@@ -58,6 +57,7 @@ export class EntityIndex<T extends { id: string }> {
     /** The tenant whose list this indexes (eviction never picks the tenant that is growing). */
     readonly tenantId: string = '',
     private readonly holder?: IndexHolder,
+    private readonly observer: Observer = NO_OBSERVER,
   ) {
     this.expiresAt = now() + ttlMs;
   }
@@ -112,7 +112,7 @@ export class EntityIndex<T extends { id: string }> {
    * pages this index holds), so the request's budget and deadline bound the scan.
    */
   lookup(ids: readonly string[], fetchPage: FetchPage<T>): Promise<Array<T | null>> {
-    const run = this.queue.then(() => traceEntityLookup(ids.length, () => this.scanFor(ids, fetchPage)));
+    const run = this.queue.then(() => this.observer.entityLookup(ids.length, () => this.scanFor(ids, fetchPage)));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -165,8 +165,8 @@ export class EntityIndex<T extends { id: string }> {
       if (record) found.set(id, record);
       else missing.add(id);
     }
-    noteCacheLookups('entity_index', ids.length - missing.size, missing.size);
-    noteEntityIndex(missing.size > 0 && this.resume !== null ? 'scan' : 'hit');
+    this.observer.cacheLookup('entity_index', ids.length - missing.size, missing.size);
+    this.observer.entityLookupResult(missing.size > 0 && this.resume !== null ? 'scan' : 'hit');
     const generation = this.generation;
     let ref = this.resume;
     while (missing.size > 0 && ref !== null) {
@@ -197,6 +197,8 @@ export interface EntityIndexesOptions {
    * one, an idle process keeps the released records as garbage until it allocates again.
    */
   readonly afterLargeRelease?: () => void;
+  /** Told of each lookup batch (a span with tracing on) and its cache hits and misses. */
+  readonly observer?: Observer;
 }
 
 /** The shortest time, in ms, between two `afterLargeRelease` calls. */
@@ -219,10 +221,12 @@ export class EntityIndexes implements IndexHolder {
   private readonly timer: NodeJS.Timeout | undefined;
   private readonly afterLargeRelease: (() => void) | undefined;
   private lastLargeRelease = -Infinity;
+  private readonly observer: Observer;
 
   constructor(options: EntityIndexesOptions = {}) {
     this.now = options.now ?? Date.now;
     this.afterLargeRelease = options.afterLargeRelease;
+    this.observer = options.observer ?? NO_OBSERVER;
     this.ttlMs = options.ttlMs ?? ENTITY_INDEX_TTL_MS;
     this.maxRecords = options.maxRecords ?? ENTITY_INDEX_MAX_RECORDS;
     const every = options.sweepEveryMs ?? Math.min(MAX_SWEEP_INTERVAL_MS, Math.max(1, this.ttlMs / 4));
@@ -240,7 +244,7 @@ export class EntityIndexes implements IndexHolder {
     this.tenants.set(tenantId, lists);
     let index = lists.get(list);
     if (!index) {
-      index = new EntityIndex(this.now, this.ttlMs, tenantId, this);
+      index = new EntityIndex(this.now, this.ttlMs, tenantId, this, this.observer);
       lists.set(list, index);
     }
     return index as unknown as EntityIndex<T>;

@@ -7,7 +7,6 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import type { GraphQLContext } from './context';
-import { inlineTrace } from './inlineTrace';
 
 /**
  * The Apollo Server plugins this subgraph runs, and the built-in ones it switches off.
@@ -18,8 +17,8 @@ import { inlineTrace } from './inlineTrace';
  * schema reporting start whenever APOLLO_KEY happens to be set; a subgraph reports
  * through the router, never on its own. Each is named here, so none comes back
  * silently; `bench/README.md` has what each one cost per request. The inline trace
- * is our own (`inlineTrace.ts`): the same trace as Apollo's, only when the router
- * asks for it, at a fraction of the cost.
+ * is installed by the observability layer (`observability/inlineTrace.ts`): Apollo's,
+ * only for the requests whose router asks for it.
  */
 export function subgraphPlugins(extra: ReadonlyArray<ApolloServerPlugin<GraphQLContext>> = []): Array<ApolloServerPlugin<GraphQLContext>> {
   return [
@@ -28,7 +27,6 @@ export function subgraphPlugins(extra: ReadonlyArray<ApolloServerPlugin<GraphQLC
     ApolloServerPluginSchemaReportingDisabled(),
     ApolloServerPluginLandingPageDisabled(),
     ApolloServerPluginInlineTraceDisabled(),
-    inlineTrace(),
     itemErrors(),
     ...extra,
   ] as Array<ApolloServerPlugin<GraphQLContext>>;

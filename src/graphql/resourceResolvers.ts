@@ -3,7 +3,6 @@ import type { AnyResource, Resource, UpstreamRecord } from '../upstream/resource
 import type { ConnectionArgs, ConnectionPage } from './connections';
 import type { GraphQLContext } from './context';
 import { badUserInput } from './errors';
-import { tracingActive } from '../telemetry';
 import { nodeIdOf } from './node';
 
 type Resolvers = GraphQLResolverMap<GraphQLContext>;
@@ -18,9 +17,7 @@ type Resolvers = GraphQLResolverMap<GraphQLContext>;
 export function loadEntity<R extends UpstreamRecord>(context: GraphQLContext, resource: Resource<R, any>, id: string): R | null | Promise<R | null> {
   const tenant = context.knownTenant();
   if (!tenant) return context.tenant().then((known) => known.loader(resource).load(id));
-  // With tracing on, every lookup goes through the loader, so each batch has its
-  // `entity_index.lookup` span (hit or scan).
-  return (tracingActive() ? undefined : tenant.held(resource, id)) ?? tenant.loader(resource).load(id);
+  return tenant.held(resource, id) ?? tenant.loader(resource).load(id);
 }
 
 /** The single-record lookup field of a resource: `Location` → `location`. */

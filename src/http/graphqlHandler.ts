@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { createContext, type ContextServices, type GraphQLContext } from '../graphql/context';
+import type { RequestRecord } from '../observability/events';
 import { sendGraphQLError } from './respond';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -22,7 +23,7 @@ export class ClientAbortedError extends Error {
 }
 
 /** Serves one GraphQL request over node:http; rejects only on a fault of our own (or with ClientAbortedError). */
-export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse, record?: RequestRecord) => Promise<void>;
 
 /**
  * Apollo Server's documented integration path, as one function a request runs
@@ -32,7 +33,7 @@ export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse) => Prom
  */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHandler {
   const { apollo, services, budgetMs } = options;
-  return async function handle(req, res) {
+  return async function handle(req, res, record) {
     let body: unknown;
     if (req.method === 'POST') {
       const text = await readBody(req);
@@ -51,7 +52,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     const query = url.indexOf('?');
     const response = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? 'GET', headers: headerMap(req), search: query === -1 ? '' : url.slice(query), body },
-      context: async () => createContext(services, req.headers, signal),
+      context: async () => createContext(services, req.headers, signal, record),
     });
 
     const headers: Record<string, string> = {};

@@ -1,10 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { wantsExplorer } from '../browserRedirect';
-import type { Logger } from '../logger';
-import type { Metrics } from '../metrics';
-import { runInRequestScope } from '../observability/requestContext';
-import { traceGraphQLRequest } from '../telemetry';
+import type { Observability } from '../observability';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
 import { ClientAbortedError, type GraphQLHandler } from './graphqlHandler';
 import { sendGraphQLError, sendJson } from './respond';
 
@@ -13,6 +12,8 @@ export interface RoutesOptions {
   readonly graphql: GraphQLHandler;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** Runs a GraphQL request inside its observed scope (record, in-flight gauge, span). */
+  readonly serve: Observability['serve'];
   /** Requests to the GraphQL path must carry `router-authorization: <secret>` (null: no gate). */
   readonly routerSecret: string | null;
   /** Whether the shared token store answers (null without one). */
@@ -45,19 +46,16 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
       }
       // Everything the request causes runs in its scope (request id on every log line,
       // abort accounting, the in-flight gauge) and, with tracing on, in its span.
-      metrics.graphqlInFlight.inc();
-      runInRequestScope(req, res, { metrics, onEnd: () => metrics.graphqlInFlight.dec() }, () =>
-        traceGraphQLRequest(req.headers, () => graphql(req, res)).catch((error: unknown) => {
-          if (error instanceof ClientAbortedError) {
-            metrics.graphqlAborted.inc({ operation_type: 'unknown' });
-            logger.debug(error.message);
-            return void res.destroy();
-          }
-          logger.error({ err: error }, 'GraphQL request failed');
-          if (!res.headersSent) sendGraphQLError(res, 500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
-          else res.destroy();
-        }),
-      );
+      options.serve(req, res, (record) => graphql(req, res, record)).catch((error: unknown) => {
+        if (error instanceof ClientAbortedError) {
+          metrics.graphqlAborted.inc({ operation_type: 'unknown' });
+          logger.debug(error.message);
+          return void res.destroy();
+        }
+        logger.error({ err: error }, 'GraphQL request failed');
+        if (!res.headersSent) sendGraphQLError(res, 500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
+        else res.destroy();
+      });
       return;
     }
     if (req.method === 'GET' && path === '/health') return sendJson(res, 200, { status: 'ok' });

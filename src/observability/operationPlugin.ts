@@ -1,10 +1,11 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import type { Logger } from '../logger';
-import type { Metrics } from '../metrics';
 import { isUpstreamError } from '../upstream/errors';
 import { BoundedLabel } from './boundedLabel';
-import { cacheHitsOf, currentRequest } from './requestContext';
+import type { RequestRecord } from './events';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+import { cacheHitsOf } from './requestScope';
 import type { UpstreamObserver } from './upstreamObserver';
 
 /** Operation names kept as label values; the rest are `other` (operation names come from clients). */
@@ -18,7 +19,7 @@ const OPERATION_NAME_ADMIT_AFTER = 3;
  * sent, so they count neither as GraphQL errors nor (upstreamObserver) as upstream
  * failures. Must come after the plugin that appends the item errors.
  */
-export function operationObserver(metrics: Metrics, logger: Logger, upstream: UpstreamObserver): ApolloServerPlugin {
+export function operationObserver(metrics: Metrics, logger: Logger, upstream: Pick<UpstreamObserver, 'logFailure'>): ApolloServerPlugin<{ request?: RequestRecord }> {
   const names = new BoundedLabel(MAX_OPERATION_NAMES, /^[_A-Za-z][_0-9A-Za-z]{0,99}$/, { admitAfter: OPERATION_NAME_ADMIT_AFTER });
   return {
     async requestDidStart() {
@@ -39,8 +40,9 @@ export function operationObserver(metrics: Metrics, logger: Logger, upstream: Up
             if (isUpstreamError(original)) upstream.logFailure(original, error.path ? { path: error.path.join('.') } : {});
           }
         },
-        async willSendResponse({ response }) {
-          const scope = currentRequest();
+        async willSendResponse({ response, contextValue }) {
+          // The request's record rides on its GraphQL context (http/graphqlHandler.ts puts it there).
+          const scope = contextValue.request;
           const aborted = scope?.aborted === true;
           const errors = response.body.kind === 'single' ? (response.body.singleResult.errors ?? []) : [];
           const codes = errors.map((error) => String(error.extensions?.code ?? 'UNKNOWN'));

@@ -1,14 +1,13 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Logger } from '../logger';
-import type { Metrics } from '../metrics';
-import type { ListCallListener, ListCallWrapper } from '../upstream/client';
 import { isUpstreamError, type UpstreamError } from '../upstream/errors';
 import { isTimeoutReason, type CallOutcome, type FailureCause } from '../upstream/failureCause';
 import { BoundedLabel } from './boundedLabel';
+import type { Observer, UpstreamAttempt, UpstreamCall } from './events';
+import type { Logger } from './logger';
 import { LogLimiter, type LogLimiterOptions } from './logLimiter';
-import { currentRequest } from './requestContext';
+import type { Metrics } from './metrics';
+import { currentRequest } from './requestScope';
 
-/** What one list call went through, filled by the per-attempt listener while the call runs. */
+/** What one list call went through, filled by its attempt events while the call runs. */
 interface CallRecord {
   attempts: number;
   origin: string | undefined;
@@ -35,11 +34,7 @@ export interface UpstreamFailure {
   readonly durationMs: number;
 }
 
-export interface UpstreamObserver {
-  /** The WfsClient's per-attempt listener: attempt metrics and the call's record. */
-  readonly onListCall: ListCallListener;
-  /** The WfsClient's call wrapper: each call counted once, a final failure logged once. */
-  readonly aroundListCall: ListCallWrapper;
+export interface UpstreamObserver extends Pick<Observer, 'upstreamCall' | 'upstreamAttempt'> {
   /** Logs a failure that did not come out of one call (a broken page chain), unless already logged. */
   logFailure(error: UpstreamError, fields: { path?: string }): void;
   /** The `origin` label value of a shard: the same bounded set as the call metrics (the breaker metrics use it too). */
@@ -49,10 +44,6 @@ export interface UpstreamObserver {
   close(): void;
 }
 
-const calls = new AsyncLocalStorage<CallRecord>();
-/** Errors already logged, so the Apollo plugin does not log a call's failure again. */
-const logged = new WeakSet<object>();
-
 /**
  * One warn line per upstream call that finally failed, bounded per shard, list and
  * cause by a LogLimiter, and the per-shard call metrics. The request id and trace id
@@ -61,6 +52,10 @@ const logged = new WeakSet<object>();
 export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits: LogLimiterOptions = {}): UpstreamObserver {
   const limiter = new LogLimiter<UpstreamFailure>(limits);
   const origins = new BoundedLabel(50);
+  /** Errors already logged, so the Apollo plugin does not log a call's failure again. */
+  const logged = new WeakSet<object>();
+  /** The record of each call under way (the call object is the key: gone with it). */
+  const calls = new WeakMap<UpstreamCall, CallRecord>();
 
   const write = (failure: UpstreamFailure, error: object) => {
     logged.add(error);
@@ -80,35 +75,36 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
   const timer = setInterval(flush, limiter.windowMs);
   timer.unref();
 
-  const onListCall: ListCallListener = (list, status, durationMs, attempt) => {
-    const scope = currentRequest();
-    if (scope) scope.lastOrigin = attempt.origin;
-    const call = calls.getStore();
-    if (call) {
-      call.attempts += 1;
-      call.origin = attempt.origin;
-      call.lastOutcome = attempt.outcome;
-      call.lastStatus = status;
-    }
-    // A call cancelled because the client left says nothing about the upstream; an
-    // attempt of a shared call reported to a request that joined it was counted once already.
-    if (attempt.outcome === 'aborted' || attempt.shared) return;
-    const origin = origins.value(attempt.origin);
-    metrics.upstreamRequests.inc({ list, origin, status: String(status) });
-    metrics.upstreamDuration.observe({ list, origin }, durationMs / 1000);
-  };
-
   return {
-    onListCall,
-    aroundListCall({ tenantId, list, signal }, run) {
+    upstreamAttempt(upstreamCall: UpstreamCall, attempt: UpstreamAttempt) {
+      const scope = currentRequest();
+      if (scope) scope.lastOrigin = attempt.origin;
+      const call = calls.get(upstreamCall);
+      if (call) {
+        call.attempts += 1;
+        call.origin = attempt.origin;
+        call.lastOutcome = attempt.outcome;
+        call.lastStatus = attempt.status;
+      }
+      // A call cancelled because the client left says nothing about the upstream; an
+      // attempt of a shared call reported to a request that joined it was counted once already.
+      if (attempt.outcome === 'aborted' || attempt.shared) return;
+      const origin = origins.value(attempt.origin);
+      const list = upstreamCall.list;
+      metrics.upstreamRequests.inc({ list, origin, status: String(attempt.status) });
+      metrics.upstreamDuration.observe({ list, origin }, attempt.durationMs / 1000);
+    },
+    upstreamCall<T>(upstreamCall: UpstreamCall, run: () => Promise<T>): Promise<T> {
+      const { tenantId, list, signal } = upstreamCall;
       const scope = currentRequest();
       if (scope) {
         scope.upstreamCalls += 1;
         scope.tenantId ??= tenantId;
       }
       const call: CallRecord = { attempts: 0, origin: undefined, lastOutcome: undefined, lastStatus: 0 };
+      calls.set(upstreamCall, call);
       const started = performance.now();
-      return calls.run(call, run).then(
+      return run().then(
         (page) => {
           metrics.upstreamCalls.inc({ list, origin: origins.value(call.origin), outcome: 'ok' });
           return page;

@@ -3,80 +3,20 @@ import { UPSTREAM_PAGE_SIZE } from './endpoints';
 import { UpstreamError, cancelledError } from './errors';
 import { causeOfNetworkError, isTimeoutReason, type CallOutcome, type FailureCause } from './failureCause';
 import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
-import { parsePageReference, pageUrl, type PageRef } from './pageReference';
-import type { MalformedRecord, Resource, UpstreamRecord } from './resources';
-import { noteShard, traceListCall } from '../telemetry';
+import { parseEnvelope, type ListPage } from './envelope';
+import { pageUrl, type PageRef } from './pageReference';
+import type { Resource, UpstreamRecord } from './resources';
+import { NO_OBSERVER, type Observer, type UpstreamAttempt, type UpstreamCall } from '../observability/events';
 import type { TokenCache } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
-import { ShardBreakers, ShardFault, type BreakerState, type ShardBreakerOptions } from './breaker';
+import { ShardBreakers, ShardFault, type ShardBreakerOptions } from './breaker';
 import { TenantBulkheads, type TenantBulkheadOptions } from './bulkhead';
 import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './callBudget';
 import { InFlight, coalescingKey, type SharedCallView } from './coalescer';
 import { RetryPolicy, type RetryPolicyOptions } from './retry';
 import { RetryAfterWindows, type WindowScope } from './retryAfterWindows';
 
-/** One page of a list, validated and mapped. */
-export interface ListPage<T> {
-  /** The reference this page was fetched with (`null`: the first page). */
-  readonly ref: PageRef | null;
-  /** The `page_size` it was fetched with; the same reference and size give the same page again. */
-  readonly pageSize: number;
-  /** Records in upstream order; an item of the wrong shape stays in place as a MalformedRecord. */
-  readonly items: ReadonlyArray<T | MalformedRecord>;
-  readonly hasMore: boolean;
-  readonly next: PageRef | null;
-  readonly previous: PageRef | null;
-}
-
-/**
- * Observes each HTTP attempt of a list call (for logs and metrics): list name, HTTP status
- * or 0 for a network error, duration in ms, and the shard origin with the attempt's
- * outcome ('aborted' when the caller went away; see failureCause.ts).
- */
-export type ListCallListener = (list: string, status: number, durationMs: number, attempt: ListAttempt) => void;
-
-/** The call `ListCallWrapper` wraps: whose, which list, and the caller's signal. */
-export interface ListCall {
-  readonly tenantId: string;
-  readonly list: string;
-  readonly signal: AbortSignal | undefined;
-}
-
-/**
- * Runs around each list call as a whole (every attempt, retry and wait of it), for
- * logs and metrics that count a call once and log its final failure once.
- */
-export type ListCallWrapper = <T>(call: ListCall, run: () => Promise<T>) => Promise<T>;
-
-/** One attempt as the listener sees it: never a path, query, cursor or token. */
-export interface ListAttempt {
-  readonly origin: string;
-  readonly outcome: CallOutcome;
-  /**
-   * An attempt of a shared call, reported again to a request that joined the call
-   * when that request's call ends: it belongs in that request's record (its failure
-   * line), but it is not another upstream request (count it once, when not `shared`).
-   */
-  readonly shared?: true;
-}
-
-/** One attempt as reported, kept with the shared call for the requests that join it. */
-type ReportedAttempt = readonly [list: string, status: number, durationMs: number, attempt: ListAttempt];
-
-/**
- * Observes the resilience mechanisms (for metrics). Every callback is optional.
- * `failFast` reasons: `breaker` (shard breaker open), `retry-after` (a Retry-After
- * window in force), `bulkhead` (the tenant's queue full), `budget` (the request's
- * call budget spent).
- */
-export interface ResilienceListener {
-  readonly onBreakerState?: (origin: string, state: BreakerState) => void;
-  readonly onRetry?: (list: string, reason: 'transient' | 'rate-limited' | 'retry-after' | 'unauthorized') => void;
-  readonly onCoalesced?: (list: string) => void;
-  readonly onQueued?: () => void;
-  readonly onRejected?: () => void;
-  readonly onFailFast?: (reason: 'breaker' | 'retry-after' | 'bulkhead' | 'budget') => void;
-}
+export type { ListPage } from './envelope';
 
 /** Which page of a list to fetch, and for which request. */
 export interface ListPageOptions {
@@ -115,9 +55,8 @@ export interface WfsClientOptions {
   readonly retry?: RetryPolicyOptions;
   readonly breaker?: Omit<ShardBreakerOptions, 'onStateChange' | 'onFailFast'>;
   readonly bulkhead?: Omit<TenantBulkheadOptions, 'onQueued' | 'onRejected'>;
-  readonly onListCall?: ListCallListener;
-  readonly aroundListCall?: ListCallWrapper;
-  readonly resilience?: ResilienceListener;
+  /** What the client reports (calls, attempts, retries, breaker and bulkhead events); default: nothing. */
+  readonly observer?: Observer;
   /** Clock for Retry-After windows. Default Date.now. */
   readonly now?: () => number;
 }
@@ -167,22 +106,23 @@ export class WfsClient {
   private readonly retryPolicy: RetryPolicy;
   private readonly windows: RetryAfterWindows;
   /** The attempts of each shared call so far, reported again to each request that joined it. */
-  private readonly attemptsOf = new WeakMap<SharedCallView, ReportedAttempt[]>();
+  private readonly attemptsOf = new WeakMap<SharedCallView, UpstreamAttempt[]>();
+  private readonly observer: Observer;
 
   constructor(private readonly options: WfsClientOptions) {
-    const listener = options.resilience ?? {};
+    const observer = (this.observer = options.observer ?? NO_OBSERVER);
     this.inFlight = new InFlight();
     this.breakers = new ShardBreakers({
       ...options.breaker,
-      ...(listener.onBreakerState && { onStateChange: listener.onBreakerState }),
-      onFailFast: () => listener.onFailFast?.('breaker'),
+      onStateChange: (origin, state) => observer.breakerTransition(origin, state),
+      onFailFast: () => observer.upstreamFailFast('breaker'),
     });
     this.bulkheads = new TenantBulkheads({
       ...options.bulkhead,
-      ...(listener.onQueued && { onQueued: listener.onQueued }),
+      onQueued: () => observer.bulkheadQueued(),
       onRejected: () => {
-        listener.onRejected?.();
-        listener.onFailFast?.('bulkhead');
+        observer.bulkheadRejected();
+        observer.upstreamFailFast('bulkhead');
       },
     });
     this.retryPolicy = new RetryPolicy(options.retry);
@@ -218,13 +158,13 @@ export class WfsClient {
    * Concurrent calls for the same page of the same tenant share one upstream call.
    */
   listPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions = {}): Promise<ListPage<R>> {
-    const run = () => traceListCall(resource.name, options.pageSize ?? UPSTREAM_PAGE_SIZE, () => this.sharedPage(tenantId, resource, options));
-    const around = this.options.aroundListCall;
-    return around ? around({ tenantId, list: resource.name, signal: options.signal }, run) : run();
+    const call: UpstreamCall = { tenantId, list: resource.name, pageSize: options.pageSize ?? UPSTREAM_PAGE_SIZE, signal: options.signal };
+    return this.observer.upstreamCall(call, () => this.sharedPage(call, resource, options));
   }
 
   /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */
-  private async sharedPage<R extends UpstreamRecord>(tenantId: string, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
+  private async sharedPage<R extends UpstreamRecord>(call: UpstreamCall, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
+    const tenantId = call.tenantId;
     const page: PageRequest<R> = { resource, ref: options.ref ?? null, pageSize: options.pageSize ?? UPSTREAM_PAGE_SIZE, query: options.query };
     const list = resource.name;
     const deadlineMs = this.options.deadlineMs ?? 10_000;
@@ -234,33 +174,32 @@ export class WfsClient {
     try {
       budget.take(list);
     } catch (error) {
-      this.options.resilience?.onFailFast?.('budget');
+      this.observer.upstreamFailFast('budget');
       throw error;
     }
     const grant = await this.options.tokens.getToken(tenantId);
-    noteShard(grant.apiBase);
+    this.observer.upstreamShard(call, grant.apiBase);
     checkScope(grant, resource);
     // The key is the exact URL the call sends: list, reference, page size and any filter.
     const key = coalescingKey(tenantId, listUrl(grant, page));
     const joined = this.inFlight.get(key);
-    if (joined) this.options.resilience?.onCoalesced?.(list);
+    if (joined) this.observer.upstreamCoalesced(call);
     let fetched: ListPage<R>;
     try {
       // Each caller keeps its own deadline: the shared call retries within the latest of theirs.
       fetched = (await this.inFlight.run(
         key,
         signal,
-        (shared, call) => {
-          const attempts: ReportedAttempt[] = [];
-          this.attemptsOf.set(call, attempts);
-          return this.fetchPage(tenantId, page, grant, shared, call, attempts);
+        (shared, sharedCall) => {
+          const attempts: UpstreamAttempt[] = [];
+          this.attemptsOf.set(sharedCall, attempts);
+          return this.fetchPage(call, page, grant, shared, sharedCall, attempts);
         },
         budget.deadlineAt,
       )) as ListPage<R>;
     } finally {
       // A request that joined saw the call's attempts only through the one that started it.
-      const onListCall = this.options.onListCall;
-      if (joined && onListCall) for (const [name, status, ms, attempt] of this.attemptsOf.get(joined) ?? []) onListCall(name, status, ms, { ...attempt, shared: true });
+      if (joined) for (const attempt of this.attemptsOf.get(joined) ?? []) this.observer.upstreamAttempt(call, { ...attempt, shared: true });
     }
     budget.notePage(list, fetched);
     return fetched;
@@ -268,20 +207,21 @@ export class WfsClient {
 
   /** The request loop of one page: windows, bulkhead, breaker, retries, one 401 renewal. */
   private async fetchPage<R extends UpstreamRecord>(
-    tenantId: string,
+    caller: UpstreamCall,
     page: PageRequest<R>,
     grant: TokenGrant,
     signal: AbortSignal,
     call: SharedCallView,
-    attempts: ReportedAttempt[],
+    attempts: UpstreamAttempt[],
   ): Promise<ListPage<R>> {
+    const { tenantId } = caller;
     const { resource } = page;
     const list = resource.name;
     const maxWaitMs = (this.options.maxRetryAfterSeconds ?? 2) * 1000;
     const remaining = () => call.deadlineAt() - performance.now();
     const retries = this.retryPolicy.schedule();
     const rateLimitBackoff = this.retryPolicy.schedule(this.options.maxRateLimitRetries ?? 2);
-    const listener = this.options.resilience;
+    const observer = this.observer;
     let renewed = false;
     let rateLimitRetries = 0;
     for (;;) {
@@ -291,14 +231,14 @@ export class WfsClient {
       // A Retry-After window in force: wait out a short one within the budget, fail fast on a long one.
       const gate = this.passWindows(tenantId, origin, list, maxWaitMs, remaining());
       if ('waitMs' in gate) {
-        listener?.onRetry?.(list, 'retry-after');
+        observer.upstreamRetry(list, 'retry-after');
         await sleep(gate.waitMs, signal);
         continue;
       }
 
       let outcome: Outcome<R>;
       try {
-        outcome = await this.attempt(tenantId, origin, page, grant, signal, attempts);
+        outcome = await this.attempt(caller, origin, page, grant, signal, attempts);
       } catch (error) {
         // Not sent, cancelled, or refused before an answer: the probe decides nothing, the next caller probes.
         for (const { scope, key, probe } of gate.probes) this.windows.probeDone(scope, key, probe, false);
@@ -317,7 +257,7 @@ export class WfsClient {
           throw new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refused a freshly issued token for tenant ${tenantId} (401 twice)`, { status: 401 });
         }
         renewed = true;
-        listener?.onRetry?.(list, 'unauthorized');
+        observer.upstreamRetry(list, 'unauthorized');
         grant = await this.options.tokens.renewAfterUnauthorized(tenantId, grant);
         continue;
       }
@@ -334,7 +274,7 @@ export class WfsClient {
         const wait = rateLimitRetries < (this.options.maxRateLimitRetries ?? 2) ? rateLimitBackoff.next(remaining()) : undefined;
         if (wait === undefined) throw rateLimited(tenantId, undefined);
         rateLimitRetries += 1;
-        listener?.onRetry?.(list, 'rate-limited');
+        observer.upstreamRetry(list, 'rate-limited');
         await sleep(wait, signal);
         continue;
       }
@@ -350,7 +290,7 @@ export class WfsClient {
       }
       const wait = signal.aborted ? undefined : retries.next(remaining());
       if (wait === undefined) throw outcome.error;
-      listener?.onRetry?.(list, 'transient');
+      observer.upstreamRetry(list, 'transient');
       await sleep(wait, signal);
     }
   }
@@ -372,27 +312,28 @@ export class WfsClient {
     if (waitMs === 0) return { probes };
     for (const { scope, key, probe } of probes) this.windows.probeDone(scope, key, probe, false);
     if (waitMs <= maxWaitMs && waitMs < remainingMs) return { waitMs };
-    this.options.resilience?.onFailFast?.('retry-after');
+    this.observer.upstreamFailFast('retry-after');
     const seconds = (ms: number) => (ms === Infinity ? 1 : Math.ceil(ms / 1000));
     throw tenantWait >= shardWait ? rateLimited(tenantId, seconds(tenantWait), 'retry_after_window') : shardBusy(origin, list, seconds(shardWait), 'retry_after_window');
   }
 
   /** One HTTP attempt, through the tenant's bulkhead and the shard's breaker, within the attempt timeout. */
   private async attempt<R extends UpstreamRecord>(
-    tenantId: string,
+    caller: UpstreamCall,
     origin: string,
     page: PageRequest<R>,
     grant: TokenGrant,
     signal: AbortSignal,
-    attempts: ReportedAttempt[],
+    attempts: UpstreamAttempt[],
   ): Promise<Outcome<R>> {
+    const { tenantId } = caller;
     // The breaker is outside the bulkhead: an open breaker fails fast without queueing.
     try {
       return await this.breakers.run(origin, () =>
         this.bulkheads.run(tenantId, signal, async () => {
           const timed = attemptSignal(signal, this.options.attemptTimeoutMs ?? 8_000);
           try {
-            const outcome = await this.send(grant, page, timed.signal, attempts);
+            const outcome = await this.send(caller, grant, page, timed.signal, attempts);
             // A shard fault (an attempt that ran out of time included) counts against the
             // shard's breaker; a call cancelled because its callers went away has thrown.
             if (outcome.kind === 'transient') throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
@@ -408,12 +349,12 @@ export class WfsClient {
     }
   }
 
-  private async send<R extends UpstreamRecord>(grant: TokenGrant, page: PageRequest<R>, signal: AbortSignal, attempts: ReportedAttempt[]): Promise<Outcome<R>> {
+  private async send<R extends UpstreamRecord>(caller: UpstreamCall, grant: TokenGrant, page: PageRequest<R>, signal: AbortSignal, attempts: UpstreamAttempt[]): Promise<Outcome<R>> {
     const list = page.resource.name;
     const report = (status: number, outcome: CallOutcome) => {
-      const reported: ReportedAttempt = [list, status, performance.now() - started, { origin: url.origin, outcome }];
-      attempts.push(reported);
-      this.options.onListCall?.(...reported);
+      const attempt: UpstreamAttempt = { status, durationMs: performance.now() - started, origin: url.origin, outcome };
+      attempts.push(attempt);
+      this.observer.upstreamAttempt(caller, attempt);
     };
     // Built from this attempt's token: after a renewal the tenant may live on another shard.
     const url = listUrl(grant, page);
@@ -520,29 +461,6 @@ function classifyStatus(list: string, status: number, retryAfter: number | undef
   // 503 with Retry-After is the shard asking for a pause, like a 429 for the whole shard.
   if (status >= 500) return { kind: 'transient' as const, error, retryAfterSeconds: status === 503 ? retryAfter : undefined };
   throw error;
-}
-
-function parseEnvelope<R extends UpstreamRecord>(body: unknown, resource: Resource<R>, ref: PageRef | null, pageSize: number, apiBase: string): ListPage<R> {
-  const list = resource.name;
-  const bad = (why: string): never => {
-    throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the ${list} response is not a list envelope: ${why}`);
-  };
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return bad('not a JSON object');
-  const envelope = body as Record<string, unknown>;
-  if (envelope.object !== 'list') bad('"object" is not "list"');
-  if (!Array.isArray(envelope.data)) bad('"data" is not an array');
-  if (typeof envelope.has_more !== 'boolean') bad('"has_more" is not a boolean');
-  const path = resource.path;
-  const next = parsePageReference(envelope.next, apiBase, path);
-  if (envelope.has_more && next === null) bad('"has_more" is true but "next" is missing');
-  return {
-    ref,
-    pageSize,
-    items: (envelope.data as unknown[]).map((item) => resource.map(item)),
-    hasMore: envelope.has_more as boolean,
-    next: envelope.has_more ? next : null,
-    previous: parsePageReference(envelope.previous, apiBase, path),
-  };
 }
 
 function rateLimited(tenantId: string, retryAfter: number | undefined, cause?: FailureCause): UpstreamError {

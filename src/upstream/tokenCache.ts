@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { TenantCredentials } from '../config';
+import { NO_OBSERVER, type Observer } from '../observability/events';
 import { UpstreamError, isUpstreamError } from './errors';
 import type { TokenGrant } from './tokenEndpoint';
 
@@ -16,12 +17,6 @@ export interface SharedTokenStore {
   tryLock(tenantId: string, ttlMs: number): Promise<(() => Promise<void>) | null>;
 }
 
-/**
- * Called for each token request actually sent, with its outcome (for metrics and
- * logs) and, when it failed, the error (its message names no secret).
- */
-export type TokenRequestListener = (tenantId: string, outcome: 'ok' | UpstreamError['code'], error?: UpstreamError) => void;
-
 export interface TokenCacheOptions {
   readonly tenants: readonly TenantCredentials[];
   /** Sends one token request; in production `requestToken` bound to the auth URL and agent. */
@@ -29,7 +24,11 @@ export interface TokenCacheOptions {
   readonly store?: SharedTokenStore | undefined;
   /** Epoch milliseconds. Default `Date.now`; tests freeze it. */
   readonly now?: () => number;
-  readonly onTokenRequest?: TokenRequestListener;
+  /**
+   * Told of each token request actually sent (`tokenRequest`, `tokenRequestEnded`: its
+   * outcome, `ok` or the error code, and the error, whose message names no secret).
+   */
+  readonly observer?: Observer;
   /** How long, in ms, a replica waits for another replica's refresh before giving up. Default 10 000. */
   readonly lockWaitMs?: number;
   /**
@@ -439,15 +438,16 @@ export class TokenCache {
 
   private async fetch(state: TenantState): Promise<TokenGrant> {
     const tenantId = state.tenant.tenantId;
+    const observer = this.options.observer ?? NO_OBSERVER;
     const started = this.now();
     try {
-      const grant = await this.options.fetchToken(state.tenant);
+      const grant = await observer.tokenRequest(tenantId, () => this.options.fetchToken(state.tenant));
       state.answerTimes = [...state.answerTimes.slice(1 - ANSWER_HISTORY), this.now() - started];
-      this.options.onTokenRequest?.(tenantId, 'ok');
+      observer.tokenRequestEnded(tenantId, 'ok');
       return grant;
     } catch (error) {
       const failure = isUpstreamError(error) ? error : undefined;
-      this.options.onTokenRequest?.(tenantId, failure ? failure.code : 'UPSTREAM_UNAVAILABLE', failure);
+      observer.tokenRequestEnded(tenantId, failure ? failure.code : 'UPSTREAM_UNAVAILABLE', failure);
       throw error;
     }
   }

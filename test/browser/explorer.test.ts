@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { chromium, type Browser } from 'playwright-core';
 import { loadConfig } from '../../src/config';
 import { startDemo, type Demo } from '../../src/demo';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/observability/logger';
 import { EXAMPLE_QUERY, startServer, type RunningServer } from '../../src/server';
 import { buildExplorerAssets } from '../helpers/explorerAssets';
 

@@ -163,7 +163,10 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
     expect(second.errors).toBeUndefined();
     await receiver.until((spans) => spans.some((span) => span.traceId === again && span.name === 'query Again'));
     const secondTrace = receiver.spans.filter((span) => span.traceId === again);
-    expect(secondTrace.filter((span) => span.name === 'entity_index.lookup').map((span) => attributes(span)['wfs.entity_index.result'])).toEqual(['hit']);
+    // The index answers the resolvers straight (the same path as with tracing off): no loader batch, so no lookup span, and no locations call.
+    expect(secondTrace.filter((span) => span.name === 'entity_index.lookup')).toHaveLength(0);
+    expect(secondTrace.filter((span) => span.name === 'upstream.list locations')).toHaveLength(0);
+    expect(secondTrace.filter((span) => span.name === 'upstream.list shifts')).toHaveLength(1);
     expect(secondTrace.filter((span) => span.name === 'upstream.token')).toHaveLength(0);
 
     // Nothing secret in any attribute of any span: no client secret, router or cursor
@@ -186,7 +189,7 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
   const LIST_MODULES = `
     const { loadConfig } = require('./dist/config.js');
     const { startServer } = require('./dist/server.js');
-    const { createLogger } = require('./dist/logger.js');
+    const { createLogger } = require('./dist/observability/logger.js');
     (async () => {
       const config = loadConfig();
       const server = await startServer(config, { logger: createLogger('silent') });
@@ -197,12 +200,15 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
       });
       const body = await response.json();
       // What a log mixin sees: the trace id inside a traced request, nothing outside.
-      const telemetry = require('./dist/telemetry/index.js');
+      const { requestLogFields } = require('./dist/observability/requestScope.js');
+      const tracing = await require('./dist/observability/otel/index.js').startTracing(process.env);
+      const { traceRequest } = require('./dist/observability/otel/observer.js');
       const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-      const traceIdInside = await telemetry.traceGraphQLRequest({ traceparent }, async () => telemetry.currentTraceId());
-      const traceIdOutside = telemetry.currentTraceId();
+      const inside = async () => requestLogFields().traceId;
+      const traceIdInside = tracing ? await traceRequest(tracing, { traceparent }, inside) : await inside();
+      const traceIdOutside = requestLogFields().traceId;
       await server.close();
-      const loaded = Object.keys(require.cache).filter((file) => file.includes('@opentelemetry') || file.endsWith('telemetry/otel.js'));
+      const loaded = Object.keys(require.cache).filter((file) => file.includes('@opentelemetry') || file.endsWith('observability/otel/sdk.js'));
       // Who first required the API package (prom-client does, for its exemplars).
       const apiLoadedBy = loaded
         .filter((file) => /@opentelemetry[\\/]api[\\/]build[\\/]src[\\/]index\\.js$/.test(file))
@@ -222,7 +228,7 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
     const off = await run({});
     expect(off.served).toBe(true);
     // prom-client (metrics) requires the API package, a set of no-op stubs, for its
-    // exemplars; no SDK, exporter, propagator or resource module is loaded, nor our own otel.ts.
+    // exemplars; no SDK, exporter, propagator or resource module is loaded, nor our own observability/otel/sdk.ts.
     expect(off.loaded.filter((file) => !/@opentelemetry[\\/]api[\\/]/.test(file))).toEqual([]);
     expect(off.apiLoadedBy.every((parent) => /node_modules[\\/]prom-client[\\/]/.test(parent))).toBe(true);
     // currentTraceId() (for the logger's mixin) costs nothing and says nothing when off.

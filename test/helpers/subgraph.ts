@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
 import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant, type ListCounts } from '../../src/emulator';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
 import type { ForeignUpstream } from './foreignUpstream';
 

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { makeLocations, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';
 import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { DEFAULT_UPSTREAM_CALL_BUDGET, EMPTY_PAGES_TOLERATED } from '../../src/upstream/callBudget';
 import { LIST_PATHS, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';

@@ -30,7 +30,7 @@ type Doc = Record<string, any>;
  */
 function namesTheServerReads(): Set<string> {
   const names = new Set<string>();
-  const sources = [read('src/config.ts'), ...readdirSync(path.join(root, 'src/telemetry')).map((file) => read(`src/telemetry/${file}`))];
+  const sources = [read('src/config.ts'), ...readdirSync(path.join(root, 'src/observability/otel')).map((file) => read(`src/observability/otel/${file}`))];
   for (const source of sources) {
     for (const match of source.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)|\[['"]([A-Z][A-Z0-9_]*)['"]\])/g)) names.add((match[1] ?? match[2])!);
     for (const match of source.matchAll(/['"]((?:WFS|OTEL)_[A-Z0-9_]+)['"]/g)) names.add(match[1]!);

@@ -2,9 +2,11 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer as createNetServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
-import { createLogger } from '../../src/logger';
-import { createMetrics } from '../../src/metrics';
-import { runInScope, type RequestScope } from '../../src/observability/requestContext';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
+import { composeObservers } from '../../src/observability';
+import { runInScope } from '../../src/observability/requestScope';
+import type { RequestRecord } from '../../src/observability/events';
 import { createUpstreamObserver } from '../../src/observability/upstreamObserver';
 import { WfsClient } from '../../src/upstream/client';
 import { TokenCache } from '../../src/upstream/tokenCache';
@@ -31,8 +33,8 @@ async function failureLine(apiBase: string, dispatcher: Dispatcher = new Agent({
     tenants: [{ tenantId: 'tenant-1', clientId: 'c', clientSecret: 's', scope: 'shifts.read' }],
     fetchToken: async () => ({ accessToken: TOKEN, tenantId: 'tenant-1', apiBase, scopes: ['shifts.read'], obtainedAt: Date.now(), expiresAt: Date.now() + 900_000 }),
   });
-  const client = new WfsClient({ tokens, dispatcher, deadlineMs, onListCall: observer.onListCall, aroundListCall: observer.aroundListCall });
-  const scope: RequestScope = { requestId: 'req-causes', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 };
+  const client = new WfsClient({ tokens, dispatcher, deadlineMs, observer: composeObservers([observer]) });
+  const scope: RequestRecord = { requestId: 'req-causes', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 };
   try {
     await expect(runInScope(scope, () => client.listPage('tenant-1', shifts, { ref: 'cursor-secret-page-9' }))).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
   } finally {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
 import { parsePageReference } from '../../src/upstream/pageReference';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import {
   LIST_PATHS,

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { UnsecuredJWT, decodeJwt } from 'jose';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
 import { openRecord, recordKey, sealRecord } from '../../src/upstream/tokenRecord';

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
 import { startEmulator } from '../../src/emulator';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from '../../src/upstream/http';
 import { makeLocations, startForeignUpstream, type ForeignTenant, type ForeignTenantSpec, type ForeignUpstream } from '../helpers/foreignUpstream';

@@ -1,5 +1,6 @@
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { WfsClient } from '../../src/upstream/client';
+import { NO_OBSERVER } from '../../src/observability/events';
 import { createUpstreamAgent } from '../../src/upstream/http';
 import { locations } from '../../src/upstream/resources';
 import { TokenCache } from '../../src/upstream/tokenCache';
@@ -152,7 +153,7 @@ describe('a request that joins a shared call', () => {
       fetchToken: (credentials) => requestToken(credentials, { authUrl: emulator.authUrl, dispatcher, apiBaseAllow: [] }),
     });
     const attempts: string[] = [];
-    const client = new WfsClient({ tokens, dispatcher, attemptTimeoutMs: 800, retry: { initialDelayMs: 1 }, onListCall: (_list, _status, _ms, attempt) => attempts.push(attempt.outcome) });
+    const client = new WfsClient({ tokens, dispatcher, attemptTimeoutMs: 800, retry: { initialDelayMs: 1 }, observer: { ...NO_OBSERVER, upstreamAttempt: (_call, attempt) => void attempts.push(attempt.outcome) } });
     try {
       await client.listPage(tenant.tenantId, locations); // a token, and a warm connection
       emulator.injectFault({ endpoint: 'locations', tenantId: tenant.tenantId, hang: true });

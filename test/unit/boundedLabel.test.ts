@@ -1,5 +1,5 @@
-import { createLogger } from '../../src/logger';
-import { createMetrics } from '../../src/metrics';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
 import { BoundedLabel } from '../../src/observability/boundedLabel';
 import { createUpstreamObserver } from '../../src/observability/upstreamObserver';
 
@@ -46,7 +46,7 @@ describe('shard origin labels', () => {
   it('are one bounded set for the call and the breaker metrics: a 51st origin is other', () => {
     const observer = createUpstreamObserver(createLogger('silent'), createMetrics());
     try {
-      for (let shard = 0; shard < 50; shard += 1) observer.onListCall('locations', 200, 1, { origin: `https://shard-${shard}.example.com`, outcome: 'ok' });
+      for (let shard = 0; shard < 50; shard += 1) observer.upstreamAttempt({ tenantId: 't-1', list: 'locations', pageSize: 100, signal: undefined }, { status: 200, durationMs: 1, origin: `https://shard-${shard}.example.com`, outcome: 'ok' });
       expect(observer.originLabel('https://shard-7.example.com')).toBe('https://shard-7.example.com');
       expect(observer.originLabel('https://shard-50.example.com')).toBe('other');
     } finally {

@@ -1,9 +1,10 @@
 import { Writable } from 'node:stream';
-import { createLogger } from '../../src/logger';
-import { createMetrics } from '../../src/metrics';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
 import { LogLimiter } from '../../src/observability/logLimiter';
 import { createUpstreamObserver } from '../../src/observability/upstreamObserver';
-import { runInScope, type RequestScope } from '../../src/observability/requestContext';
+import { runInScope } from '../../src/observability/requestScope';
+import type { RequestRecord } from '../../src/observability/events';
 import { UpstreamError } from '../../src/upstream/errors';
 
 describe('LogLimiter', () => {
@@ -33,12 +34,14 @@ describe('upstream failure log', () => {
     const metrics = createMetrics();
     const observer = createUpstreamObserver(logger, metrics, { burst: 5, windowMs: 60_000 });
     // A list call that fails like a client's would: one attempt reported, then the error.
-    const failingCall = () =>
-      observer.aroundListCall({ tenantId: 't-1', list: 'shifts', signal: undefined }, async () => {
-        observer.onListCall('shifts', 503, 3, { origin: 'https://shard-9.example.com', outcome: 'http_status' });
+    const failingCall = () => {
+      const call = { tenantId: 't-1', list: 'shifts', pageSize: 100, signal: undefined };
+      return observer.upstreamCall(call, async () => {
+        observer.upstreamAttempt(call, { status: 503, durationMs: 3, origin: 'https://shard-9.example.com', outcome: 'http_status' });
         throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream answered 503 for shifts', { status: 503 });
       });
-    const scope: RequestScope = { requestId: 'req-1', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 };
+    };
+    const scope: RequestRecord = { requestId: 'req-1', startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 };
     await runInScope(scope, () => Promise.all(Array.from({ length: 1_000 }, () => failingCall().catch(() => undefined))));
     observer.close();
 

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
-import { createLogger } from '../../src/logger';
-import { runInScope, setTraceIdProvider, type RequestScope } from '../../src/observability/requestContext';
+import { createLogger } from '../../src/observability/logger';
+import type { RequestRecord } from '../../src/observability/events';
+import { runInScope, setTraceIdProvider } from '../../src/observability/requestScope';
 
 function capture() {
   const lines: Array<Record<string, unknown>> = [];
@@ -8,7 +9,7 @@ function capture() {
   return { logger, lines };
 }
 
-const scope = (requestId: string): RequestScope => ({ requestId, startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 });
+const scope = (requestId: string): RequestRecord => ({ requestId, startedAt: 0, aborted: false, upstreamCalls: 0, coalesced: 0 });
 
 describe('request scope on log lines', () => {
   afterEach(() => setTraceIdProvider(undefined));
@@ -31,7 +32,7 @@ describe('request scope on log lines', () => {
     ]);
   });
 
-  it('adds the trace id from the registered provider (src/telemetry registers currentTraceId)', () => {
+  it('adds the trace id from the registered provider (observability/index.ts registers the tracer one when tracing is on)', () => {
     const { logger, lines } = capture();
     setTraceIdProvider(() => '4bf92f3577b34da6a3ce929d0e0e4736');
     runInScope(scope('req-t'), () => logger.info('traced'));

@@ -1,7 +1,9 @@
-import { currentTraceId, traceEntityLookup, traceGraphQLRequest, traceListCall, traceTokenRequest, tracingEnabled } from '../../src/telemetry';
+import { composeObservers } from '../../src/observability';
+import { NO_OBSERVER, type Observer } from '../../src/observability/events';
+import { tracingEnabled } from '../../src/observability/otel';
 
-/** The switch of README, "Tracing (OpenTelemetry)", and the facade's pass-through when tracing is off. */
-describe('telemetry facade', () => {
+/** The switch of README, "Tracing (OpenTelemetry)", and the observer's pass-through when nothing watches. */
+describe('telemetry switch', () => {
   it('is on only with the standard OTEL_* switch', () => {
     expect(tracingEnabled({})).toBe(false);
     expect(tracingEnabled({ OTEL_SERVICE_NAME: 'wfs-subgraph' })).toBe(false);
@@ -12,12 +14,36 @@ describe('telemetry facade', () => {
     expect(tracingEnabled({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBe(false);
     expect(tracingEnabled({ OTEL_EXPORTER_OTLP_ENDPOINT: '  ' })).toBe(false);
   });
+});
 
-  it('runs instrumented blocks unchanged when off: same result, same error, no trace id', async () => {
-    expect(await traceGraphQLRequest({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }, async () => currentTraceId())).toBeUndefined();
-    expect(await traceListCall('shifts', 100, async () => 'page')).toBe('page');
-    expect(await traceEntityLookup(3, async () => [1, 2, 3])).toEqual([1, 2, 3]);
+describe('observer', () => {
+  const call = { tenantId: 'tenant-1', list: 'shifts', pageSize: 100, signal: undefined };
+
+  it('runs scopes unchanged when nothing watches: same result, same error', async () => {
+    expect(await NO_OBSERVER.upstreamCall(call, async () => 'page')).toBe('page');
+    expect(await NO_OBSERVER.entityLookup(3, async () => [1, 2, 3])).toEqual([1, 2, 3]);
     const failure = Object.assign(new Error('refused'), { code: 'UPSTREAM_UNAUTHORIZED' });
-    await expect(traceTokenRequest('tenant-1', async () => Promise.reject(failure))).rejects.toBe(failure);
+    await expect(NO_OBSERVER.tokenRequest('tenant-1', async () => Promise.reject(failure))).rejects.toBe(failure);
+  });
+
+  it('tells every part of a composed observer: events in order, scopes nested with the first part outermost', async () => {
+    const seen: string[] = [];
+    const part = (name: string): Partial<Observer> => ({
+      upstreamRetry: (list, reason) => void seen.push(`${name} retry ${list} ${reason}`),
+      upstreamCall: async (_call, run) => {
+        seen.push(`${name} in`);
+        try {
+          return await run();
+        } finally {
+          seen.push(`${name} out`);
+        }
+      },
+    });
+    const observer = composeObservers([part('a'), {}, part('b')]);
+    observer.upstreamRetry('shifts', 'transient');
+    expect(await observer.upstreamCall(call, async () => (seen.push('work'), 'page'))).toBe('page');
+    expect(seen).toEqual(['a retry shifts transient', 'b retry shifts transient', 'a in', 'b in', 'work', 'b out', 'a out']);
+    // A member no part has is the no-op one.
+    expect(() => observer.bulkheadQueued()).not.toThrow();
   });
 });

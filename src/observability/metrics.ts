@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { RESOURCES } from './upstream/resources';
+import { RESOURCES } from '../upstream/resources';
 
 /**
  * The Prometheus metrics served at `/metrics`; one registry per server, so tests do
@@ -147,9 +147,8 @@ export function createMetrics(): Metrics {
 }
 
 // ---------------------------------------------------------------------------
-// Upstream resilience metrics (owned by the upstream client: breaker, retries,
-// bulkhead, in-flight coalescing, fail-fast refusals). Fed through the client's
-// ResilienceListener, wired in `src/app.ts`.
+// Upstream resilience metrics (breaker, retries, bulkhead, fail-fast refusals), fed
+// by the client's events (observability/metricsObserver.ts).
 // ---------------------------------------------------------------------------
 
 export interface ResilienceMetrics {

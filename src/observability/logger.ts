@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { requestLogFields } from './observability/requestContext';
+import { requestLogFields } from './requestScope';
 
 export type { Logger } from 'pino';
 

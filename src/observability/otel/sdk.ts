@@ -5,10 +5,10 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { SpanAttributes, SpanHandle, Tracing } from './index';
+import type { SpanAttributes, SpanHandle, Tracing } from './tracing';
 
 /**
- * The OpenTelemetry side of the facade in `./index`, imported only when tracing is
+ * The OpenTelemetry SDK behind `./tracing`'s interface, imported (by `./index`) only when tracing is
  * on. The SDK reads the standard variables it knows itself (`OTEL_TRACES_SAMPLER`,
  * `OTEL_TRACES_SAMPLER_ARG`, `OTEL_BSP_*`, `OTEL_EXPORTER_OTLP_HEADERS`,
  * `OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_RESOURCE_ATTRIBUTES`); here we choose the

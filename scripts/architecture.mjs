@@ -1,0 +1,57 @@
+// The drawing of src/'s imports, and its check: `npm run architecture`.
+// Cruises src/ with dependency-cruiser and the rules in .dependency-cruiser.cjs, prints
+// the figures (rooms, floors, arrows, arrows running back up, circles) and every rule
+// broken, and exits 1 when a rule is broken. `--json` prints the figures as JSON (the test reads them).
+import { createRequire } from 'node:module';
+import { readdirSync } from 'node:fs';
+import { cruise } from 'dependency-cruiser';
+
+const require = createRequire(import.meta.url);
+const config = require('../.dependency-cruiser.cjs');
+const floors = config.FLOORS.map((floor, level) => ({ ...floor, level, pattern: new RegExp(floor.path) }));
+const floorOf = (file) => floors.find((floor) => floor.pattern.test(file));
+
+const { output } = await cruise(['src'], { validate: true, ruleSet: { forbidden: config.forbidden }, ...config.options }, undefined, {
+  tsConfig: require('typescript').readConfigFile('tsconfig.json', require('typescript').sys.readFile).config,
+});
+
+const modules = output.modules.filter((module) => module.source.startsWith('src/'));
+const arrows = [];
+for (const module of modules) {
+  for (const dependency of module.dependencies) if (dependency.resolved.startsWith('src/')) arrows.push({ from: module.source, to: dependency.resolved, circular: dependency.circular });
+}
+const upward = arrows.filter(({ from, to }) => (floorOf(from)?.level ?? -1) < (floorOf(to)?.level ?? -1));
+const circles = new Set();
+for (const module of modules) {
+  for (const dependency of module.dependencies) {
+    if (!dependency.circular || !dependency.cycle) continue;
+    const cycle = dependency.cycle.map((step) => (typeof step === 'string' ? step : step.name));
+    circles.add([...cycle].sort().join(' '));
+  }
+}
+const rooms = readdirSync('src', { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+const violations = output.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`);
+const unplaced = modules.map((module) => module.source).filter((file) => !floorOf(file));
+const figures = {
+  rooms: rooms.length,
+  roomNames: rooms,
+  floors: floors.length,
+  modules: modules.length,
+  arrows: arrows.length,
+  upwardArrows: upward.map(({ from, to }) => `${from} -> ${to}`),
+  circles: [...circles],
+  violations,
+  unplaced,
+};
+
+if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(figures)}\n`);
+else {
+  process.stdout.write(`rooms (folders under src/): ${figures.rooms} (${rooms.join(', ')})\n`);
+  process.stdout.write(`floors: ${figures.floors} (${floors.map((floor) => floor.name).join(' < ')})\n`);
+  process.stdout.write(`modules: ${figures.modules}, arrows (imports): ${figures.arrows}\n`);
+  process.stdout.write(`arrows running back up: ${upward.length}\n${upward.map(({ from, to }) => `  ${from} -> ${to}\n`).join('')}`);
+  process.stdout.write(`circles: ${circles.size}\n${[...circles].map((circle) => `  ${circle}\n`).join('')}`);
+  if (unplaced.length > 0) process.stdout.write(`modules on no floor: ${unplaced.join(', ')}\n`);
+  process.stdout.write(`rules broken: ${violations.length}\n${violations.map((line) => `  ${line}\n`).join('')}`);
+}
+process.exitCode = violations.length > 0 || unplaced.length > 0 ? 1 : 0;

@@ -3,7 +3,7 @@ import { parsePageReference, type PageRef } from './pageReference';
 import type { MalformedRecord, Resource, UpstreamRecord } from './resources';
 
 /**
- * The list envelope (upstream-api.md section 2.4): every list
+ * The list envelope (docs/upstream.md, "List envelope"): every list
  * answers `{ "object": "list", "data": [...], "has_more": bool, "next", "previous" }`.
  * One module holds that assumption: a body of any other shape is
  * UPSTREAM_BAD_RESPONSE, each item is mapped by its resource (an item of the wrong

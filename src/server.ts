@@ -10,6 +10,7 @@ import { DEFAULT_QUERY_LIMITS } from './graphql/limits';
 import type { GraphQLContext } from './graphql/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { createRoutes } from './http/routes';
+import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/demoTenant';
 import { createLogger, type Logger } from './logger';
 import { createMetrics, type Metrics } from './metrics';
@@ -62,14 +63,17 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const metrics = createMetrics();
   const app = createApp(config, logger, metrics, options);
   const httpServer = createServer();
+  const sharing = new SharedRequests();
   const apollo = createApolloServer({
     logger,
     httpServer,
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
     limits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+    stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it.
     plugins: [
+      sharing.plugin(),
       operationObserver(metrics, logger, app.upstream),
       ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
       operationSpanPlugin(),
@@ -90,7 +94,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     'request',
     createRoutes({
       graphqlPath: GRAPHQL_PATH,
-      graphql: createGraphQLHandler({ apollo, services: app.services, budgetMs: REQUEST_BUDGET_MS }),
+      graphql: createGraphQLHandler({ apollo, services: app.services, budgetMs: REQUEST_BUDGET_MS, sharing }),
       metrics,
       logger,
       routerSecret: config.routerSecret ?? null,

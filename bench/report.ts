@@ -31,6 +31,8 @@ export interface Measurement {
    * for direct, or where /proc is missing), of the emulator, and of the load generator.
    */
   readonly cpuMsPerRequest: { readonly server: number | null; readonly emulator: number | null; readonly loadGenerator: number };
+  /** Share of the measured run's wall time the server process was on a CPU (its pinned core), 0-1; null for direct. */
+  readonly coreBusy: number | null;
   /** Whether the first answer had the same data as the direct client's (null for direct itself). */
   readonly sameDataAsDirect: boolean | null;
   /** The server's peak resident set (VmHWM) at the end of this run, in MiB (null for direct). */
@@ -95,6 +97,7 @@ export function measure(facts: RunFacts, load: LoadResult, counters: UpstreamCou
       shifts: round(counters.shifts / sent, 3),
     },
     cpuMsPerRequest: { server: perRequest(cpu.server), emulator: perRequest(cpu.emulator), loadGenerator: round(cpu.loadGenerator / sent, 3) },
+    coreBusy: cpu.server === null || load.durationMs <= 0 ? null : round(cpu.server / load.durationMs, 3),
     sameDataAsDirect,
     peakRssMiB: facts.peakRssMiB,
     tokenRequestsInScenario: facts.tokenRequestsInScenario,
@@ -142,6 +145,7 @@ const COLUMNS: ReadonlyArray<{ title: string; align: 'l' | 'r'; cell(m: Measurem
   { title: 'token/req', align: 'r', cell: (m) => m.upstreamPerRequest.token.toFixed(2) },
   { title: 'list/req', align: 'r', cell: (m) => m.upstreamPerRequest.list.toFixed(2) },
   { title: 'cpu ms/req', align: 'r', cell: (m) => (m.cpuMsPerRequest.server === null ? '-' : m.cpuMsPerRequest.server.toFixed(2)) },
+  { title: 'core busy', align: 'r', cell: (m) => (m.coreBusy === null ? '-' : `${Math.round(m.coreBusy * 100)} %`) },
   { title: 'RSS MiB', align: 'r', cell: (m) => (m.peakRssMiB === null ? '-' : m.peakRssMiB.toFixed(0)) },
   { title: 'req/s vs floor', align: 'r', cell: (m) => times(m.ratios.rpsVsFloor) },
   { title: 'req/s vs naive', align: 'r', cell: (m) => times(m.ratios.rpsVsNaive) },

@@ -164,17 +164,21 @@ async function main(): Promise<void> {
       `${settings.tenants} tenants x ${settings.locationsPerTenant} locations, ${settings.shiftsPerTenant} shifts; servers run with NODE_OPTIONS=${settings.nodeOptions ?? '(none)'}`,
   );
 
+  // A company per worker where a scenario asks for it (no-sharing), at least BENCH_TENANTS.
+  const companies = Math.max(settings.tenants, ...scenarios.filter((s) => s.tenants === 'per-worker').map((s) => s.concurrency ?? settings.concurrency));
   const emulator = await startEmulatorProcess({
     latencyMs: settings.latencyMs,
-    tenants: settings.tenants,
+    tenants: companies,
     locationsPerTenant: settings.locationsPerTenant,
     shiftsPerTenant: settings.shiftsPerTenant,
   });
   const servers: Partial<Record<TargetName, ServerChild>> = {};
-  const tenants = emulator.ready.tenants;
+  const allTenants = emulator.ready.tenants;
+  /** The BENCH_TENANTS companies every scenario but no-sharing uses. */
+  const tenants = allTenants.slice(0, settings.tenants);
   const workDir = mkdtempSync(join(tmpdir(), 'wfs-bench-'));
   const tenantsFile = join(workDir, 'tenants.json');
-  writeFileSync(tenantsFile, JSON.stringify(tenants.map(({ tenantId, clientId, clientSecret, scope }) => ({ tenantId, clientId, clientSecret, scope }))), { mode: 0o600 });
+  writeFileSync(tenantsFile, JSON.stringify(allTenants.map(({ tenantId, clientId, clientSecret, scope }) => ({ tenantId, clientId, clientSecret, scope }))), { mode: 0o600 });
   const profileDir = settings.cpuProfile ? join(root, 'dist', 'bench', 'profiles') : null;
   // A compile cache of this run's own: the first cold start fills it, the later ones use it.
   const serverOptions: ServerProcessOptions = { authUrl: emulator.ready.authUrl, tenantsFile, profileDir, subgraphEntry, compileCacheDir: join(workDir, 'compile-cache'), nodeOptions: settings.nodeOptions };
@@ -195,7 +199,7 @@ async function main(): Promise<void> {
       target === 'direct' ? scenario.direct(direct, tenant) : scenario.graphql(callers[target]!, tenant);
     // Workers are spread over the scenario's tenants, each worker staying with one.
     const makeJob = (scenario: Scenario, target: TargetName) => {
-      const spread = scenario.tenants === 0 ? tenants : tenants.slice(0, scenario.tenants ?? 2);
+      const spread = scenario.tenants === 'per-worker' ? allTenants : scenario.tenants === 0 ? tenants : tenants.slice(0, scenario.tenants ?? 2);
       return (worker: number): Job => {
         const job = jobFor(scenario, target, spread[worker % spread.length]!);
         return async () => {
@@ -241,6 +245,7 @@ async function main(): Promise<void> {
           `bench:   ${target.padEnd(8)} ${row.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${row.latencyMs.p50.toFixed(1)} ms` +
             `  p99 ${row.latencyMs.p99.toFixed(1)} ms  ${row.upstreamPerRequest.token.toFixed(2)} token + ${row.upstreamPerRequest.list.toFixed(2)} list calls/req` +
             `  cpu ms/req: server ${row.cpuMsPerRequest.server?.toFixed(2) ?? '-'}, emulator ${row.cpuMsPerRequest.emulator?.toFixed(2) ?? '-'}, load ${row.cpuMsPerRequest.loadGenerator.toFixed(2)}` +
+            (row.coreBusy === null ? '' : `  server core busy ${Math.round(row.coreBusy * 100)} %`) +
             `  tokens in scenario ${tokenRequestsInScenario}` +
             (row.errors ? `  ${row.errors} errors, first: ${row.firstError}` : ''),
         );
@@ -269,7 +274,7 @@ async function main(): Promise<void> {
 
     process.stdout.write(`\n${describeMachine(machine)}; ${pinning}\n`);
     process.stdout.write(
-      `upstream latency ${settings.latencyMs} ms/response, ${settings.tenants} tenants, ` +
+      `upstream latency ${settings.latencyMs} ms/response, ${settings.tenants} tenants (${companies} with no-sharing), ` +
         `${settings.maxRequests} requests or ${settings.maxDurationMs / 1000} s per run (* = stopped by time), ${timestamp}\n\n`,
     );
     process.stdout.write(`${formatTable(measurements)}\n\n`);
@@ -281,7 +286,7 @@ async function main(): Promise<void> {
     if (rss('subgraph') && rss('floor')) process.stdout.write(`peak RSS after locations at ${settings.concurrency} in flight, subgraph / floor: ${rss('subgraph')} / ${rss('floor')} MiB = ${(rss('subgraph')! / rss('floor')!).toFixed(2)}x\n`);
     const rps = (scenario: string) => measurements.find((m) => m.scenario === scenario && m.target === 'subgraph')?.requestsPerSecond;
     if (rps('locations-ftv1') && rps('locations')) process.stdout.write(`inline trace on / off (subgraph, locations): ${(rps('locations-ftv1')! / rps('locations')!).toFixed(2)}x\n`);
-    process.stdout.write(`token requests over the whole run, per target (${settings.tenants} tenants): ${Object.entries(tokenRequestsPerTarget).map(([t, n]) => `${t} ${n}`).join(', ')}\n`);
+    process.stdout.write(`token requests over the whole run, per target (${companies} companies): ${Object.entries(tokenRequestsPerTarget).map(([t, n]) => `${t} ${n}`).join(', ')}\n`);
     for (const m of measurements) {
       if (m.errors > 0) process.stdout.write(`! ${m.scenario}/${m.target}: ${m.errors} errors, first: ${m.firstError}\n`);
       if (m.sameDataAsDirect === false) process.stdout.write(`! ${m.scenario}/${m.target}: its first answer differs from the direct client's\n`);

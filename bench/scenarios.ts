@@ -21,8 +21,11 @@ export interface Scenario {
   readonly targets: readonly TargetName[];
   /** Requests in flight; default BENCH_CONCURRENCY. */
   readonly concurrency?: number;
-  /** Spread the workers over this many tenants (default 2; 0: every tenant of the emulator). */
-  readonly tenants?: number;
+  /**
+   * Spread the workers over this many tenants (default 2; 0: BENCH_TENANTS; 'per-worker':
+   * one company of its own per worker, so nothing can be shared between requests).
+   */
+  readonly tenants?: number | 'per-worker';
   /** Ratios against floor, naive and direct come from this scenario's rows (default: its own). */
   readonly baseline?: string;
   /** The job a worker runs against a GraphQL server (naive or subgraph). */
@@ -74,6 +77,15 @@ const locationsOne: Scenario = {
   description: 'the same, 1 in flight (latency)',
   targets: ALL,
   concurrency: 1,
+  ...locationsJob(),
+};
+
+/** The 9 a.m. case: one company, everyone asking for the same page at once. */
+const locationsHot: Scenario = {
+  name: 'locations-hot',
+  description: 'the same, every worker in one company (one hot query)',
+  targets: ALL,
+  tenants: 1,
   ...locationsJob(),
 };
 
@@ -191,7 +203,40 @@ const walk: Scenario = {
   },
 };
 
-export const SCENARIOS: readonly Scenario[] = [locations, locationsOne, traced, shifts, tenantsMixed, entities, walk];
+const PAGES_QUERY = 'query BenchPages($after: String) { locations(first: 100, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }';
+
+/**
+ * Nothing to share: each worker has a company of its own and pages through its
+ * locations list, 100 at a time, again and again (one request is one page).
+ */
+const noSharing: Scenario = {
+  name: 'no-sharing',
+  description: 'a company per worker, each paging through its list: locations(first: 100, after: $endCursor)',
+  targets: ['direct', 'floor', 'naive', 'subgraph'],
+  tenants: 'per-worker',
+  graphql: (call, tenant) => {
+    let after: string | null = null;
+    return async () => {
+      const data = await call(tenant.tenantId, PAGES_QUERY, { after });
+      const connection = data?.locations;
+      const nodes = connection?.nodes ?? [];
+      if (nodes.length === 0 || nodes.length > 100) throw new Error(`no-sharing: a page of ${nodes.length} items`);
+      after = connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null;
+      return digestLocations(nodes);
+    };
+  },
+  direct: (client, tenant) => {
+    let ref: string | null = null;
+    return async () => {
+      const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, 100, ref);
+      if (page.data.length === 0 || page.data.length > 100) throw new Error(`no-sharing: a page of ${page.data.length} items`);
+      ref = page.has_more ? page.next : null;
+      return digestLocations(page.data);
+    };
+  },
+};
+
+export const SCENARIOS: readonly Scenario[] = [locations, locationsHot, locationsOne, traced, shifts, tenantsMixed, entities, walk, noSharing];
 
 /** The request a cold start waits for: the locations list, correct. */
 export const COLD_START_QUERY = LOCATIONS_QUERY;

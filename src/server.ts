@@ -10,6 +10,7 @@ import { DEFAULT_QUERY_LIMITS } from './graphql/limits';
 import type { GraphQLContext } from './graphql/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { createRoutes } from './http/routes';
+import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/demoTenant';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
@@ -64,14 +65,17 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   });
   const app = createApp(config, logger, metrics, observability.observer, options);
   const httpServer = createServer();
+  const sharing = new SharedRequests();
   const apollo = createApolloServer({
     logger,
     httpServer,
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
     limits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+    stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it.
     plugins: [
+      sharing.plugin(),
       ...(observability.plugins as ReadonlyArray<ApolloServerPlugin<GraphQLContext>>),
       ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
       ...(options.plugins ?? []),
@@ -91,7 +95,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     'request',
     createRoutes({
       graphqlPath: GRAPHQL_PATH,
-      graphql: createGraphQLHandler({ apollo, services: app.services, budgetMs: REQUEST_BUDGET_MS }),
+      graphql: createGraphQLHandler({ apollo, services: app.services, budgetMs: REQUEST_BUDGET_MS, sharing }),
       metrics,
       logger,
       serve: observability.serve,

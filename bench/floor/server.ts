@@ -12,7 +12,7 @@
  *                             shape: the cost of the HTTP hop and JSON alone.
  *
  * Both serve only `locations(first: N) { nodes { id name } }` (the floor rows of the
- * table); PORT, HOST, WFS_AUTH_URL and WFS_TENANTS_FILE as for the product.
+ * table; the floor also `after:` and `pageInfo`, for the no-sharing rows); PORT, HOST, WFS_AUTH_URL and WFS_TENANTS_FILE as for the product.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,8 +22,9 @@ import { childSettings, serveAsChild } from '../child';
 import { DirectClient, LOCATIONS_PATH, type RestCredentials, type UpstreamLocation } from '../rest';
 
 const SDL = `
-type Query { locations(first: Int = 100): LocationConnection }
-type LocationConnection { nodes: [Location!]! }
+type Query { locations(first: Int = 100, after: String): LocationConnection }
+type LocationConnection { nodes: [Location!]! pageInfo: PageInfo! }
+type PageInfo { hasNextPage: Boolean! endCursor: String }
 type Location { id: ID! name: String! }
 `;
 
@@ -49,9 +50,11 @@ export async function startFloorServer(options: { mode: 'graphql' | 'proxy'; aut
   const schema: GraphQLSchema = buildSchema(SDL);
   const documents = new Map<string, DocumentNode>();
   const rootValue = {
-    locations: async ({ first }: { first: number }, context: Context) => ({
-      nodes: (await upstream.page<UpstreamLocation>(context.tenant, LOCATIONS_PATH, first, null)).data.slice(0, first),
-    }),
+    // The cursor is the upstream's own page reference (no signing, no checks: the floor).
+    locations: async ({ first, after }: { first: number; after?: string | null }, context: Context) => {
+      const page = await upstream.page<UpstreamLocation>(context.tenant, LOCATIONS_PATH, first, after ?? null);
+      return { nodes: page.data.slice(0, first), pageInfo: { hasNextPage: page.has_more, endCursor: page.next } };
+    },
   };
 
   const graphql = async (req: IncomingMessage, res: ServerResponse, tenant: RestCredentials) => {

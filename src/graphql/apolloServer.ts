@@ -20,6 +20,8 @@ export interface ApolloServerOptions {
   /** Plugins that run after the subgraph's own (metrics, logs, tracing, demo notices). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
   readonly limits?: QueryLimits;
+  /** Apollo's `stringifyResult` (default: compact JSON); the shared-requests one writes a shared answer's JSON once. */
+  readonly stringifyResult?: (value: object) => string;
 }
 
 /** The subgraph's Apollo Server: schema, query limits, error formatting and plugins; not started. */
@@ -36,7 +38,7 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
     includeStacktraceInErrorResponses: false,
     hideSchemaDetailsFromClientErrors: options.hideSchemaDetails,
     // Compact JSON: Apollo's default indents every answer, which costs time and bytes.
-    stringifyResult: (value) => JSON.stringify(value),
+    stringifyResult: options.stringifyResult ?? ((value) => JSON.stringify(value)),
     formatError: (formatted: GraphQLFormattedError, error: unknown) => {
       // A token limit stops the parser, so graphql-js calls it a syntax error; it is a limit like the others.
       if (formatted.extensions?.code === 'GRAPHQL_PARSE_FAILED' && isTokenLimitError(formatted.message)) {

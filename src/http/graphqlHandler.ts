@@ -3,6 +3,7 @@ import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { createContext, type ContextServices, type GraphQLContext } from '../graphql/context';
 import type { RequestRecord } from '../observability/events';
 import { sendGraphQLError } from './respond';
+import type { SharedRequests } from './sharedRequests';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -11,6 +12,8 @@ export interface GraphQLHandlerOptions {
   readonly services: ContextServices;
   /** The most upstream time one request may use, in ms; its signal aborts after that. */
   readonly budgetMs: number;
+  /** Identical requests in flight share one execution (its plugin must be among Apollo's). */
+  readonly sharing?: SharedRequests;
 }
 
 /**
@@ -32,11 +35,12 @@ export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse, record?
  * a trace span) go around the body of `handle`.
  */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHandler {
-  const { apollo, services, budgetMs } = options;
+  const { apollo, services, budgetMs, sharing } = options;
   return async function handle(req, res, record) {
     let body: unknown;
+    let text: string | null = null;
     if (req.method === 'POST') {
-      const text = await readBody(req);
+      text = await readBody(req);
       if (text === null) return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${MAX_BODY_BYTES} bytes`);
       if ((req.headers['content-type'] ?? '').includes('application/json')) {
         try {
@@ -50,10 +54,17 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     const signal = requestSignal(res, budgetMs);
     const url = req.url ?? '/';
     const query = url.indexOf('?');
-    const response = await apollo.executeHTTPGraphQLRequest({
-      httpGraphQLRequest: { method: req.method ?? 'GET', headers: headerMap(req), search: query === -1 ? '' : url.slice(query), body },
-      context: async () => createContext(services, req.headers, signal, record),
-    });
+    const context = createContext(services, req.headers, signal, record);
+    const shared = sharing && text !== null && query === -1 && typeof body === 'object' && !Array.isArray(body) ? await sharing.begin(context, text, req.headers) : undefined;
+    let response;
+    try {
+      response = await apollo.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: { method: req.method ?? 'GET', headers: headerMap(req), search: query === -1 ? '' : url.slice(query), body },
+        context: async () => context,
+      });
+    } finally {
+      shared?.();
+    }
 
     const headers: Record<string, string> = {};
     for (const [name, value] of response.headers) headers[name] = value;

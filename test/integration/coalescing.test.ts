@@ -60,7 +60,10 @@ afterAll(async () => {
 
 const QUERY = '{ locations(first: 5) { nodes { id name } } }';
 
-const gql = (name: string, signal?: AbortSignal) => postGraphQL(server.url, { query: QUERY }, { 'x-tenant-id': up.tenant(name).tenantId }, signal);
+// Each request's text differs (a numbered comment): identical requests would share one
+// execution (sharedRequests.test.ts) and never reach the upstream coalescer tested here.
+let sent = 0;
+const gql = (name: string, signal?: AbortSignal) => postGraphQL(server.url, { query: `# ${++sent}\n${QUERY}` }, { 'x-tenant-id': up.tenant(name).tenantId }, signal);
 
 const coalesced = () => counterTotal(server.metrics.upstreamCoalesced);
 const locationCalls = (name: string) => up.tenant(name).calls.filter((call) => call.list === 'locations').length;

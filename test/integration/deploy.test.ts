@@ -25,7 +25,7 @@ type Doc = Record<string, any>;
 
 /**
  * Names the server reads: `env.NAME` / `env['NAME']` and quoted `WFS_*` names in
- * src/config.ts (the only reader of process.env) and the OTEL_* names src/telemetry
+ * src/config.ts (the only reader of process.env) and the OTEL_* names src/observability/otel
  * reads before handing the rest to the OpenTelemetry SDK.
  */
 function namesTheServerReads(): Set<string> {

@@ -220,11 +220,12 @@ describe('client disconnects', () => {
     subgraph.emulator.injectFault({ endpoint: 'locations', hang: true, times: Infinity, tenantId: PATIENT.tenantId });
 
     const controllers = Array.from({ length: clients }, () => new AbortController());
-    const pending = controllers.map((controller) =>
+    // Numbered texts: identical requests would share one execution and never reach the coalescer.
+    const pending = controllers.map((controller, i) =>
       request(subgraph.server.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-tenant-id': PATIENT.tenantId },
-        body: JSON.stringify({ query: LOCATIONS }),
+        body: JSON.stringify({ query: `# ${i}\n${LOCATIONS}` }),
         signal: controller.signal,
       }).then(
         () => 'answered',

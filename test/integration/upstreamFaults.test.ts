@@ -190,7 +190,8 @@ describe('the failure line of a request that joined a shared call', () => {
     const starter = postGraphQL(subgraph.server.url, { query: QUERY }, { 'x-tenant-id': tenant }, leaving.signal).catch((error: unknown) => error);
     await waitFor(() => subgraph.emulator.counters.requestsByShard[0] === calls + 1, 'the first attempt to reach the shard');
     const coalesced = await counterTotal(subgraph.server.metrics.upstreamCoalesced);
-    const joiner = subgraph.query(QUERY, undefined, { 'x-tenant-id': tenant });
+    // Another text: an identical request would share the starter's execution, not join its call.
+    const joiner = subgraph.query(`# joiner\n${QUERY}`, undefined, { 'x-tenant-id': tenant });
     await waitFor(async () => (await counterTotal(subgraph.server.metrics.upstreamCoalesced)) === coalesced + 1, 'the second request to join');
     leaving.abort(); // the request that started the call goes away; the joiner stays
     await starter;

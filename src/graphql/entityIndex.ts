@@ -97,12 +97,20 @@ export class EntityIndex<T extends { id: string }> {
     return pageSize === UPSTREAM_PAGE_SIZE ? this.pages.get(ref ?? '') : undefined;
   }
 
-  /** Keeps a page's records, and the page itself when it was asked for at UPSTREAM_PAGE_SIZE. */
+  /**
+   * Keeps a page's records, and the page itself when it was asked for at
+   * UPSTREAM_PAGE_SIZE. What the index already holds stays, as in `prime`: a company
+   * paging through its list again would otherwise replace every record and page a
+   * fraction of a second after the last request kept them, and each replaced one,
+   * by then moved to V8's old generation, would die there (a major collection per few
+   * requests). The lifetime bounds how old a kept record can be either way.
+   */
   keepPage(page: ListPage<T>, requestedSize: number): void {
     if (!this.writable()) return;
     const before = this.records.size;
-    if (requestedSize === UPSTREAM_PAGE_SIZE) this.pages.set(page.ref ?? '', page);
-    for (const item of page.items) if (!isMalformed(item)) this.records.set(item.id, item);
+    const key = page.ref ?? '';
+    if (requestedSize === UPSTREAM_PAGE_SIZE && !this.pages.has(key)) this.pages.set(key, page);
+    for (const item of page.items) if (!isMalformed(item) && !this.records.has(item.id)) this.records.set(item.id, item);
     this.grew(before);
   }
 

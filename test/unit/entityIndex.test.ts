@@ -31,6 +31,22 @@ function list(prefix: string, count: number) {
 }
 
 describe('EntityIndexes under a memory budget', () => {
+  it('keeps the page and records it already holds when the same page is kept again, until its lifetime ends', () => {
+    let now = 0;
+    const indexes = new EntityIndexes({ now: () => now, ttlMs: 1_000, sweepEveryMs: 0 });
+    const index = indexes.for<Rec & { v: number }>('A', 'locations');
+    const page = (v: number): ListPage<Rec & { v: number }> => ({ ref: null, pageSize: UPSTREAM_PAGE_SIZE, items: [{ id: 'a1', v }], hasMore: false, next: null, previous: null });
+    const first = page(1);
+    index.keepPage(first, UPSTREAM_PAGE_SIZE);
+    index.keepPage(page(2), UPSTREAM_PAGE_SIZE);
+    expect(index.page(null, UPSTREAM_PAGE_SIZE)).toBe(first);
+    expect(index.peek('a1')).toEqual({ id: 'a1', v: 1 });
+    expect(indexes.records).toBe(1);
+    now = 1_000; // the lifetime is over: what is kept next is the newer page
+    index.keepPage(page(3), UPSTREAM_PAGE_SIZE);
+    expect(index.peek('a1')).toEqual({ id: 'a1', v: 3 });
+  });
+
   it('evicts the least recently used tenant first when the records held pass the budget', async () => {
     const indexes = new EntityIndexes({ maxRecords: 500, sweepEveryMs: 0 });
     const a = list('a', 200);

@@ -1,8 +1,8 @@
 import type { GraphQLResolverMap } from '@apollo/subgraph';
-import type { AnyResource, Resource, UpstreamRecord } from '../upstream/resources';
+import type { AnyResource, Resource, UpstreamRecord } from '../../upstream/resources';
 import type { ConnectionArgs, ConnectionPage } from './connections';
 import type { GraphQLContext } from './context';
-import { badUserInput } from './errors';
+import { badUserInput } from '../errors';
 import { nodeIdOf } from './node';
 
 type Resolvers = GraphQLResolverMap<GraphQLContext>;

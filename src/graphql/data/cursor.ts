@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { pack, unpack, type CursorPosition } from './cursorPayload';
-import { badUserInput } from './errors';
+import { badUserInput } from '../errors';
 
 export type { CursorPosition } from './cursorPayload';
 

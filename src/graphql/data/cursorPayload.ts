@@ -1,5 +1,5 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import type { PageRef } from '../upstream/pageReference';
+import type { PageRef } from '../../upstream/pageReference';
 
 /** Where an edge sits upstream: the page it came on and its position there. */
 export interface CursorPosition {

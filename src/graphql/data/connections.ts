@@ -1,9 +1,9 @@
-import type { ListPage } from '../upstream/client';
-import type { PageRef } from '../upstream/pageReference';
-import { isMalformed, type MalformedRecord } from '../upstream/resources';
+import type { ListPage } from '../../upstream/client';
+import type { PageRef } from '../../upstream/pageReference';
+import { isMalformed, type MalformedRecord } from '../../upstream/resources';
 import type { CursorPosition } from './cursor';
-import { badUserInput } from './errors';
-import { UpstreamError } from '../upstream/errors';
+import { badUserInput } from '../errors';
+import { UpstreamError } from '../../upstream/errors';
 
 export interface Edge<T> {
   readonly cursor: string;

@@ -1,9 +1,9 @@
-import type { ListPage } from '../upstream/client';
-import type { PageRef } from '../upstream/pageReference';
-import { isMalformed } from '../upstream/resources';
-import { UPSTREAM_PAGE_SIZE } from '../upstream/endpoints';
+import type { ListPage } from '../../upstream/client';
+import type { PageRef } from '../../upstream/pageReference';
+import { isMalformed } from '../../upstream/resources';
+import { UPSTREAM_PAGE_SIZE } from '../../upstream/endpoints';
 import { guardPageChain } from './connections';
-import { NO_OBSERVER, type Observer } from '../observability/events';
+import { NO_OBSERVER, type Observer } from '../../observability/events';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s (`WFS_ENTITY_INDEX_TTL_SECONDS`). */
 export const ENTITY_INDEX_TTL_MS = 30_000;

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { jwtVerify, type JWTVerifyGetKey } from 'jose';
-import type { JwtIdentityConfig } from '../config';
-import { graphQLError } from './errors';
+import type { JwtIdentityConfig } from '../../config';
+import { graphQLError } from '../errors';
 import { createJwksKeys, type JwksOptions } from './jwks';
 
 /** Works out which tenant a GraphQL request acts for. */

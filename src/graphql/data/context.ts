@@ -1,18 +1,18 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import DataLoader from 'dataloader';
 import type { GraphQLError } from 'graphql';
-import type { ListPage, WfsClient } from '../upstream/client';
-import { filterKey, pageKey } from '../upstream/pageKey';
-import type { PageRef } from '../upstream/pageReference';
-import { isMalformed, type AnyResource, type ListFilter, type Resource, type ResourceSet, type UpstreamRecord } from '../upstream/resources';
+import type { ListPage, WfsClient } from '../../upstream/client';
+import { filterKey, pageKey } from '../../upstream/pageKey';
+import type { PageRef } from '../../upstream/pageReference';
+import { isMalformed, type AnyResource, type ListFilter, type Resource, type ResourceSet, type UpstreamRecord } from '../../upstream/resources';
 import { checkConnectionArgs, FILTER_SCAN_PAGES, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
 import type { EntityIndex, EntityIndexes } from './entityIndex';
-import { NO_OBSERVER, type Observer, type RequestRecord } from '../observability/events';
-import { graphQLError } from './errors';
-import type { IdentityResolver } from './identity';
-import { UpstreamError } from '../upstream/errors';
-import { isTimeoutReason } from '../upstream/failureCause';
+import { NO_OBSERVER, type Observer, type RequestRecord } from '../../observability/events';
+import { graphQLError } from '../errors';
+import type { IdentityResolver } from '../server/identity';
+import { UpstreamError } from '../../upstream/errors';
+import { isTimeoutReason } from '../../upstream/failureCause';
 
 /** What narrows a connection: a filter, and the parent record of a child connection (`Location.shifts`). */
 export interface ConnectionScope<F extends ListFilter = ListFilter> {

@@ -1,3 +1,8 @@
+/**
+ * Relay connections over the upstream's paged lists: the connection types, the checks on
+ * `first`/`after`/`last`/`before`, and `resolveConnection`, which walks upstream pages
+ * (through `guardPageChain`, bounded) to build one page of edges with its cursors.
+ */
 import type { ListPage } from '../../upstream/client';
 import type { PageRef } from '../../upstream/pageReference';
 import { isMalformed, type MalformedRecord } from '../../upstream/resources';

@@ -1,3 +1,7 @@
+/**
+ * What a cursor says (`CursorPosition`: the upstream page and the place on it), and the
+ * compact bytes it is packed into before cursor.ts seals them.
+ */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { PageRef } from '../../upstream/pageReference';
 

@@ -1,3 +1,8 @@
+/**
+ * The short-lived per-tenant index of records by id (`EntityIndex`) and the process-wide
+ * set of them (`EntityIndexes`), with its time to live, record bound and sweep: how
+ * references are resolved without a detail endpoint (docs/upstream.md).
+ */
 import type { ListPage } from '../../upstream/client';
 import type { PageRef } from '../../upstream/pageReference';
 import { isMalformed } from '../../upstream/resources';

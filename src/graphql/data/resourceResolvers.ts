@@ -1,3 +1,8 @@
+/**
+ * The resolvers every registered resource gets without writing one: its connection and
+ * lookup fields on `Query`, `__resolveReference` and `nodeId`; plus `loadEntity` and
+ * `childConnection` for the relations in resolvers/<Type>.ts, and `mergeResolvers`.
+ */
 import type { GraphQLResolverMap } from '@apollo/subgraph';
 import type { AnyResource, Resource, UpstreamRecord } from '../../upstream/resources';
 import type { ConnectionArgs, ConnectionPage } from './connections';

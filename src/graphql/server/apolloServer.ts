@@ -1,3 +1,8 @@
+/**
+ * The Apollo Server this subgraph runs: the subgraph schema (schema.ts), the query
+ * limits and cost bound (limits.ts, cost.ts), error formatting (../errors.ts) and the
+ * plugins (plugins.ts), put together; not started (the HTTP side hands requests to it).
+ */
 import type { Server } from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';

@@ -1,3 +1,8 @@
+/**
+ * The executable subgraph schema: `schema.graphql` (found from any working directory)
+ * with the resolvers built from the resource registry, the `Node` resolvers and each
+ * type's own resolvers merged in.
+ */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';

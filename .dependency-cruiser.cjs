@@ -3,7 +3,7 @@
  * Floors, bottom to top (FLOORS below, also used for the figures the script prints):
  *   0 base        config, small helpers
  *   1 rest        upstream/ (the REST side) and observability/events.ts (the event interface)
- *   2 graphql     graphql/ (server set-up, data layer, resolvers, their generated types), the emulator, the explorer
+ *   2 graphql     graphql/ (server/ set-up, data/ layer, resolvers/, their generated types), the emulator, the explorer
  *   3 observe     observability/ (metrics, logs, OpenTelemetry, inline trace adapters), http/
  *   4 wiring      app.ts, server.ts, main.ts, index.ts, demo.ts
  * An import from a floor to a higher one is an upward arrow; the rules forbid the ones that matter.
@@ -39,6 +39,13 @@ module.exports = {
       comment: 'graphql/ reports what happens through observability/events.ts; the adapters are wired at start-up.',
       from: { path: '^src/graphql/' },
       to: { path: '^src/(http|telemetry)/|^src/observability/(?!events\\.ts$)|^src/(metrics|logger)\\.ts$' },
+    },
+    {
+      name: 'data-layer-knows-no-server-setup',
+      severity: 'error',
+      comment: 'graphql/data/ (and the resolvers on it) are read without the Apollo set-up in graphql/server/, which builds on them.',
+      from: { path: '^src/graphql/(data|resolvers)/' },
+      to: { path: '^src/graphql/server/' },
     },
     {
       name: 'observability-imports-nothing-above',

@@ -19,7 +19,7 @@ const config: CodegenConfig = {
         useIndexSignature: true,
         useTypeImports: true,
         enumsAsTypes: true,
-        contextType: '../graphql/context#GraphQLContext',
+        contextType: '../graphql/data/context#GraphQLContext',
         scalars: { DateTime: 'string' },
         // From the registry: each resource's GraphQL type maps to its record type
         // (`Location` → `LocationRecord`, exported by src/upstream/resources), so a new
@@ -28,8 +28,8 @@ const config: CodegenConfig = {
           ...Object.fromEntries(
             RESOURCES.flatMap(({ typename }) => [
               [typename, `../upstream/resources#${typename}Record`],
-              [`${typename}Connection`, `../graphql/connections#ConnectionPage<${typename}Record>`],
-              [`${typename}Edge`, `../graphql/connections#Edge<${typename}Record>`],
+              [`${typename}Connection`, `../graphql/data/connections#ConnectionPage<${typename}Record>`],
+              [`${typename}Edge`, `../graphql/data/connections#Edge<${typename}Record>`],
             ]),
           ),
           User: '../upstream/records#UserReference',

@@ -89,7 +89,7 @@ export interface Config {
   readonly logLevel: string;
   /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make (default 200). */
   readonly upstreamCallBudget: number;
-  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/cost.ts; default 50 000). */
+  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/server/cost.ts; default 50 000). */
   readonly maxCost: number;
   /** WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: how long one upstream HTTP attempt may take (default 8 000). */
   readonly upstreamAttemptTimeoutMs: number;

@@ -5,13 +5,13 @@ import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
-import { createApolloServer } from './graphql/apolloServer';
-import { DEFAULT_QUERY_LIMITS } from './graphql/limits';
-import type { GraphQLContext } from './graphql/context';
+import { createApolloServer } from './graphql/server/apolloServer';
+import { DEFAULT_QUERY_LIMITS } from './graphql/server/limits';
+import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { createRoutes } from './http/routes';
 import { SharedRequests } from './http/sharedRequests';
-import { demoTenantPlugin } from './graphql/demoTenant';
+import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
@@ -51,7 +51,7 @@ export interface RunningServer {
 /**
  * Starts the subgraph over HTTP: `/graphql`, `/health`, `/ready`, `/metrics` and the
  * explorer at `/`. Wiring only: the routes live in `http/routes.ts`, the request path
- * in `http/graphqlHandler.ts`, Apollo Server's set-up in `graphql/apolloServer.ts`.
+ * in `http/graphqlHandler.ts`, Apollo Server's set-up in `graphql/server/apolloServer.ts`.
  */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);

@@ -1,8 +1,8 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
 import type { LocationRecord, ShiftRecord } from '../upstream/resources';
-import type { ConnectionPage, Edge } from '../graphql/connections';
+import type { ConnectionPage, Edge } from '../graphql/data/connections';
 import type { UserReference } from '../upstream/records';
-import type { GraphQLContext } from '../graphql/context';
+import type { GraphQLContext } from '../graphql/data/context';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
 export type RequireFields<T, K extends keyof T> = Omit<T, K> & { [P in K]-?: NonNullable<T[P]> };

@@ -1,3 +1,8 @@
+/**
+ * The error vocabulary of the GraphQL side, used by server/, data/ and resolvers/ alike:
+ * every `extensions.code` the subgraph sends, the helpers that build those errors, the
+ * sentence a client reads for each upstream failure, and Apollo's `formatError`.
+ */
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { isUpstreamError, type UpstreamError, type UpstreamErrorCode } from '../upstream/errors';

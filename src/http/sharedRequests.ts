@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { HeaderMap, type ApolloServerPlugin, type GraphQLResponse } from '@apollo/server';
 import type { GraphQLFormattedError } from 'graphql';
-import type { GraphQLContext } from '../graphql/context';
+import type { GraphQLContext } from '../graphql/data/context';
 
 /** What a request that led shares with the identical requests that joined it. */
 interface SharedResult {

@@ -6,8 +6,8 @@ import path from 'node:path';
 import { Kind, buildSchema, parse, print, printSchema, validate, type ConstDirectiveNode, type GraphQLInterfaceType, type GraphQLSchema } from 'graphql';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../../src/config';
-import { DEFAULT_PAGE_SIZE } from '../../src/graphql/connections';
-import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/limits';
+import { DEFAULT_PAGE_SIZE } from '../../src/graphql/data/connections';
+import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
 
 /**
  * Our schema must compose with the subgraphs around it the way every real supergraph

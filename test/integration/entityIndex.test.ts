@@ -1,6 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { once } from 'node:events';
-import type { GraphQLContext } from '../../src/graphql/context';
+import type { GraphQLContext } from '../../src/graphql/data/context';
 import { as, testTenant } from '../helpers/fixtures';
 import { waitFor } from '../helpers/waitFor';
 import { errorCodes, postGraphQL, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';

@@ -1,5 +1,5 @@
 import { demoTenants, makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
-import { encodeNodeId } from '../../src/graphql/node';
+import { encodeNodeId } from '../../src/graphql/data/node';
 import { withNumericIds } from '../helpers/numericIds';
 import { errorCodes, listsCalled, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 

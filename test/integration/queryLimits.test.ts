@@ -1,6 +1,6 @@
 import { Kind, getIntrospectionQuery, print } from 'graphql';
 import { makeTenant } from '../../src/emulator';
-import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/limits';
+import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
 import { nestedBomb } from '../helpers/nestedBomb';
 import { shippedOperations } from '../helpers/shippedOperations';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

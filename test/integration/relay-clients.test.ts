@@ -24,7 +24,7 @@ import ShiftListPaginationQuery from '../../examples/relay/src/__generated__/Shi
 import ShiftListFragment from '../../examples/relay/src/__generated__/ShiftList_query.graphql';
 import { createTenantEnvironment } from '../../examples/relay/src/environment';
 import { demoTenants, makeTenant, type EmulatorTenant } from '../../src/emulator';
-import { encodeNodeId } from '../../src/graphql/node';
+import { encodeNodeId } from '../../src/graphql/data/node';
 import { withNumericIds } from '../helpers/numericIds';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { ApolloServerPlugin } from '@apollo/server';
 import { loadConfig } from '../../src/config';
-import type { GraphQLContext } from '../../src/graphql/context';
+import type { GraphQLContext } from '../../src/graphql/data/context';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { makeLocations, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';

@@ -1,5 +1,5 @@
 import type { EmulatorTenant, PageReferenceFormat } from '../../src/emulator';
-import { FILTER_SCAN_PAGES } from '../../src/graphql/connections';
+import { FILTER_SCAN_PAGES } from '../../src/graphql/data/connections';
 import { as, testTenant } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 

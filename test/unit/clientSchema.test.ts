@@ -1,6 +1,6 @@
 import { buildClientSchema, introspectionFromSchema, printSchema } from 'graphql';
 import { clientFacingIntrospection } from '../../src/explorer/clientSchema';
-import { createSubgraphSchema } from '../../src/graphql/schema';
+import { createSubgraphSchema } from '../../src/graphql/server/schema';
 
 /** What the explorer's docs pane shows: the subgraph's introspection without federation machinery. */
 

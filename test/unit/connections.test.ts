@@ -1,7 +1,7 @@
 import { GraphQLError } from 'graphql';
 import type { ListPage } from '../../src/upstream/client';
-import { checkConnectionArgs, resolveConnection, type ConnectionSource } from '../../src/graphql/connections';
-import { CursorCodec } from '../../src/graphql/cursor';
+import { checkConnectionArgs, resolveConnection, type ConnectionSource } from '../../src/graphql/data/connections';
+import { CursorCodec } from '../../src/graphql/data/cursor';
 import type { MalformedRecord } from '../../src/upstream/records';
 
 type Item = { id: string };

@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import { CursorCodec } from '../../src/graphql/cursor';
+import { CursorCodec } from '../../src/graphql/data/cursor';
 import { OTHER_TENANT_ID, TENANT_ID } from '../helpers/fixtures';
 
 const codec = new CursorCodec(Buffer.from('k'.repeat(32)));

@@ -1,6 +1,6 @@
-import { CursorCodec } from '../../src/graphql/cursor';
-import { createContext, type ContextServices } from '../../src/graphql/context';
-import { EntityIndex, EntityIndexes } from '../../src/graphql/entityIndex';
+import { CursorCodec } from '../../src/graphql/data/cursor';
+import { createContext, type ContextServices } from '../../src/graphql/data/context';
+import { EntityIndex, EntityIndexes } from '../../src/graphql/data/entityIndex';
 import type { ListPage, WfsClient } from '../../src/upstream/client';
 import { CallBudget } from '../../src/upstream/callBudget';
 import { UPSTREAM_PAGE_SIZE } from '../../src/upstream/endpoints';

@@ -1,6 +1,6 @@
 import { parse, specifiedRules, validate } from 'graphql';
-import { DEFAULT_QUERY_LIMITS, limitRules, type QueryLimits } from '../../src/graphql/limits';
-import { createSubgraphSchema } from '../../src/graphql/schema';
+import { DEFAULT_QUERY_LIMITS, limitRules, type QueryLimits } from '../../src/graphql/server/limits';
+import { createSubgraphSchema } from '../../src/graphql/server/schema';
 
 const schema = createSubgraphSchema();
 const check = (query: string, limits: Partial<QueryLimits> = {}) =>

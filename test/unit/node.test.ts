@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import { decodeNodeId, encodeNodeId, MAX_NODE_ID_LENGTH, resolveNode, type NodeLoader } from '../../src/graphql/node';
+import { decodeNodeId, encodeNodeId, MAX_NODE_ID_LENGTH, resolveNode, type NodeLoader } from '../../src/graphql/data/node';
 
 function codeOf(run: () => unknown): unknown {
   try {

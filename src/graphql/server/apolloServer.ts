@@ -1,11 +1,16 @@
+/**
+ * The Apollo Server this subgraph runs: the subgraph schema (schema.ts), the query
+ * limits and cost bound (limits.ts, cost.ts), error formatting (../errors.ts) and the
+ * plugins (plugins.ts), put together; not started (the HTTP side hands requests to it).
+ */
 import type { Server } from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import type { GraphQLFormattedError } from 'graphql';
 import type { Logger } from 'pino';
-import type { GraphQLContext } from './context';
+import type { GraphQLContext } from '../data/context';
 import { costLimit } from './cost';
-import { createErrorFormatter } from './errors';
+import { createErrorFormatter } from '../errors';
 import { DEFAULT_QUERY_LIMITS, LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
 import { subgraphPlugins } from './plugins';
 import { createSubgraphSchema } from './schema';

@@ -1,5 +1,9 @@
+/**
+ * What a cursor says (`CursorPosition`: the upstream page and the place on it), and the
+ * compact bytes it is packed into before cursor.ts seals them.
+ */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import type { PageRef } from '../upstream/pageReference';
+import type { PageRef } from '../../upstream/pageReference';
 
 /** Where an edge sits upstream: the page it came on and its position there. */
 export interface CursorPosition {

@@ -1,7 +1,11 @@
+/**
+ * Which tenant a GraphQL request acts for: from a verified JWT (WFS_JWKS_URL, keys in
+ * jwks.ts) or from the trusted tenant header, with the demo default in demo mode.
+ */
 import type { IncomingHttpHeaders } from 'node:http';
 import { jwtVerify, type JWTVerifyGetKey } from 'jose';
-import type { JwtIdentityConfig } from '../config';
-import { graphQLError } from './errors';
+import type { JwtIdentityConfig } from '../../config';
+import { graphQLError } from '../errors';
 import { createJwksKeys, type JwksOptions } from './jwks';
 
 /** Works out which tenant a GraphQL request acts for. */

@@ -1,17 +1,22 @@
+/**
+ * The executable subgraph schema: `schema.graphql` (found from any working directory)
+ * with the resolvers built from the resource registry, the `Node` resolvers and each
+ * type's own resolvers merged in.
+ */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import type { GraphQLSchema } from 'graphql';
 import { gql } from 'graphql-tag';
-import { RESOURCES } from '../upstream/resources';
-import type { GraphQLContext } from './context';
-import { nodeResolvers } from './node';
-import { mergeResolvers, resourceResolvers } from './resourceResolvers';
-import { resolvers } from './resolvers';
+import { RESOURCES } from '../../upstream/resources';
+import type { GraphQLContext } from '../data/context';
+import { nodeResolvers } from '../data/node';
+import { mergeResolvers, resourceResolvers } from '../data/resourceResolvers';
+import { resolvers } from '../resolvers';
 
 /**
  * `schema.graphql` sits at the package root, next to `package.json`: found by walking
- * up from this code, which is in `src/graphql/` or `dist/graphql/`, or in the production
+ * up from this code, which is in `src/graphql/server/` or `dist/graphql/server/`, or in the production
  * bundle `dist/main.js`. So the server finds it from any working directory (the Docker
  * image copies both next to `dist/`).
  */
@@ -21,7 +26,7 @@ function packageRoot(from: string): string {
   for (let dir = from, up = 0; up < 4; dir = dirname(dir), up++) {
     if (existsSync(join(dir, 'package.json'))) return dir;
   }
-  return join(from, '..', '..');
+  return join(from, '..', '..', '..');
 }
 
 export function loadTypeDefs(): string {

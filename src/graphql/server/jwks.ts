@@ -1,3 +1,7 @@
+/**
+ * The JWT verification keys, fetched from WFS_JWKS_URL and cached (jose's remote JWKS),
+ * with a hook for the operator's warning when they go stale.
+ */
 import { createRemoteJWKSet, customFetch, errors, type FetchImplementation, type JWTVerifyGetKey } from 'jose';
 
 export interface JwksOptions {

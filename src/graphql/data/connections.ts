@@ -1,9 +1,14 @@
-import type { ListPage } from '../upstream/client';
-import type { PageRef } from '../upstream/pageReference';
-import { isMalformed, type MalformedRecord } from '../upstream/resources';
+/**
+ * Relay connections over the upstream's paged lists: the connection types, the checks on
+ * `first`/`after`/`last`/`before`, and `resolveConnection`, which walks upstream pages
+ * (through `guardPageChain`, bounded) to build one page of edges with its cursors.
+ */
+import type { ListPage } from '../../upstream/client';
+import type { PageRef } from '../../upstream/pageReference';
+import { isMalformed, type MalformedRecord } from '../../upstream/resources';
 import type { CursorPosition } from './cursor';
-import { badUserInput } from './errors';
-import { UpstreamError } from '../upstream/errors';
+import { badUserInput } from '../errors';
+import { UpstreamError } from '../../upstream/errors';
 
 export interface Edge<T> {
   readonly cursor: string;

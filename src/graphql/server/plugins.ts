@@ -6,7 +6,7 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import type { GraphQLContext } from './context';
+import type { GraphQLContext } from '../data/context';
 
 /**
  * The Apollo Server plugins this subgraph runs, and the built-in ones it switches off.

@@ -1,8 +1,13 @@
+/**
+ * The resolvers every registered resource gets without writing one: its connection and
+ * lookup fields on `Query`, `__resolveReference` and `nodeId`; plus `loadEntity` and
+ * `childConnection` for the relations in resolvers/<Type>.ts, and `mergeResolvers`.
+ */
 import type { GraphQLResolverMap } from '@apollo/subgraph';
-import type { AnyResource, Resource, UpstreamRecord } from '../upstream/resources';
+import type { AnyResource, Resource, UpstreamRecord } from '../../upstream/resources';
 import type { ConnectionArgs, ConnectionPage } from './connections';
 import type { GraphQLContext } from './context';
-import { badUserInput } from './errors';
+import { badUserInput } from '../errors';
 import { nodeIdOf } from './node';
 
 type Resolvers = GraphQLResolverMap<GraphQLContext>;

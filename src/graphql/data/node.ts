@@ -1,6 +1,6 @@
 import { isInterfaceType, isObjectType, type GraphQLResolveInfo } from 'graphql';
 import type { GraphQLContext } from './context';
-import { badUserInput } from './errors';
+import { badUserInput } from '../errors';
 
 /**
  * Relay's global object identification (README, "Global object identification (`Node`)": `interface Node { nodeId: ID! }`

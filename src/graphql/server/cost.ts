@@ -19,7 +19,7 @@ import {
   type SelectionSetNode,
   type ValueNode,
 } from 'graphql';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './connections';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../data/connections';
 import { LIMIT_ERROR_CODE } from './limits';
 
 /**

@@ -1,9 +1,14 @@
-import type { ListPage } from '../upstream/client';
-import type { PageRef } from '../upstream/pageReference';
-import { isMalformed } from '../upstream/resources';
-import { UPSTREAM_PAGE_SIZE } from '../upstream/endpoints';
+/**
+ * The short-lived per-tenant index of records by id (`EntityIndex`) and the process-wide
+ * set of them (`EntityIndexes`), with its time to live, record bound and sweep: how
+ * references are resolved without a detail endpoint (docs/upstream.md).
+ */
+import type { ListPage } from '../../upstream/client';
+import type { PageRef } from '../../upstream/pageReference';
+import { isMalformed } from '../../upstream/resources';
+import { UPSTREAM_PAGE_SIZE } from '../../upstream/endpoints';
 import { guardPageChain } from './connections';
-import { NO_OBSERVER, type Observer } from '../observability/events';
+import { NO_OBSERVER, type Observer } from '../../observability/events';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s (`WFS_ENTITY_INDEX_TTL_SECONDS`). */
 export const ENTITY_INDEX_TTL_MS = 30_000;

@@ -1,6 +1,10 @@
+/**
+ * `CursorCodec`: seals a cursor position (cursorPayload.ts) into the opaque cursor a
+ * client holds, bound to tenant, list and scope, and opens it again.
+ */
 import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { pack, unpack, type CursorPosition } from './cursorPayload';
-import { badUserInput } from './errors';
+import { badUserInput } from '../errors';
 
 export type { CursorPosition } from './cursorPayload';
 

@@ -1,0 +1,54 @@
+/**
+ * The typed context every resolver receives (`GraphQLContext`), and `createContext`,
+ * which builds it for one request from the process-wide services: the request's
+ * tenant, worked out on first use, and through it the tenant's data (tenantData.ts);
+ * the errors that travel with the response; the request's abort signal.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { GraphQLError } from 'graphql';
+import { NO_OBSERVER, type RequestRecord } from '../../observability/events';
+import { createTenantData, type DataServices, type TenantData } from './tenantData';
+
+/** The typed context every resolver receives. */
+export interface GraphQLContext {
+  /** The request's tenant and its loaders; rejects with UNAUTHENTICATED or FORBIDDEN. */
+  tenant(): Promise<TenantData>;
+  /** The tenant once `tenant()` has resolved (undefined before): lets hot resolvers skip a promise. */
+  knownTenant(): TenantData | undefined;
+  /** Errors that do not fail a field (a malformed item skipped in a page); sent with the response. */
+  readonly itemErrors: GraphQLError[];
+  /** Aborts when the request is over: its client went away, or its deadline passed. */
+  readonly signal: AbortSignal;
+  /** What is recorded of this request for its logs and metrics (absent when a test builds a context alone). */
+  readonly request?: RequestRecord;
+}
+
+/** Process-wide services the per-request context is built from. */
+export interface ContextServices extends DataServices {
+  /** Works out which tenant a request acts for (server/identity.ts builds it); rejects with UNAUTHENTICATED or FORBIDDEN. */
+  readonly identify: (headers: IncomingHttpHeaders) => Promise<string>;
+}
+
+/**
+ * The tenant is worked out lazily, on first use: the router's `_service` query and
+ * introspection carry no tenant and must still be answered.
+ */
+export function createContext(services: ContextServices, headers: IncomingHttpHeaders, signal: AbortSignal, request?: RequestRecord): GraphQLContext {
+  const itemErrors: GraphQLError[] = [];
+  let tenant: Promise<TenantData> | undefined;
+  let known: TenantData | undefined;
+  return {
+    itemErrors,
+    signal,
+    ...(request && { request }),
+    tenant() {
+      tenant ??= services.identify(headers).then((tenantId) => {
+        (services.observer ?? NO_OBSERVER).tenantIdentified(tenantId);
+        known = createTenantData(services, tenantId, signal, itemErrors);
+        return known;
+      });
+      return tenant;
+    },
+    knownTenant: () => known,
+  };
+}

@@ -44,8 +44,6 @@ export interface App {
   connectSharedStore(timeoutMs?: number): Promise<boolean>;
   /** What keeps this replica from being ready (a token endpoint that does not answer like one yet), or undefined. */
   readinessProblem(): string | undefined;
-  /** Settles with the start-up check's first answer from the token endpoint (within its 5 s limit). */
-  readonly tokenEndpointChecked: Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -167,7 +165,6 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
       });
     },
     readinessProblem: () => tokenEndpoint.problem(),
-    tokenEndpointChecked: tokenEndpoint.firstVerdict,
     async close() {
       services.indexes.close();
       tokenEndpoint.close();

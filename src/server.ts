@@ -81,8 +81,10 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       ...(options.plugins ?? []),
     ],
   });
-  // Redis (when configured) connects and the token endpoint is checked while Apollo Server starts, not after it.
-  const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start(), app.tokenEndpointChecked]);
+  // Redis (when configured) connects while Apollo Server starts, not after it. The token
+  // endpoint check runs on its own: /ready says "checking" until its first answer, and the
+  // first query does not wait for it (it asks the endpoint for a token anyway).
+  const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
   if (!sharedStoreConnected) {
     logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
   }

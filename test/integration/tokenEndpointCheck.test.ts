@@ -15,9 +15,17 @@ import { waitFor } from '../helpers/waitFor';
 
 const TOKEN_PATH = '/identity/o/api/token';
 
-async function ready(subgraph: TestSubgraph): Promise<{ status: number; body: { status: string; reason?: string } }> {
-  const response = await request(`${new URL(subgraph.server.url).origin}/ready`);
-  return { status: response.statusCode, body: (await response.body.json()) as { status: string; reason?: string } };
+type Readiness = { status: number; body: { status: string; reason?: string } };
+
+/** `/ready` once the start-up check has its first answer (the server listens before it has one, saying "checking"). */
+async function ready(subgraph: TestSubgraph): Promise<Readiness> {
+  const get = async (): Promise<Readiness> => {
+    const response = await request(`${new URL(subgraph.server.url).origin}/ready`);
+    return { status: response.statusCode, body: (await response.body.json()) as Readiness['body'] };
+  };
+  let answer = await get();
+  await waitFor(async () => !(answer = await get()).body.reason?.startsWith('checking token endpoint'), 'the first answer of the token endpoint check');
+  return answer;
 }
 
 describe('the token endpoint check against the emulator', () => {

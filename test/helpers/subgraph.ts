@@ -8,6 +8,7 @@ import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
 import type { ForeignUpstream } from './foreignUpstream';
+import { waitFor } from './waitFor';
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
@@ -107,6 +108,13 @@ async function startWith(emulator: Emulator, env: Record<string, string>, server
     },
   });
   const server = await startServer(config, { logger: createLogger(config.logLevel, sink), ...serverOptions });
+  // The server listens before its start-up check of the token endpoint has an answer;
+  // tests start from a settled server, so the check's log line never lands inside them.
+  await waitFor(async () => {
+    const response = await request(`${new URL(server.url).origin}/ready`);
+    const body = (await response.body.json()) as { reason?: string };
+    return !body.reason?.startsWith('checking token endpoint');
+  }, 'the start-up check of the token endpoint');
   let closed: Promise<void> | undefined;
   return {
     emulator,

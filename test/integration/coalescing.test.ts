@@ -2,7 +2,8 @@ import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
-import { makeLocations, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';
+import { HeldCalls } from '../helpers/heldCalls';
+import { makeLocations, startForeignUpstream, type ForeignUpstream } from '../helpers/foreignUpstream';
 import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
@@ -15,33 +16,17 @@ import { counterTotal, waitFor } from '../helpers/waitFor';
 let up: ForeignUpstream;
 let server: RunningServer;
 /** Held list calls, per tenant name. */
-const held = new Map<string, FaultContext[]>();
-let holding = true;
+const heldCalls = new HeldCalls();
 
-const hold = (name: string) => (ctx: FaultContext) => {
-  if (!holding) return false;
-  const calls = held.get(name) ?? [];
-  calls.push(ctx);
-  held.set(name, calls);
-  return true;
-};
-
-function release(name: string): void {
-  for (const ctx of held.get(name) ?? []) {
-    ctx.res.writeHead(200, { 'content-type': 'application/json' });
-    ctx.res.end(JSON.stringify(ctx.envelope()));
-  }
-  held.set(name, []);
-}
 
 const TENANTS = ['alpha', 'beta', 'gamma', 'delta'];
 
 beforeAll(async () => {
   up = await startForeignUpstream();
-  up.add({ name: 'alpha', locations: makeLocations(12), fault: hold('alpha') });
-  up.add({ name: 'beta', locations: makeLocations(12).map((l) => ({ ...(l as object), name: `Beta ${(l as { name: string }).name}` })), fault: hold('beta') });
-  up.add({ name: 'gamma', locations: makeLocations(12), fault: hold('gamma') });
-  up.add({ name: 'delta', locations: makeLocations(12), fault: hold('delta') });
+  up.add({ name: 'alpha', locations: makeLocations(12), fault: heldCalls.hold('alpha') });
+  up.add({ name: 'beta', locations: makeLocations(12).map((l) => ({ ...(l as object), name: `Beta ${(l as { name: string }).name}` })), fault: heldCalls.hold('beta') });
+  up.add({ name: 'gamma', locations: makeLocations(12), fault: heldCalls.hold('gamma') });
+  up.add({ name: 'delta', locations: makeLocations(12), fault: heldCalls.hold('delta') });
   const config = loadConfig(
     foreignUpstreamEnv(up, {
       WFS_CURSOR_SECRET: 'coalescing-cursor-secret-0123456789abcdef',
@@ -52,8 +37,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  holding = false;
-  for (const name of TENANTS) release(name);
+  heldCalls.holding = false;
+  for (const name of TENANTS) heldCalls.release(name);
   await up?.close();
   await server?.close();
 });
@@ -73,7 +58,7 @@ it('serves 50 concurrent identical queries of one tenant with 1 upstream list ca
   const answers = Array.from({ length: 50 }, () => gql('alpha'));
   await waitFor(async () => (await coalesced()) - before === 49, '49 requests joining the call in flight');
   expect(locationCalls('alpha')).toBe(1);
-  release('alpha');
+  heldCalls.release('alpha');
   const responses = await Promise.all(answers);
   for (const response of responses) {
     expect(response.errors).toBeUndefined();
@@ -87,8 +72,8 @@ it('never shares a call between tenants: the same query for two tenants makes 2 
   const before = await coalesced();
   const answers = [...Array.from({ length: 10 }, () => gql('beta')), ...Array.from({ length: 10 }, () => gql('gamma'))];
   await waitFor(async () => (await coalesced()) - before === 18 && locationCalls('beta') === 1 && locationCalls('gamma') === 1, 'two calls in flight, 18 joins');
-  release('beta');
-  release('gamma');
+  heldCalls.release('beta');
+  heldCalls.release('gamma');
   const responses = await Promise.all(answers);
   const names = responses.map((r) => (r.data.locations.nodes as Array<{ name: string }>)[0]!.name);
   expect(names.slice(0, 10).every((name) => name.startsWith('Beta '))).toBe(true);
@@ -108,19 +93,19 @@ it("keeps the shared call for the others when one waiter aborts, and keeps nothi
   await expect(gone).resolves.toMatchObject({ name: 'AbortError' });
   // The subgraph has let the aborted request go (counted as aborted) before the upstream answers.
   await waitFor(async () => (await counterTotal(server.metrics.graphqlAborted)) - abortedBefore === 1, 'the aborted waiter to leave');
-  const call = held.get('delta')![0]!;
+  const call = heldCalls.held.get('delta')![0]!;
   expect(call.res.destroyed).toBe(false);
-  release('delta');
+  heldCalls.release('delta');
   for (const response of await Promise.all(staying)) {
     expect(response.errors).toBeUndefined();
     expect(response.data.locations.nodes).toHaveLength(5);
   }
   expect(locationCalls('delta')).toBe(1);
   // Nothing kept: the next query calls again.
-  holding = false;
+  heldCalls.holding = false;
   await expect(gql('delta')).resolves.toMatchObject({ data: { locations: { nodes: expect.any(Array) } } });
   expect(locationCalls('delta')).toBe(2);
-  holding = true;
+  heldCalls.holding = true;
 });
 
 it('cancels the upstream call when every waiter has gone', async () => {
@@ -128,12 +113,12 @@ it('cancels the upstream call when every waiter has gone', async () => {
   const a = new AbortController();
   const b = new AbortController();
   const answers = [gql('alpha', a.signal).catch((e: unknown) => e), gql('alpha', b.signal).catch((e: unknown) => e)];
-  await waitFor(async () => (await coalesced()) - before === 1 && (held.get('alpha')?.length ?? 0) === 1, 'one held call, one join');
-  const call = held.get('alpha')![0]!;
+  await waitFor(async () => (await coalesced()) - before === 1 && heldCalls.count('alpha') === 1, 'one held call, one join');
+  const call = heldCalls.held.get('alpha')![0]!;
   const closed = new Promise<void>((resolve) => call.res.on('close', () => resolve()));
   a.abort();
   b.abort();
   await Promise.all(answers);
   await closed;
-  held.set('alpha', []);
+  heldCalls.held.set('alpha', []);
 });

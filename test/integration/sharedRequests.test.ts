@@ -4,7 +4,8 @@ import { loadConfig } from '../../src/config';
 import type { GraphQLContext } from '../../src/graphql/data/context';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
-import { makeLocations, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';
+import { HeldCalls } from '../helpers/heldCalls';
+import { makeLocations, startForeignUpstream, type ForeignUpstream } from '../helpers/foreignUpstream';
 import { errorCodes, foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
@@ -16,24 +17,10 @@ import { counterTotal, waitFor } from '../helpers/waitFor';
 
 let up: ForeignUpstream;
 let server: RunningServer;
-const held = new Map<string, FaultContext[]>();
-let holding = true;
+const heldCalls = new HeldCalls();
 let resolved = 0;
 let executed = 0;
 
-const hold = (name: string) => (ctx: FaultContext) => {
-  if (!holding) return false;
-  held.set(name, [...(held.get(name) ?? []), ctx]);
-  return true;
-};
-
-function release(name: string): void {
-  for (const ctx of held.get(name) ?? []) {
-    ctx.res.writeHead(200, { 'content-type': 'application/json' });
-    ctx.res.end(JSON.stringify(ctx.envelope()));
-  }
-  held.set(name, []);
-}
 
 const counting: ApolloServerPlugin<GraphQLContext> = {
   async requestDidStart() {
@@ -50,16 +37,16 @@ const counting: ApolloServerPlugin<GraphQLContext> = {
 
 beforeAll(async () => {
   up = await startForeignUpstream();
-  up.add({ name: 'alpha', locations: makeLocations(12), fault: hold('alpha') });
-  up.add({ name: 'beta', locations: makeLocations(12).map((l) => ({ ...(l as object), name: `Beta ${(l as { name: string }).name}` })), fault: hold('beta') });
+  up.add({ name: 'alpha', locations: makeLocations(12), fault: heldCalls.hold('alpha') });
+  up.add({ name: 'beta', locations: makeLocations(12).map((l) => ({ ...(l as object), name: `Beta ${(l as { name: string }).name}` })), fault: heldCalls.hold('beta') });
   const config = loadConfig(foreignUpstreamEnv(up, { WFS_CURSOR_SECRET: 'shared-requests-cursor-secret-0123456789ab', LOG_LEVEL: 'silent' }));
   server = await startServer(config, { logger: createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() })), plugins: [counting] });
 });
 
 afterAll(async () => {
-  holding = false;
-  release('alpha');
-  release('beta');
+  heldCalls.holding = false;
+  heldCalls.release('alpha');
+  heldCalls.release('beta');
   await up?.close();
   await server?.close();
 });
@@ -77,8 +64,8 @@ const requests = (operationType: string) => counterTotal(server.metrics.graphqlR
 it('executes 30 identical concurrent queries of one tenant once; each request is still counted and answered', async () => {
   const countedBefore = await requests('query');
   const answers = Array.from({ length: 30 }, () => gql('alpha'));
-  await waitFor(() => resolved === 30 && held.get('alpha')?.length === 1, 'all 30 requests past validation, one upstream call held');
-  release('alpha');
+  await waitFor(() => resolved === 30 && heldCalls.count('alpha') === 1, 'all 30 requests past validation, one upstream call held');
+  heldCalls.release('alpha');
   const responses = await Promise.all(answers);
   expect(executed).toBe(1);
   for (const response of responses) expect(response).toMatchObject({ status: 200, data: { locations: { nodes: expect.any(Array) } } });
@@ -86,18 +73,18 @@ it('executes 30 identical concurrent queries of one tenant once; each request is
   expect((await requests('query')) - countedBefore).toBe(30);
   // Nothing kept: the next identical request executes (and calls the upstream) again.
   const calls = up.tenant('alpha').calls.length;
-  holding = false;
+  heldCalls.holding = false;
   await expect(gql('alpha')).resolves.toMatchObject({ data: { locations: { nodes: expect.any(Array) } } });
-  holding = true;
+  heldCalls.holding = true;
   expect(executed).toBe(2);
   expect(up.tenant('alpha').calls.length).toBe(calls + 1);
 });
 
 it('never shares between tenants, nor with a request that asks for a trace', async () => {
   const answers = [gql('alpha'), gql('alpha'), gql('beta'), gql('beta'), gql('alpha', undefined, { 'apollo-federation-include-trace': 'ftv1' })];
-  await waitFor(() => resolved === 5 && held.get('alpha')?.length === 1 && held.get('beta')?.length === 1, 'all five past validation, one call per tenant held');
-  release('alpha');
-  release('beta');
+  await waitFor(() => resolved === 5 && heldCalls.count('alpha') === 1 && heldCalls.count('beta') === 1, 'all five past validation, one call per tenant held');
+  heldCalls.release('alpha');
+  heldCalls.release('beta');
   const [a1, a2, b1, b2, traced] = await Promise.all(answers);
   expect(executed).toBe(3); // alpha once, beta once, the traced request on its own
   expect(a1!.data).toEqual(a2!.data);
@@ -110,8 +97,8 @@ it('never shares between tenants, nor with a request that asks for a trace', asy
 
 it('refuses an unknown tenant per request, even with the same body as a shared one', async () => {
   const answers = [gql('alpha'), postGraphQL(server.url, { query: QUERY }, { 'x-tenant-id': 'nobody' })];
-  await waitFor(() => held.get('alpha')?.length === 1, 'the known tenant\'s call in flight');
-  release('alpha');
+  await waitFor(() => heldCalls.count('alpha') === 1, 'the known tenant\'s call in flight');
+  heldCalls.release('alpha');
   const [known, unknown] = await Promise.all(answers);
   expect(known!.data.locations.nodes).toHaveLength(5);
   expect(errorCodes(unknown!)).toEqual(['FORBIDDEN']);
@@ -120,13 +107,13 @@ it('refuses an unknown tenant per request, even with the same body as a shared o
 it("lets the joiners execute on their own when the leader's client leaves", async () => {
   const leaving = new AbortController();
   const leader = gql('alpha', leaving.signal).catch((error: unknown) => error);
-  await waitFor(() => resolved === 1 && held.get('alpha')?.length === 1, 'the leader waiting on the upstream');
+  await waitFor(() => resolved === 1 && heldCalls.count('alpha') === 1, 'the leader waiting on the upstream');
   const joiners = [gql('alpha'), gql('alpha')];
   await waitFor(() => resolved === 3, 'two joiners waiting');
   leaving.abort();
   await expect(leader).resolves.toMatchObject({ name: 'AbortError' });
   // The joiners execute themselves: a fresh call (the leader's was cancelled with its last waiter).
-  await waitFor(() => executed === 3 && held.get('alpha')?.length === 2, 'the joiners executing');
-  release('alpha');
+  await waitFor(() => executed === 3 && heldCalls.count('alpha') === 2, 'the joiners executing');
+  heldCalls.release('alpha');
   for (const response of await Promise.all(joiners)) expect(response.data.locations.nodes).toHaveLength(5);
 });

@@ -65,7 +65,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   });
   const app = createApp(config, logger, metrics, observability.observer, options);
   const httpServer = createServer();
-  const sharing = new SharedRequests();
+  const sharing = new SharedRequests(observability.observer);
   const apollo = createApolloServer({
     logger,
     httpServer,

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { HeaderMap, type ApolloServerPlugin, type GraphQLResponse } from '@apollo/server';
 import type { GraphQLFormattedError } from 'graphql';
 import type { GraphQLContext } from '../graphql/data/context';
+import { NO_OBSERVER, type Observer } from '../observability/events';
 
 /** What a request that led shares with the identical requests that joined it. */
 interface SharedResult {
@@ -56,7 +57,10 @@ export class SharedRequests {
   /** Data objects shared by several answers: their JSON is written once. */
   private readonly json = new WeakMap<object, string | null>();
 
-  constructor(private readonly joinersPerTurn = JOINERS_PER_TURN) {}
+  constructor(
+    private readonly observer: Pick<Observer, 'requestShared'> = NO_OBSERVER,
+    private readonly joinersPerTurn = JOINERS_PER_TURN,
+  ) {}
 
   /** Requests leading now (tests, diagnostics). */
   get size(): number {
@@ -96,6 +100,7 @@ export class SharedRequests {
         const shared = await joined;
         // No answer to share (the leader's client left, or its deadline passed): execute.
         if (!shared) return null;
+        this.observer.requestShared();
         return {
           http: { status: shared.status, headers: new HeaderMap() },
           body: { kind: 'single', singleResult: { data: shared.data, ...(shared.errors && { errors: shared.errors }) } },

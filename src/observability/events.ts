@@ -43,6 +43,8 @@ export interface Observer {
   /** How a token request ended: `ok` or the error code, with the error when it failed. */
   tokenRequestEnded(tenantId: string, outcome: string, error?: TokenRequestError): void;
 
+  /** A GraphQL request took the answer of an identical one in flight instead of executing (src/http/sharedRequests.ts). */
+  requestShared(): void;
   /** The request being served turned out to be `tenantId`'s. */
   tenantIdentified(tenantId: string): void;
   /** Lookups in one of the caches, for the request being served. */
@@ -128,6 +130,7 @@ export const NO_OBSERVER: Observer = {
   upstreamAttempt() {},
   upstreamShard() {},
   upstreamCoalesced() {},
+  requestShared() {},
   upstreamRetry() {},
   upstreamFailFast() {},
   bulkheadQueued() {},

@@ -16,6 +16,7 @@ export interface Metrics {
   /** Each list call once, after its retries: `ok`, `aborted` or a failure cause (failureCause.ts). */
   readonly upstreamCalls: Counter<'list' | 'origin' | 'outcome'>;
   readonly upstreamCoalesced: Counter<'list'>;
+  readonly requestsShared: Counter;
   readonly cacheRequests: Counter<'cache' | 'result'>;
   readonly tokenRequests: Counter<'outcome'>;
   readonly tokenDuration: Histogram<'outcome'>;
@@ -65,6 +66,11 @@ export function createMetrics(): Metrics {
       name: 'wfs_upstream_coalesced_total',
       help: 'Upstream list calls answered by an identical call already in flight',
       labelNames: ['list'],
+      registers,
+    }),
+    requestsShared: new Counter({
+      name: 'wfs_graphql_requests_shared_total',
+      help: 'GraphQL requests answered by an identical request in flight (same tenant and body) instead of executing',
       registers,
     }),
     cacheRequests: new Counter({

@@ -21,6 +21,7 @@ export function metricsObserver(metrics: Metrics, originLabel: (origin: string) 
       resilience.breakerTransitions.inc({ origin: label, state });
     },
     upstreamCoalesced: (call) => metrics.upstreamCoalesced.inc({ list: call.list }),
+    requestShared: () => metrics.requestsShared.inc(),
     async tokenRequest(_tenantId, run) {
       const started = performance.now();
       let ok = false;

@@ -63,6 +63,7 @@ const requests = (operationType: string) => counterTotal(server.metrics.graphqlR
 
 it('executes 30 identical concurrent queries of one tenant once; each request is still counted and answered', async () => {
   const countedBefore = await requests('query');
+  const sharedBefore = await counterTotal(server.metrics.requestsShared);
   const answers = Array.from({ length: 30 }, () => gql('alpha'));
   await waitFor(() => resolved === 30 && heldCalls.count('alpha') === 1, 'all 30 requests past validation, one upstream call held');
   heldCalls.release('alpha');
@@ -71,6 +72,8 @@ it('executes 30 identical concurrent queries of one tenant once; each request is
   for (const response of responses) expect(response).toMatchObject({ status: 200, data: { locations: { nodes: expect.any(Array) } } });
   expect(new Set(responses.map((r) => JSON.stringify(r.data))).size).toBe(1);
   expect((await requests('query')) - countedBefore).toBe(30);
+  // The 29 that took the first one's answer are counted as shared.
+  expect((await counterTotal(server.metrics.requestsShared)) - sharedBefore).toBe(29);
   // Nothing kept: the next identical request executes (and calls the upstream) again.
   const calls = up.tenant('alpha').calls.length;
   heldCalls.holding = false;

@@ -4,8 +4,7 @@ import { NO_OBSERVER, SCOPES, type Observer, type RequestRecord } from './events
 import { inlineTrace } from './inlineTrace';
 import { logObserver } from './logObserver';
 import type { Logger } from './logger';
-import type { Metrics } from './metrics';
-import { metricsObserver } from './metricsObserver';
+import { metricsObserver, type Metrics } from './metrics';
 import { operationObserver } from './operationPlugin';
 import { startTracing } from './otel';
 import { traceRequest, tracingObserver } from './otel/observer';

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Observer, RequestRecord } from './events';
 import { RESOURCES } from '../upstream/resources';
 
 /**
@@ -154,7 +155,7 @@ export function createMetrics(): Metrics {
 
 // ---------------------------------------------------------------------------
 // Upstream resilience metrics (breaker, retries, bulkhead, fail-fast refusals), fed
-// by the client's events (observability/metricsObserver.ts).
+// by the client's events (`metricsObserver` below).
 // ---------------------------------------------------------------------------
 
 export interface ResilienceMetrics {
@@ -205,5 +206,48 @@ function createResilienceMetrics(registry: Registry): ResilienceMetrics {
       labelNames: ['reason'],
       registers: [registry],
     }),
+  };
+}
+
+/**
+ * The Prometheus side of the events: resilience (retries, breaker, bulkhead,
+ * fail-fast refusals), token requests, coalesced calls; cache lookups are added up
+ * per request and counted when it ends (`requestEnded`). The per-shard call metrics
+ * are counted with the calls' failure lines (upstreamObserver.ts).
+ */
+export function metricsObserver(metrics: Metrics, originLabel: (origin: string) => string): Partial<Observer> & { requestEnded(record: RequestRecord): void } {
+  const { resilience } = metrics;
+  return {
+    upstreamRetry: (list, reason) => resilience.retries.inc({ list, reason }),
+    upstreamFailFast: (reason) => resilience.failFast.inc({ reason }),
+    bulkheadQueued: () => resilience.bulkheadQueued.inc(),
+    bulkheadRejected: () => resilience.bulkheadRejected.inc(),
+    breakerTransition(origin, state) {
+      // Origins come from tokens' api_base claims: the label is bounded like the call metrics'.
+      const label = originLabel(origin);
+      resilience.breakerState.set({ origin: label }, BREAKER_STATE_VALUES[state]);
+      resilience.breakerTransitions.inc({ origin: label, state });
+    },
+    upstreamCoalesced: (call) => metrics.upstreamCoalesced.inc({ list: call.list }),
+    requestShared: () => metrics.requestsShared.inc(),
+    async tokenRequest(_tenantId, run) {
+      const started = performance.now();
+      let ok = false;
+      try {
+        const result = await run();
+        ok = true;
+        return result;
+      } finally {
+        metrics.tokenDuration.observe({ outcome: ok ? 'ok' : 'error' }, (performance.now() - started) / 1000);
+      }
+    },
+    tokenRequestEnded: (_tenantId, outcome) => metrics.tokenRequests.inc({ outcome }),
+    requestEnded(record) {
+      if (!record.cacheLookups) return;
+      for (const [cache, { hits, misses }] of Object.entries(record.cacheLookups)) {
+        if (hits > 0) metrics.cacheRequests.inc({ cache, result: 'hit' }, hits);
+        if (misses > 0) metrics.cacheRequests.inc({ cache, result: 'miss' }, misses);
+      }
+    },
   };
 }

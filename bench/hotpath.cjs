@@ -8,6 +8,8 @@
 //   TRACE_EVERY=100 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # 1 request in 100 asks for ftv1 (a router's 1 % sampling)
 //   FLOOR=graphql taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # the floor (or FLOOR=proxy)
 //   Q='{ shifts(first: 100) { nodes { id location { name } } } }' ...     # another query
+//   PAGED=50 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # no sharing: `npm run bench`'s no-sharing query over
+//                                                                    # 50 pages, consecutive requests on different pages
 //
 // An argument names another build's dist/ folder (default: this checkout's). It loads
 // tsc's single modules (dist/server.js …), the same code the bundle holds.
@@ -30,7 +32,7 @@ const ROUNDS = 5;
 
 (async () => {
   process.env.NODE_ENV = 'production';
-  const tenant = makeTenant({ tenantId: 'be0c0000-0000-4000-8000-000000000001', clientId: 'c1', clientSecret: 's1-abcdefgh', grantedScopes: ['shifts.read'], shard: 0, locationCount: 200, shiftCount: 500 });
+  const tenant = makeTenant({ tenantId: 'be0c0000-0000-4000-8000-000000000001', clientId: 'c1', clientSecret: 's1-abcdefgh', grantedScopes: ['shifts.read'], shard: 0, locationCount: Math.max(200, 100 * (Number(process.env.PAGED) || 0)), shiftCount: 500 });
   const emulator = await startEmulator({ tenants: [tenant], latencyMs: 0 });
   const credentials = [{ tenantId: tenant.tenantId, clientId: tenant.clientId, clientSecret: tenant.clientSecret, scope: 'shifts.read' }];
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wfs-hotpath-')), 'tenants.json');
@@ -40,13 +42,18 @@ const ROUNDS = 5;
     ? await require(path.join(dist, 'bench', 'bench', 'floor', 'server.js')).startFloorServer({ mode: process.env.FLOOR, authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1' })
     : await startServer(config, { logger: createLogger('error') });
   const agent = new Agent({ connections: IN_FLIGHT });
+  const paged = Number(process.env.PAGED) || 0;
+  const PAGES_QUERY = 'query BenchPages($after: String) { locations(first: 100, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }';
   const body = JSON.stringify({ query: process.env.Q || 'query BenchLocations { locations(first: 100) { nodes { id name } } }' });
+  const pageBodies = [];
   const headers = { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId, ...(process.env.TRACE && { 'apollo-federation-include-trace': 'ftv1' }) };
   const traceEvery = Number(process.env.TRACE_EVERY) || 0;
   let sentSoFar = 0;
+  let pagesSent = 0;
   const one = async (extra = {}) => {
     const sampled = traceEvery > 0 && ++sentSoFar % traceEvery === 0 ? { 'apollo-federation-include-trace': 'ftv1' } : {};
-    const response = await request(server.url, { method: 'POST', headers: { ...headers, ...sampled, ...extra }, body, dispatcher: agent });
+    const sent = paged ? pageBodies[pagesSent++ % pageBodies.length] : body;
+    const response = await request(server.url, { method: 'POST', headers: { ...headers, ...sampled, ...extra }, body: sent, dispatcher: agent });
     const text = await response.body.text();
     if (response.statusCode !== 200 || text.includes('"errors"')) throw new Error(text.slice(0, 300));
   };
@@ -56,6 +63,14 @@ const ROUNDS = 5;
       while (sent++ < count) await one();
     }));
   };
+  // PAGED: the end cursors of every page first (one walk), then requests take the pages in turn.
+  for (let after = null, page = 0; paged && page < paged; page++) {
+    const text = JSON.stringify({ query: PAGES_QUERY, variables: { after } });
+    pageBodies.push(text);
+    const response = await request(server.url, { method: 'POST', headers, body: text, dispatcher: agent });
+    const { data } = JSON.parse(await response.body.text());
+    after = data.locations.pageInfo.endCursor;
+  }
   // PRETRACE=1: one traced request first, so the untraced ones run on the wrapped resolvers.
   if (process.env.PRETRACE) await one({ 'apollo-federation-include-trace': 'ftv1' });
   await run(WARMUP);

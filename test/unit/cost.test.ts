@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Kind, buildSchema, parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { loadConfig } from '../../src/config';
-import { estimateCost } from '../../src/graphql/server/cost';
+import { costLimit, estimateCost } from '../../src/graphql/server/cost';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
 import { nestedBomb } from '../helpers/nestedBomb';
@@ -126,5 +126,25 @@ describe('WFS_MAX_COST', () => {
 
   it.each(['0', '-3', 'lots', '1.5', '2000000000'])('refuses %p, naming the variable', (value) => {
     expect(() => loadConfig({ WFS_MAX_COST: value })).toThrow(/^WFS_MAX_COST: must be an integer from 1 to 1000000000/);
+  });
+});
+
+describe('the cost limit keeps its estimates per operation and the variables it reads', () => {
+  // One parsed document for every request, as Apollo's document cache hands it out.
+  const document = parse('query Sized($n: Int = 50, $after: String) { locations(first: $n, after: $after) { nodes { id name } } }');
+  const operation = operationOf(document);
+  const maxCost = estimateCost(schema, document, operation, { n: 10 });
+
+  it('answers each page size by its own estimate, whatever was asked before', async () => {
+    // One plugin for all the checks below: the cache lives in it.
+    const hooks = await costLimit(maxCost).requestDidStart!({} as never);
+    const run = (variables: Record<string, unknown>) => hooks!.didResolveOperation!({ schema, document, operation, request: { variables } } as never);
+    for (const after of [null, 'a', 'b']) await expect(run({ n: 10, after })).resolves.toBeUndefined();
+    await expect(run({ n: 11, after: 'a' })).rejects.toThrow(/is estimated at/);
+    await expect(run({ n: 10, after: 'c' })).resolves.toBeUndefined();
+    // Left out, $n takes its default (50); a null one is no page size (the default page size).
+    await expect(run({ after: 'a' })).rejects.toThrow(/is estimated at/);
+    await expect(run({ n: null })).rejects.toThrow(/is estimated at/);
+    await expect(run({ n: 10 })).resolves.toBeUndefined();
   });
 });

@@ -18,6 +18,8 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
   type ValueNode,
+  type VariableDefinitionNode,
+  visit,
 } from 'graphql';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../data/connections';
 import { LIMIT_ERROR_CODE } from './limits';
@@ -165,10 +167,11 @@ function fieldOf(parentType: GraphQLCompositeType, name: string): GraphQLField<u
  * estimate and the budget under the keys Apollo Router's demand control uses.
  */
 export function costLimit<TContext extends object>(maxCost: number): ApolloServerPlugin<TContext> {
+  const estimates = new CostEstimates();
   const hooks: Awaited<ReturnType<NonNullable<ApolloServerPlugin<TContext>['requestDidStart']>>> = {
     async didResolveOperation({ schema, document, operation, request }) {
       if (!operation) return; // no operation to run: Apollo answers that itself
-      const estimated = estimateCost(schema, document, operation, request.variables ?? {});
+      const estimated = estimates.of(schema, document, operation, request.variables ?? {});
       if (estimated <= maxCost) return;
       const name = operation.name ? ` ${operation.name.value}` : '';
       throw new GraphQLError(`operation${name} is estimated at ${estimated} (the size of the answer it can produce); at most ${maxCost} are allowed`, {
@@ -181,4 +184,79 @@ export function costLimit<TContext extends object>(maxCost: number): ApolloServe
       return hooks;
     },
   };
+}
+
+/** Estimates kept per operation and variable key, at most this many per operation (clients choose the values). */
+const ESTIMATES_PER_OPERATION = 64;
+
+/** Which variables an operation's estimate reads: page sizes (`first`, `last`) and `_entities` representations. */
+interface CostVariables {
+  readonly sizes: readonly VariableDefinitionNode[];
+  readonly lists: readonly VariableDefinitionNode[];
+  readonly estimates: Map<string, number>;
+}
+
+/**
+ * `estimateCost` once per parsed operation and value of the variables it reads (Apollo
+ * hands the same document object to every request with the same text): a request
+ * repeating a known operation pays a key and a lookup, not a walk and a coercion of
+ * all its variables. The estimate is a function of those values, with one exception,
+ * computed afresh: a variable left out that has a default (its value then depends on
+ * whether the other variables coerce).
+ */
+class CostEstimates {
+  private readonly byOperation = new WeakMap<OperationDefinitionNode, CostVariables | null>();
+
+  of(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, inputs: Readonly<Record<string, unknown>>): number {
+    let variables = this.byOperation.get(operation);
+    if (variables === undefined) {
+      variables = costVariables(document, operation);
+      this.byOperation.set(operation, variables);
+    }
+    const key = variables && cacheKey(variables, inputs);
+    if (key === undefined || key === null) return estimateCost(schema, document, operation, inputs);
+    let estimated = variables!.estimates.get(key);
+    if (estimated === undefined) {
+      estimated = estimateCost(schema, document, operation, inputs);
+      if (variables!.estimates.size < ESTIMATES_PER_OPERATION) variables!.estimates.set(key, estimated);
+    }
+    return estimated;
+  }
+}
+
+/** The variables the estimate reads; null when one is read both as a size and as a list (not cached). */
+function costVariables(document: DocumentNode, operation: OperationDefinitionNode): CostVariables | null {
+  const sizes = new Set<string>();
+  const lists = new Set<string>();
+  visit(document, {
+    Argument(node) {
+      if (node.value.kind !== Kind.VARIABLE) return;
+      const name = node.name.value;
+      if (name === 'first' || name === 'last') sizes.add(node.value.name.value);
+      else if (name === 'representations') lists.add(node.value.name.value);
+    },
+  });
+  for (const name of sizes) if (lists.has(name)) return null;
+  const definitions = operation.variableDefinitions ?? [];
+  return {
+    sizes: definitions.filter((definition) => sizes.has(definition.variable.name.value)),
+    lists: definitions.filter((definition) => lists.has(definition.variable.name.value)),
+    estimates: new Map(),
+  };
+}
+
+/** The values the estimate reads, as a key (a list by its length); undefined when the estimate must be computed afresh. */
+function cacheKey({ sizes, lists }: CostVariables, inputs: Readonly<Record<string, unknown>>): string | undefined {
+  let key = '';
+  for (const definition of sizes) {
+    const value = inputs[definition.variable.name.value];
+    if (value === undefined && definition.defaultValue) return undefined;
+    key += `${JSON.stringify(value ?? null)}${value === undefined ? '?' : ''},`;
+  }
+  for (const definition of lists) {
+    const value = inputs[definition.variable.name.value];
+    if (!Array.isArray(value)) return undefined;
+    key += `#${value.length},`;
+  }
+  return key;
 }

@@ -29,9 +29,12 @@ export interface TokenRequestOptions {
   readonly now?: () => number;
 }
 
+/** The token endpoint's path under `{auth_url}` (docs/upstream.md, "Token endpoint"). */
+export const TOKEN_PATH = '/identity/o/api/token';
+
 /** `{auth_url}/identity/o/api/token`, keeping any path prefix of the auth URL. */
 export function tokenUrl(authUrl: string): string {
-  return `${authUrl.replace(/\/+$/, '')}/identity/o/api/token`;
+  return `${authUrl.replace(/\/+$/, '')}${TOKEN_PATH}`;
 }
 
 /**

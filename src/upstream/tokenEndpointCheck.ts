@@ -1,6 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import { causeOfNetworkError } from './failureCause';
-import { tokenUrl } from './tokenEndpoint';
+import { TOKEN_PATH, tokenUrl } from './tokenEndpoint';
 
 /**
  * Whether `WFS_AUTH_URL` leads to a token endpoint, known at start-up instead of at the
@@ -15,9 +15,6 @@ import { tokenUrl } from './tokenEndpoint';
 export type TokenEndpointVerdict =
   | { readonly ok: true; readonly url: string; readonly status: number }
   | { readonly ok: false; readonly url: string; readonly problem: string };
-
-const TOKEN_PATH = '/identity/o/api/token';
-const REFUSALS = new Set([400, 401, 403]);
 
 export interface ProbeOptions {
   readonly dispatcher: Dispatcher;
@@ -41,7 +38,6 @@ export async function probeTokenEndpoint(authUrl: string, options: ProbeOptions)
   }
   await response.body.dump().catch(() => undefined);
   const status = response.statusCode;
-  if (REFUSALS.has(status)) return { ok: true, url, status };
   if (status === 404 || status === 405 || status === 410) {
     const doubled = new URL(authUrl).pathname.replace(/\/+$/, '').endsWith(TOKEN_PATH);
     return failed(
@@ -51,8 +47,8 @@ export async function probeTokenEndpoint(authUrl: string, options: ProbeOptions)
     );
   }
   if (status >= 300 && status < 400) return failed(`answered ${status} (a redirect, which token requests do not follow): is WFS_AUTH_URL the provider's own address?`);
-  // Anything else (another 4xx, a 429 or 5xx of a provider that is busy or failing, even a
-  // 2xx) is a server at that path that is not plainly wrong: readiness is about the
+  // Anything else (the 400 or 401 of a token endpoint, another 4xx, a 429 or 5xx of a
+  // provider that is busy or failing, even a 2xx) is a server at that path that is not plainly wrong: readiness is about the
   // configuration, and an outage of the provider is the token cache's to ride out.
   return { ok: true, url, status };
 }

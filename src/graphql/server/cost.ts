@@ -213,12 +213,12 @@ class CostEstimates {
       variables = costVariables(document, operation);
       this.byOperation.set(operation, variables);
     }
-    const key = variables && cacheKey(variables, inputs);
-    if (key === undefined || key === null) return estimateCost(schema, document, operation, inputs);
-    let estimated = variables!.estimates.get(key);
+    const key = variables ? cacheKey(variables, inputs) : undefined;
+    if (!variables || key === undefined) return estimateCost(schema, document, operation, inputs);
+    let estimated = variables.estimates.get(key);
     if (estimated === undefined) {
       estimated = estimateCost(schema, document, operation, inputs);
-      if (variables!.estimates.size < ESTIMATES_PER_OPERATION) variables!.estimates.set(key, estimated);
+      if (variables.estimates.size < ESTIMATES_PER_OPERATION) variables.estimates.set(key, estimated);
     }
     return estimated;
   }

@@ -8,6 +8,7 @@
 //   TRACE_EVERY=100 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # 1 request in 100 asks for ftv1 (a router's 1 % sampling)
 //   FLOOR=graphql taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # the floor (or FLOOR=proxy)
 //   Q='{ shifts(first: 100) { nodes { id location { name } } } }' ...     # another query
+//   IN_FLIGHT=1 ...                                                  # requests in flight (default 10)
 //   PAGED=50 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # no sharing: `npm run bench`'s no-sharing query over
 //                                                                    # 50 pages, consecutive requests on different pages
 //
@@ -25,7 +26,7 @@ const { startServer } = require(path.join(dist, 'server'));
 const { createLogger } = require(path.join(dist, 'observability', 'logger'));
 const { Agent, request } = require('undici');
 
-const IN_FLIGHT = 10;
+const IN_FLIGHT = Number(process.env.IN_FLIGHT) || 10;
 const WARMUP = 3_000;
 const PER_ROUND = 3_000;
 const ROUNDS = 5;

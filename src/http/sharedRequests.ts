@@ -15,6 +15,8 @@ interface SharedResult {
 interface Leader {
   result: SharedResult | undefined;
   readonly waiters: Array<(result: SharedResult | undefined) => void>;
+  /** Requests (leader and joiners) whose response is not out yet: the last one forgets the shared JSON. */
+  sharers: number;
 }
 
 /** Per request: whether it leads (and may publish its answer) or waits for a leader's. */
@@ -52,7 +54,14 @@ const TRACE_HEADER = 'apollo-federation-include-trace';
  */
 export class SharedRequests {
   private readonly leaders = new Map<string, Leader>();
-  /** Keyed by the request's signal: Apollo hands plugins a shallow copy of the context, with the same signal. */
+  /**
+   * Keyed by the request's signal: Apollo hands plugins a shallow copy of the context,
+   * with the same signal. Entries, here and in `json`, are deleted when their request's
+   * response is out, not left to the keys' collection: V8 keeps a weak map's values
+   * through young-generation collections, so each answer (its data and the page behind
+   * it) would otherwise be promoted and die in the old generation, costing a full
+   * collection every few requests.
+   */
   private readonly slots = new WeakMap<AbortSignal, Slot>();
   /** Data objects shared by several answers: their JSON is written once. */
   private readonly json = new WeakMap<object, string | null>();
@@ -80,15 +89,27 @@ export class SharedRequests {
     );
     if (tenantId === undefined || context.signal.aborted) return undefined;
     const key = `${tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${body}`;
+    const signal = context.signal;
     const leader = this.leaders.get(key);
     if (leader) {
-      this.slots.set(context.signal, { joined: this.wait(leader, context.signal) });
-      return undefined;
+      leader.sharers += 1;
+      this.slots.set(signal, { joined: this.wait(leader, signal) });
+      return () => this.done(signal, leader);
     }
-    const leading: Leader = { result: undefined, waiters: [] };
+    const leading: Leader = { result: undefined, waiters: [], sharers: 1 };
     this.leaders.set(key, leading);
-    this.slots.set(context.signal, { leading });
-    return () => this.settle(key, leading);
+    this.slots.set(signal, { leading });
+    return () => {
+      this.settle(key, leading);
+      this.done(signal, leading);
+    };
+  }
+
+  /** One request of a share has its response out: its slot goes, and the last one takes the shared JSON along. */
+  private done(signal: AbortSignal, leader: Leader): void {
+    this.slots.delete(signal);
+    leader.sharers -= 1;
+    if (leader.sharers === 0 && leader.result?.data) this.json.delete(leader.result.data);
   }
 
   /** The Apollo plugin that hands a joiner its leader's answer and lets a leader publish its own. */

@@ -1,5 +1,7 @@
 import { GraphQLError } from 'graphql';
+import { deflateRawSync } from 'node:zlib';
 import { CursorCodec } from '../../src/graphql/data/cursor';
+import { pack, unpack } from '../../src/graphql/data/cursorPayload';
 import { OTHER_TENANT_ID, TENANT_ID } from '../helpers/fixtures';
 
 const codec = new CursorCodec(Buffer.from('k'.repeat(32)));
@@ -77,5 +79,41 @@ describe('sealed cursors', () => {
       const changed = cursor.slice(0, i) + (cursor[i] === 'A' ? 'B' : 'A') + cursor.slice(i + 1);
       expect(errorCode(() => codec.decode(changed, TENANT_ID, 'locations', 'after'))).toBe('BAD_USER_INPUT');
     }
+  });
+});
+
+describe('the packed position of a page end', () => {
+  const base = 'https://shard-7.example.test/api/v1/locations?cursor=eyJvIjozMDAsInMiOjEwMH0&sort=id&page_size=100';
+  const next = base.replace('eyJvIjozMDAsInMiOjEwMH0', 'eyJvIjo0MDAsInMiOjEwMH0');
+
+  it.each([
+    ['a next that shares a start and an end with its ref', { ref: base, size: 100, index: 99, id: 'loc_99', next }],
+    ['a next that shares nothing with its ref', { ref: 'a1', size: 100, index: 99, id: 'loc_99', next: 'zz' }],
+    ['a next equal to its ref', { ref: base, size: 100, index: 99, id: 'loc_99', next: base }],
+    ['a next inside its ref', { ref: 'abcabc', size: 100, index: 99, id: 'x', next: 'abc' }],
+    ['a next that extends its ref', { ref: 'abc', size: 100, index: 99, id: 'x', next: 'abcabc' }],
+    ['a difference beside a surrogate pair', { ref: 'p=\u{1F600}1\u{1F600}', size: 100, index: 99, id: 'x', next: 'p=\u{1F600}2\u{1F600}' }],
+    ['a difference inside a surrogate pair', { ref: 'p=\u{1F600}', size: 100, index: 99, id: 'x', next: 'p=\u{1F601}' }],
+  ])('round-trips %s', (_name, at) => {
+    expect(unpack(pack(at))).toEqual(at);
+    expect(codec.decode(codec.encode(TENANT_ID, 'locations', at), TENANT_ID, 'locations', 'after')).toEqual(at);
+  });
+
+  it('stores only what next does not share with the ref', () => {
+    const end = pack({ ref: base, size: 100, index: 99, id: 'loc_99', next });
+    const alone = pack({ ref: base, size: 100, index: 99, id: 'loc_99' });
+    expect(end.length - alone.length).toBeLessThan(24);
+  });
+
+  it('opens a page end packed by an earlier version (raw-deflated), so a rolling upgrade breaks no paging', () => {
+    // The earlier format: flags (HAS_REF | HAS_NEXT | REF_SIZED | NEXT_SIZED | DEFLATED), then the
+    // raw-deflated body: size, index, id, and both references as one text segment each.
+    const varint = (n: number) => (n < 0x80 ? [n] : [(n % 0x80) | 0x80, Math.floor(n / 0x80)]);
+    const text = (value: string) => [...varint(Buffer.byteLength(value) * 2), ...Buffer.from(value)];
+    const ref = 'offset=300';
+    const later = 'offset=400';
+    const body = Buffer.from([...varint(100), ...varint(99), ...varint(6), ...Buffer.from('loc_99'), ...text(ref), 0, ...text(later), 0]);
+    const old = Buffer.concat([Buffer.of(1 | 2 | 4 | 8 | 128), deflateRawSync(body, { windowBits: 9, memLevel: 1 })]);
+    expect(unpack(old)).toEqual({ ref: `${ref}&page_size=100`, size: 100, index: 99, id: 'loc_99', next: `${later}&page_size=100` });
   });
 });

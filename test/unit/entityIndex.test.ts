@@ -39,8 +39,12 @@ describe('EntityIndexes under a memory budget', () => {
     const first = page(1);
     index.keepPage(first, UPSTREAM_PAGE_SIZE);
     index.keepPage(page(2), UPSTREAM_PAGE_SIZE);
-    expect(index.page(null, UPSTREAM_PAGE_SIZE)).toBe(first);
+    expect(index.page(null, UPSTREAM_PAGE_SIZE)).toEqual(first);
     expect(index.peek('a1')).toEqual({ id: 'a1', v: 1 });
+    // Its own copies (entityIndex.ts, `ownCopy`), never the objects the request's page was parsed into.
+    expect(index.page(null, UPSTREAM_PAGE_SIZE)).not.toBe(first);
+    expect(index.peek('a1')).not.toBe(first.items[0]);
+    expect(index.page(null, UPSTREAM_PAGE_SIZE)!.items[0]).toBe(index.peek('a1'));
     expect(indexes.records).toBe(1);
     now = 1_000; // the lifetime is over: what is kept next is the newer page
     index.keepPage(page(3), UPSTREAM_PAGE_SIZE);

@@ -2,7 +2,7 @@
  * What a cursor says (`CursorPosition`: the upstream page and the place on it), and the
  * compact bytes it is packed into before cursor.ts seals them.
  */
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { inflateRawSync } from 'node:zlib';
 import type { PageRef } from '../../upstream/pageReference';
 
 /** Where an edge sits upstream: the page it came on and its position there. */
@@ -21,21 +21,16 @@ export interface CursorPosition {
  * page size and index (varints), record id, page reference and, for a page's last
  * record, the next reference. References shrink three ways, each exactly reversible:
  * a trailing `page_size` equal to the size is dropped; runs of base64url (the usual
- * stuff of upstream page tokens) are stored as the bytes they encode; and the whole
- * of a page's last edge, whose `next` mostly repeats its reference, is raw-deflated when
- * that is shorter.
+ * stuff of upstream page tokens) are stored as the bytes they encode; and a page's
+ * last edge stores its `next` as what differs from its reference (the two mostly share
+ * a beginning and an end: the same URL or token with another offset).
+ *
+ * Earlier versions raw-deflated a page's last edge instead. Such cursors still open
+ * (DEFLATED), so a rolling upgrade breaks no client's paging; none is written any more:
+ * zlib's native memory made V8 run a full collection every few requests.
  */
 
-/** Plaintexts shorter than this are never worth a deflate attempt. */
-const DEFLATE_FROM = 96;
-/**
- * A small window and little memory: zlib's defaults allocate about 256 KiB per call,
- * which costs more than the deflating of a few hundred bytes. Cursors are short; a
- * 512-byte window still finds a `next` repeating its reference.
- */
-const DEFLATE_OPTIONS = { windowBits: 9, memLevel: 1 } as const;
-
-/** The longest plaintext we inflate: cursors are sealed by us, so this is a second fence. */
+/** The longest plaintext we inflate (cursors of earlier versions): cursors are sealed by us, so this is a second fence. */
 const MAX_PLAIN_BYTES = 16_384;
 
 // Flags (the first byte).
@@ -43,7 +38,8 @@ const HAS_REF = 1;
 const HAS_NEXT = 2;
 const REF_SIZED = 4; // the ref ended with `&page_size=<size>`, dropped and put back
 const NEXT_SIZED = 8;
-const DEFLATED = 128; // the bytes after the flags are raw-deflated
+const NEXT_DELTA = 16; // `next` is stored as the lengths it shares with the ref's start and end, and its middle
+const DEFLATED = 128; // the bytes after the flags are raw-deflated (written by earlier versions only)
 
 /** base64url runs this long or longer are stored as bytes. */
 const MIN_BINARY_RUN = 8;
@@ -152,24 +148,41 @@ class Reader {
   }
 }
 
+/** How many characters `a` and `b` share at their start, and then at their end (never overlapping). */
+function sharedEnds(a: string, b: string): { head: number; tail: number } {
+  const most = Math.min(a.length, b.length);
+  let head = 0;
+  while (head < most && a.charCodeAt(head) === b.charCodeAt(head)) head += 1;
+  let tail = 0;
+  while (tail < most - head && a.charCodeAt(a.length - 1 - tail) === b.charCodeAt(b.length - 1 - tail)) tail += 1;
+  // Never split a surrogate pair: the middle is written as UTF-8.
+  if (head > 0 && isHighSurrogate(b.charCodeAt(head - 1))) head -= 1;
+  if (tail > 0 && isHighSurrogate(b.charCodeAt(b.length - tail - 1))) tail -= 1;
+  return { head, tail };
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
 export function pack(position: CursorPosition): Buffer {
   const ref = position.ref === null ? null : narrow(position.ref, position.size);
   const next = position.next ? narrow(position.next, position.size) : null;
-  const flags = (ref ? HAS_REF : 0) | (next ? HAS_NEXT : 0) | (ref?.sized ? REF_SIZED : 0) | (next?.sized ? NEXT_SIZED : 0);
+  // A page's last edge: `next` as what it does not share with the ref, when they share something.
+  const delta = ref && next ? sharedEnds(ref.text, next.text) : null;
+  const useDelta = delta !== null && delta.head + delta.tail > 0;
+  const flags = (ref ? HAS_REF : 0) | (next ? HAS_NEXT : 0) | (ref?.sized ? REF_SIZED : 0) | (next?.sized ? NEXT_SIZED : 0) | (useDelta ? NEXT_DELTA : 0);
   const body = new Writer();
   body.varint(position.size);
   body.varint(position.index);
   body.text(position.id);
   if (ref) body.reference(ref.text);
-  if (next) body.reference(next.text);
-  const plain = body.bytes();
-  // Only a page's last edge carries two references, mostly alike: worth a deflate (which
-  // costs more than the rest of sealing a cursor), and it is one edge per upstream page.
-  if (next && plain.length >= DEFLATE_FROM) {
-    const deflated = deflateRawSync(plain, DEFLATE_OPTIONS);
-    if (deflated.length < plain.length) return Buffer.concat([Buffer.of(flags | DEFLATED), deflated]);
-  }
-  return Buffer.concat([Buffer.of(flags), plain]);
+  if (next && useDelta) {
+    body.varint(delta.head);
+    body.varint(delta.tail);
+    body.reference(next.text.slice(delta.head, next.text.length - delta.tail));
+  } else if (next) body.reference(next.text);
+  return Buffer.concat([Buffer.of(flags), body.bytes()]);
 }
 
 export function unpack(plain: Buffer): CursorPosition {
@@ -181,8 +194,20 @@ export function unpack(plain: Buffer): CursorPosition {
   const index = body.varint();
   const id = body.text();
   if (size < 1) throw new RangeError('size');
-  const ref = flags & HAS_REF ? widen(body.reference(), size, (flags & REF_SIZED) !== 0) : null;
-  const next = flags & HAS_NEXT ? widen(body.reference(), size, (flags & NEXT_SIZED) !== 0) : undefined;
+  const refText = flags & HAS_REF ? body.reference() : null;
+  const ref = refText === null ? null : widen(refText, size, (flags & REF_SIZED) !== 0);
+  let next: string | undefined;
+  if (flags & HAS_NEXT) {
+    let text: string;
+    if (flags & NEXT_DELTA) {
+      if (refText === null) throw new RangeError('delta without a ref');
+      const head = body.varint();
+      const tail = body.varint();
+      if (head + tail > refText.length) throw new RangeError('delta longer than the ref');
+      text = refText.slice(0, head) + body.reference() + refText.slice(refText.length - tail);
+    } else text = body.reference();
+    next = widen(text, size, (flags & NEXT_SIZED) !== 0);
+  }
   if (!body.done()) throw new RangeError('trailing bytes');
   return { ref, size, index, id, ...(next !== undefined && { next }) };
 }

@@ -20,6 +20,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const dist = path.resolve(process.argv[2] ?? path.join(__dirname, '..', 'dist'));
+const LAT = Number(process.env.LATENCY) || 0;
 const { startEmulator, makeTenant } = require(path.join(dist, 'emulator'));
 const { loadConfig } = require(path.join(dist, 'config'));
 const { startServer } = require(path.join(dist, 'server'));
@@ -34,7 +35,7 @@ const ROUNDS = 5;
 (async () => {
   process.env.NODE_ENV = 'production';
   const tenant = makeTenant({ tenantId: 'be0c0000-0000-4000-8000-000000000001', clientId: 'c1', clientSecret: 's1-abcdefgh', grantedScopes: ['shifts.read'], shard: 0, locationCount: Math.max(200, 100 * (Number(process.env.PAGED) || 0)), shiftCount: 500 });
-  const emulator = await startEmulator({ tenants: [tenant], latencyMs: 0 });
+  const emulator = await startEmulator({ tenants: [tenant], latencyMs: LAT });
   const credentials = [{ tenantId: tenant.tenantId, clientId: tenant.clientId, clientSecret: tenant.clientSecret, scope: 'shifts.read' }];
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wfs-hotpath-')), 'tenants.json');
   fs.writeFileSync(file, JSON.stringify(credentials));

@@ -68,6 +68,25 @@ const replacedPackages = {
   },
 };
 
+/**
+ * graphql-js's `instanceOf` in its production form whatever NODE_ENV says. Outside
+ * production it checks, on every `instanceof` that fails, whether the value comes from
+ * a second copy of graphql-js; graphql-js runs that check for every field of every
+ * answer (on a page of 100 records, a tenth of the execution), and it can find
+ * nothing here: the bundle holds exactly one copy (checked after the build).
+ */
+const graphqlInstanceOf = {
+  name: 'graphql-instanceof',
+  setup(builder) {
+    builder.onLoad({ filter: /[\\/]node_modules[\\/]graphql[\\/]jsutils[\\/]instanceOf\.js$/ }, ({ path }) => {
+      const source = readFileSync(path, 'utf8');
+      const production = source.replace(/const isProduction =[^;]*;/, 'const isProduction = true;');
+      if (production === source) return { errors: [{ text: `${path}: no "const isProduction = ...;" to replace (a new graphql-js?): update scripts/bundle/build.mjs` }] };
+      return { contents: production, loader: 'js' };
+    });
+  },
+};
+
 const result = await build({
   absWorkingDir: root,
   entryPoints: ['src/main.ts'],
@@ -77,7 +96,7 @@ const result = await build({
   target: 'node22',
   format: 'cjs',
   external: EXTERNAL,
-  plugins: [replacedPackages],
+  plugins: [replacedPackages, graphqlInstanceOf],
   // Whitespace and syntax only: names stay, so a stack trace still reads; the source
   // map next to the bundle maps it back (node --enable-source-maps dist/index.js).
   minifyWhitespace: true,
@@ -87,6 +106,9 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
 });
+
+const graphqlCopies = new Set(Object.keys(result.metafile.inputs).flatMap((input) => input.match(/^(.*node_modules\/graphql)\//)?.[1] ?? []));
+if (graphqlCopies.size !== 1) throw new Error(`the bundle holds ${graphqlCopies.size} copies of graphql-js (${[...graphqlCopies].join(', ')}): graphqlInstanceOf assumes exactly one`);
 
 const bytes = Object.values(result.metafile.outputs).find((output) => output.entryPoint)?.bytes ?? 0;
 process.stdout.write(`bundle: dist/main.js, ${(bytes / 2 ** 20).toFixed(1)} MiB, ${Object.keys(result.metafile.inputs).length} modules\n`);

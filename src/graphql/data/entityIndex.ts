@@ -115,12 +115,22 @@ export class EntityIndex<T extends { id: string }> {
     const before = this.records.size;
     const key = page.ref ?? '';
     let items = page.items;
-    if (requestedSize === UPSTREAM_PAGE_SIZE && !this.pages.has(key)) {
+    const held = this.pages.get(key);
+    if (requestedSize === UPSTREAM_PAGE_SIZE && !held) {
       items = items.map(ownCopy);
       this.pages.set(key, { ...page, items });
     }
     const copied = items !== page.items;
-    for (const item of items) if (!isMalformed(item) && !this.records.has(item.id)) this.records.set(item.id, copied ? item : ownCopy(item));
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      if (isMalformed(item)) continue;
+      // The usual case, a page read again: the same ids in the same places as the page
+      // held, whose records are all held (records and pages are only ever dropped
+      // together): a string comparison each, not a map lookup.
+      const there = held?.items[i];
+      if (there !== undefined && !isMalformed(there) && there.id === item.id) continue;
+      if (!this.records.has(item.id)) this.records.set(item.id, copied ? item : ownCopy(item));
+    }
     this.grew(before);
   }
 

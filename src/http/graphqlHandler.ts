@@ -64,6 +64,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
       });
     } finally {
       shared?.();
+      context.release();
     }
 
     const headers: Record<string, string> = {};

@@ -105,11 +105,18 @@ export class SharedRequests {
     };
   }
 
-  /** One request of a share has its response out: its slot goes, and the last one takes the shared JSON along. */
+  /**
+   * One request of a share has its response out: its slot goes, and the last one takes
+   * the shared answer along. The leader was made when its request began, so by now it
+   * usually sits in V8's old generation, where its death goes unnoticed until a full
+   * collection: an answer it still pointed to would be kept, and promoted, until then.
+   */
   private done(signal: AbortSignal, leader: Leader): void {
     this.slots.delete(signal);
     leader.sharers -= 1;
-    if (leader.sharers === 0 && leader.result?.data) this.json.delete(leader.result.data);
+    if (leader.sharers > 0) return;
+    if (leader.result?.data) this.json.delete(leader.result.data);
+    leader.result = undefined;
   }
 
   /** The Apollo plugin that hands a joiner its leader's answer and lets a leader publish its own. */

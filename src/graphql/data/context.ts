@@ -21,6 +21,8 @@ export interface GraphQLContext {
   readonly signal: AbortSignal;
   /** What is recorded of this request for its logs and metrics (absent when a test builds a context alone). */
   readonly request?: RequestRecord;
+  /** The response is out: the tenant's per-request data lets go of what it read (tenantData.ts, `release`). */
+  release(): void;
 }
 
 /** Process-wide services the per-request context is built from. */
@@ -50,5 +52,6 @@ export function createContext(services: ContextServices, headers: IncomingHttpHe
       return tenant;
     },
     knownTenant: () => known,
+    release: () => known?.release(),
   };
 }

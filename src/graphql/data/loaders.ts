@@ -21,7 +21,13 @@ export interface EntityLoadersOptions {
 /** The loader of a resource (by resource, list name or GraphQL type name), for one request. */
 export type EntityLoaders = <R extends UpstreamRecord>(resource: Resource<R, any> | string) => DataLoader<string, R | null>;
 
-export function createEntityLoaders({ resources, pages, indexOf, authorize }: EntityLoadersOptions): EntityLoaders {
+/** The request's loaders, and how to forget them and what they cached once its response is out. */
+export interface RequestLoaders {
+  readonly loader: EntityLoaders;
+  release(): void;
+}
+
+export function createEntityLoaders({ resources, pages, indexOf, authorize }: EntityLoadersOptions): RequestLoaders {
   const resourceOf = (resource: AnyResource | string): AnyResource => {
     const found = typeof resource === 'string' ? (resources.named(resource) ?? resources.typed(resource)) : resource;
     if (!found) throw new Error(`no resource "${String(resource)}" is registered`);
@@ -48,5 +54,11 @@ export function createEntityLoaders({ resources, pages, indexOf, authorize }: En
     return loader as DataLoader<string, R | null>;
   };
 
-  return <R extends UpstreamRecord>(resource: Resource<R, any> | string) => loaderOf(resourceOf(resource)) as DataLoader<string, R | null>;
+  return {
+    loader: <R extends UpstreamRecord>(resource: Resource<R, any> | string) => loaderOf(resourceOf(resource)) as DataLoader<string, R | null>,
+    release() {
+      for (const loader of loaders.values()) loader.clearAll();
+      loaders.clear();
+    },
+  };
 }

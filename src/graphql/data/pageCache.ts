@@ -23,6 +23,8 @@ export interface RequestPages {
   read<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query: Readonly<Record<string, string>> | undefined, fromIndex: boolean): Promise<ListPage<R>>;
   /** Throws once the request is over: nothing it works out in memory would reach anyone. */
   stillWanted(): void;
+  /** Forgets the pages read (the request's response is out). */
+  release(): void;
 }
 
 export interface RequestPagesOptions {
@@ -79,7 +81,7 @@ export function createRequestPages({ client, tenantId, signal, observer, indexOf
     return page as Promise<ListPage<R>>;
   };
 
-  return { read, stillWanted };
+  return { read, stillWanted, release: () => pages.clear() };
 }
 
 /** Pages read from memory between two turns of the event loop. */

@@ -34,6 +34,13 @@ export interface TenantData {
   loader<R extends UpstreamRecord>(resource: Resource<R, any> | string): DataLoader<string, R | null>;
   /** One page of a resource's list as a Relay connection, filtered and scoped as asked. */
   connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope?: ConnectionScope<F>): Promise<ConnectionPage<R>>;
+  /**
+   * The request's response is out: forget its pages, loaders and checks. These maps
+   * were made when the request began and, after its upstream wait, usually sit in V8's
+   * old generation, whose dead objects are only noticed by a full collection; until
+   * then whatever they point to would be kept, and promoted, with them.
+   */
+  release(): void;
 }
 
 /** Process-wide services a tenant's data is read through. */
@@ -90,7 +97,7 @@ export function createTenantData(services: DataServices, tenantId: string, signa
     return pending;
   };
 
-  const loader = createEntityLoaders({ resources: services.resources, pages, indexOf, authorize });
+  const loaders = createEntityLoaders({ resources: services.resources, pages, indexOf, authorize });
 
   return {
     tenantId,
@@ -103,7 +110,14 @@ export function createTenantData(services: DataServices, tenantId: string, signa
       if (record) observer.cacheLookup('entity_index', 1, 0);
       return record;
     },
-    loader,
+    loader: loaders.loader,
+    release() {
+      pages.release();
+      loaders.release();
+      indexes.clear();
+      authorizations.clear();
+      authorized.clear();
+    },
     async connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope: ConnectionScope<F> = {}) {
       const request = checkConnectionArgs(args);
       const list = resource.name;

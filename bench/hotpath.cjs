@@ -1,5 +1,5 @@
 // The in-process harness of bench/README.md ("What each step bought"): the emulator
-// (0 ms latency), the server and an undici client in ONE process, so the CPU time per
+// (0 ms latency unless LATENCY says), the server and an undici client in ONE process, so the CPU time per
 // request it prints moves far less between runs than `npm run bench` on a shared machine.
 //
 //   npm run build && npx tsc -p tsconfig.bench.json
@@ -9,6 +9,10 @@
 //   FLOOR=graphql taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # the floor (or FLOOR=proxy)
 //   Q='{ shifts(first: 100) { nodes { id location { name } } } }' ...     # another query
 //   IN_FLIGHT=1 ...                                                  # requests in flight (default 10)
+//   LATENCY=20 IN_FLIGHT=50 ...                                      # the emulator's delay per response in ms (default 0), as in `npm run bench`
+//   ... node --max-semi-space-size=8 --max-old-space-size=256 --trace-gc-nvp bench/hotpath.cjs   # the deployed flags, one line per
+//                                                                    # collection (promoted=, pause=): what "Garbage the no-sharing
+//                                                                    # row was paying for" in bench/README.md was found with
 //   PAGED=50 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # no sharing: `npm run bench`'s no-sharing query over
 //                                                                    # 50 pages, consecutive requests on different pages
 //

@@ -202,4 +202,16 @@ describe('in-memory work of a request that is over', () => {
     }).toThrow('deadline passed');
     expect(served).toBeLessThan(100);
   });
+
+  it('lets go of the pages it read once its response is out (context.release)', async () => {
+    const { context, listCalls } = contextWith({ deadlineMs: 15_000 });
+    const tenant = await context.tenant();
+    await tenant.connection(shifts, { first: 100 });
+    await tenant.connection(shifts, { first: 100 });
+    expect(listCalls()).toBe(1); // the same page, once per request
+    context.release();
+    // Released: the request's page cache is empty, so the page is read again (nothing kept it alive).
+    await tenant.connection(shifts, { first: 100 });
+    expect(listCalls()).toBe(2);
+  });
 });

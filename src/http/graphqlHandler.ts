@@ -64,7 +64,8 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
       });
     } finally {
       shared?.();
-      context.release();
+      // The answer is worked out (unless it comes in parts, below): the request's data lets go.
+      if (response?.body.kind !== 'chunked') context.release();
     }
 
     const headers: Record<string, string> = {};
@@ -74,9 +75,13 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
       res.end(response.body.string);
       return;
     }
-    res.writeHead(response.status ?? 200, headers);
-    for await (const chunk of response.body.asyncIterator) res.write(chunk);
-    res.end();
+    try {
+      res.writeHead(response.status ?? 200, headers);
+      for await (const chunk of response.body.asyncIterator) res.write(chunk);
+      res.end();
+    } finally {
+      context.release();
+    }
   };
 }
 

@@ -177,30 +177,41 @@ const WALK_QUERY = 'query BenchWalk($after: String) { locations(first: 10, after
  * Each worker walks the whole locations list, 10 at a time, again and again. One
  * request is one page; the next page needs the cursor the previous one returned.
  */
+/**
+ * A worker that pages through its company's locations list, `pageSize` records a
+ * request, following `endCursor` (or, direct, `next`) and starting over at the end:
+ * the GraphQL job and the direct client's job of the same walk.
+ */
+function pagingJobs(scenario: string, query: string, pageSize: number): Pick<Scenario, 'graphql' | 'direct'> {
+  return {
+    graphql: (call, tenant) => {
+      let after: string | null = null;
+      return async () => {
+        const data = await call(tenant.tenantId, query, { after });
+        const connection = data?.locations;
+        const nodes = connection?.nodes ?? [];
+        if (nodes.length === 0 || nodes.length > pageSize) throw new Error(`${scenario}: a page of ${nodes.length} items`);
+        after = connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null;
+        return digestLocations(nodes);
+      };
+    },
+    direct: (client, tenant) => {
+      let ref: string | null = null;
+      return async () => {
+        const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, pageSize, ref);
+        if (page.data.length === 0 || page.data.length > pageSize) throw new Error(`${scenario}: a page of ${page.data.length} items`);
+        ref = page.has_more ? page.next : null;
+        return digestLocations(page.data);
+      };
+    },
+  };
+}
+
 const walk: Scenario = {
   name: 'walk',
   description: 'every page of locations(first: 10, after: $endCursor), one page per request',
   targets: GRAPHQL_SERVERS,
-  graphql: (call, tenant) => {
-    let after: string | null = null;
-    return async () => {
-      const data = await call(tenant.tenantId, WALK_QUERY, { after });
-      const connection = data?.locations;
-      const nodes = connection?.nodes ?? [];
-      if (nodes.length === 0 || nodes.length > 10) throw new Error(`walk: a page of ${nodes.length} items`);
-      after = connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null;
-      return digestLocations(nodes);
-    };
-  },
-  direct: (client, tenant) => {
-    let ref: string | null = null;
-    return async () => {
-      const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, 10, ref);
-      if (page.data.length === 0 || page.data.length > 10) throw new Error(`walk: a page of ${page.data.length} items`);
-      ref = page.has_more ? page.next : null;
-      return digestLocations(page.data);
-    };
-  },
+  ...pagingJobs('walk', WALK_QUERY, 10),
 };
 
 const PAGES_QUERY = 'query BenchPages($after: String) { locations(first: 100, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }';
@@ -214,26 +225,7 @@ const noSharing: Scenario = {
   description: 'a company per worker, each paging through its list: locations(first: 100, after: $endCursor)',
   targets: ['direct', 'floor', 'naive', 'subgraph'],
   tenants: 'per-worker',
-  graphql: (call, tenant) => {
-    let after: string | null = null;
-    return async () => {
-      const data = await call(tenant.tenantId, PAGES_QUERY, { after });
-      const connection = data?.locations;
-      const nodes = connection?.nodes ?? [];
-      if (nodes.length === 0 || nodes.length > 100) throw new Error(`no-sharing: a page of ${nodes.length} items`);
-      after = connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null;
-      return digestLocations(nodes);
-    };
-  },
-  direct: (client, tenant) => {
-    let ref: string | null = null;
-    return async () => {
-      const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, 100, ref);
-      if (page.data.length === 0 || page.data.length > 100) throw new Error(`no-sharing: a page of ${page.data.length} items`);
-      ref = page.has_more ? page.next : null;
-      return digestLocations(page.data);
-    };
-  },
+  ...pagingJobs('no-sharing', PAGES_QUERY, 100),
 };
 
 export const SCENARIOS: readonly Scenario[] = [locations, locationsHot, locationsOne, traced, shifts, tenantsMixed, entities, walk, noSharing];

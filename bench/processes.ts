@@ -165,7 +165,7 @@ export interface ServerChild {
   stop(): Promise<void>;
 }
 
-export type ServerTarget = 'naive' | 'subgraph' | 'floor' | 'proxy';
+export type ServerTarget = 'naive' | 'apollo' | 'subgraph' | 'floor' | 'proxy';
 
 export interface ServerProcessOptions {
   readonly authUrl: string;
@@ -214,6 +214,8 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
       };
     case 'naive':
       return { module: join(__dirname, 'naive', 'server.js'), env: {}, ready: 'ipc' };
+    case 'apollo':
+      return { module: join(__dirname, 'naive', 'server.js'), env: { BENCH_NAIVE_LEAN: '1' }, ready: 'ipc' };
     case 'floor':
     case 'proxy':
       return { module: join(__dirname, 'floor', 'server.js'), env: { BENCH_FLOOR_MODE: target === 'floor' ? 'graphql' : 'proxy' }, ready: 'ipc' };

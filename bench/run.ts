@@ -1,10 +1,12 @@
 /**
- * `npm run bench`: the same scenarios against five targets, side by side.
+ * `npm run bench`: the same scenarios against six targets, side by side.
  *
  * - direct:   a client calling the upstream REST API itself (token once, then list calls).
  * - floor:    bench/floor/server.ts: node:http + undici + graphql-js on a cached document, nothing else.
  * - proxy:    the same server without graphql-js: request in, one upstream call, JSON out.
  * - naive:    bench/naive/server.ts, the straightforward GraphQL server (token per request, N+1).
+ * - apollo:   the same server made lean (token kept per company, Apollo's per-field plugins off):
+ *             the least Apollo Server does for the answer (no-sharing only).
  * - subgraph: the product, `node dist/index.js`, configured as deployed.
  *
  * The servers run pinned to core 0 and the emulator and this load generator to core 1
@@ -24,8 +26,8 @@ import { DirectClient, LOCATIONS_PATH } from './rest';
 import { COLD_START_QUERY, SCENARIOS, type DigestJob, type GraphQLCaller, type Scenario } from './scenarios';
 import { readSettings, repoRoot, type BenchSettings } from './settings';
 
-const TARGETS: readonly TargetName[] = ['direct', 'floor', 'proxy', 'naive', 'subgraph'];
-const SERVERS: readonly ServerTarget[] = ['floor', 'proxy', 'naive', 'subgraph'];
+const TARGETS: readonly TargetName[] = ['direct', 'floor', 'proxy', 'naive', 'apollo', 'subgraph'];
+const SERVERS: readonly ServerTarget[] = ['floor', 'proxy', 'naive', 'apollo', 'subgraph'];
 /** Warm-up is bounded by time too, so a slow target does not eat the budget. */
 const WARMUP_MAX_MS = 2_000;
 /** Apollo's start-up notice on a subgraph that did not configure inline tracing itself (the naive server). */
@@ -63,7 +65,8 @@ async function coldStarts(settings: BenchSettings, options: ServerProcessOptions
   const results: Record<string, number[]> = {};
   const probeAgent = new Agent({ connections: 1, keepAliveTimeout: 1_000 });
   try {
-    for (const target of SERVERS.filter((t) => targets.includes(t))) {
+    // `apollo` is the naive server's module with other settings: the same start.
+    for (const target of SERVERS.filter((t) => targets.includes(t) && t !== 'apollo')) {
       const call = (url: string) => graphQLCaller(url, probeAgent);
       results[target] = [];
       for (let i = 0; i < settings.coldStarts; i++) {

@@ -5,7 +5,7 @@ import { LOCATIONS_PATH, SHIFTS_PATH, locationIdOf, type DirectClient, type Upst
 export type GraphQLCaller = (tenantId: string, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>) => Promise<any>;
 
 /** Every target a scenario can run against. */
-export type TargetName = 'direct' | 'floor' | 'proxy' | 'naive' | 'subgraph';
+export type TargetName = 'direct' | 'floor' | 'proxy' | 'naive' | 'apollo' | 'subgraph';
 
 /**
  * One timed request. It resolves to a digest of the answer (what the caller would
@@ -223,7 +223,8 @@ const PAGES_QUERY = 'query BenchPages($after: String) { locations(first: 100, af
 const noSharing: Scenario = {
   name: 'no-sharing',
   description: 'a company per worker, each paging through its list: locations(first: 100, after: $endCursor)',
-  targets: ['direct', 'floor', 'naive', 'subgraph'],
+  // `apollo`: what Apollo Server alone costs on this load, the ceiling of any subgraph built on it.
+  targets: ['direct', 'floor', 'naive', 'apollo', 'subgraph'],
   tenants: 'per-worker',
   ...pagingJobs('no-sharing', PAGES_QUERY, 100),
 };

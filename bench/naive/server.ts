@@ -7,6 +7,13 @@
  * - `_entities` / `location(id)` scan the list from the start for each reference.
  * - Connections map `first`/`after` onto `page_size`/`next` one to one.
  *
+ * With `lean` (the bench's `apollo` target, BENCH_NAIVE_LEAN=1) it is instead the least
+ * Apollo Server does for the same answer: the token cached per company for good, and
+ * Apollo's built-in plugins that hook every field or report (cache control, inline
+ * trace, usage and schema reporting, landing page) switched off, as the product does.
+ * What is left is Apollo Server, @apollo/subgraph and undici: the cost any subgraph on
+ * Apollo Server pays before doing anything of its own.
+ *
  * It is honest, not sabotaged: undici with keep-alive for every upstream call, one
  * Apollo Server with @apollo/subgraph, no artificial waits. It does not validate what
  * the product validates (page references, api_base, record shapes), which only makes
@@ -22,6 +29,7 @@ import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import { GraphQLError } from 'graphql';
 import { gql } from 'graphql-tag';
 import { Agent, request } from 'undici';
+import { builtInPluginsOff } from '../../src/graphql/server/plugins';
 import { childSettings, serveAsChild } from '../child';
 import { repoRoot } from '../settings';
 
@@ -54,6 +62,8 @@ export interface NaiveServerOptions {
   tenants: TenantEntry[];
   port: number;
   host: string;
+  /** The least Apollo Server does: one token per company, kept; Apollo's per-field and reporting plugins off. */
+  lean?: boolean;
 }
 
 const LOCATIONS = '/api/public/v1/locations/';
@@ -162,13 +172,26 @@ export async function startNaiveServer(options: NaiveServerOptions): Promise<{ u
   };
 
   const typeDefs = gql(readFileSync(join(repoRoot(), 'schema.graphql'), 'utf8'));
-  const server = new ApolloServer<Context>({ schema: buildSubgraphSchema([{ typeDefs, resolvers: resolvers as unknown as GraphQLResolverMap<unknown> }]) });
+  const plugins = options.lean ? builtInPluginsOff() : [];
+  const server = new ApolloServer<Context>({ schema: buildSubgraphSchema([{ typeDefs, resolvers: resolvers as unknown as GraphQLResolverMap<unknown> }]), plugins });
+  // Lean: a company's token, fetched once and kept for the run (the bench's tokens outlive it).
+  const sessions = new Map<string, Promise<Session>>();
   const { url } = await startStandaloneServer(server, {
     listen: { port: options.port, host: options.host },
     context: async ({ req }) => {
       const tenantId = req.headers['x-tenant-id'];
       const tenant = options.tenants.find((t) => t.tenantId === tenantId);
       if (!tenant) throw new GraphQLError('unknown tenant', { extensions: { code: 'FORBIDDEN', http: { status: 403 } } });
+      if (options.lean) {
+        return {
+          tenant,
+          session: () => {
+            let kept = sessions.get(tenant.tenantId);
+            if (!kept) sessions.set(tenant.tenantId, (kept = getToken(tenant)));
+            return kept;
+          },
+        };
+      }
       let session: Promise<Session> | undefined;
       return { tenant, session: () => (session ??= getToken(tenant)) };
     },
@@ -183,5 +206,6 @@ export async function startNaiveServer(options: NaiveServerOptions): Promise<{ u
 }
 
 if (require.main === module) {
-  serveAsChild('naive server', startNaiveServer(childSettings<TenantEntry>(4002)));
+  const lean = process.env.BENCH_NAIVE_LEAN === '1';
+  serveAsChild(lean ? 'apollo server' : 'naive server', startNaiveServer({ ...childSettings<TenantEntry>(4002), lean }));
 }

@@ -41,7 +41,11 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     let text: string | null = null;
     if (req.method === 'POST') {
       text = await readBody(req);
-      if (text === null) return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${MAX_BODY_BYTES} bytes`);
+      if (text === null) {
+        // The rest of the body is not read: the connection closes after this answer.
+        res.setHeader('connection', 'close');
+        return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${MAX_BODY_BYTES} bytes; send a smaller document`);
+      }
       if ((req.headers['content-type'] ?? '').includes('application/json')) {
         try {
           body = text === '' ? {} : JSON.parse(text);
@@ -71,8 +75,12 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     const headers: Record<string, string> = {};
     for (const [name, value] of response.headers) headers[name] = value;
     if (response.body.kind === 'complete') {
+      // With its length the answer goes out as one write; without it, node:http frames it
+      // as chunked (headers, chunk size, body, terminator: a writev of four buffers).
+      const text = response.body.string;
+      headers['content-length'] = String(Buffer.byteLength(text));
       res.writeHead(response.status ?? 200, headers);
-      res.end(response.body.string);
+      res.end(text);
       return;
     }
     try {
@@ -112,19 +120,49 @@ function headerMap(req: IncomingMessage): HeaderMap {
   return headers;
 }
 
-async function readBody(req: IncomingMessage): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_BODY_BYTES) return null;
-      chunks.push(chunk as Buffer);
-    }
-  } catch (error) {
-    // node:http ends the body stream with `aborted` (ECONNRESET) when the client goes away.
-    if (req.destroyed || (error as NodeJS.ErrnoException).code === 'ECONNRESET') throw new ClientAbortedError('the client closed the connection while sending its body');
-    throw error;
-  }
-  return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+/**
+ * The request body as text, or null past MAX_BODY_BYTES. Read with stream events, not
+ * `for await`: an async iterator over the request costs more than the small bodies it reads.
+ */
+function readBody(req: IncomingMessage): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        tooLarge = true;
+        cleanup();
+        // The rest is not read: the 413 answer ends the exchange.
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    // node:http ends the body stream with `aborted` (ECONNRESET) or closes it early when the client goes away.
+    const onError = (error: NodeJS.ErrnoException) => {
+      cleanup();
+      reject(req.destroyed || error.code === 'ECONNRESET' ? new ClientAbortedError('the client closed the connection while sending its body') : error);
+    };
+    const onClose = () => {
+      if (tooLarge || req.complete) return;
+      cleanup();
+      reject(new ClientAbortedError('the client closed the connection while sending its body'));
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }

@@ -32,9 +32,9 @@ export function parsePageReference(raw: unknown, apiBase: string, listPath: stri
   if (typeof raw !== 'string' || raw.trim() === '') return refuse('not a non-empty string');
   if (raw.length > MAX_REFERENCE_LENGTH) return refuse('too long');
   const reference = raw.trim();
-  const bareToken = new URLSearchParams({ cursor: reference }).toString();
+  const bareToken = () => new URLSearchParams({ cursor: reference }).toString();
   const looksLikeUrl = ABSOLUTE.test(reference) || /^[/?.]/.test(reference) || reference.includes('?');
-  if (!looksLikeUrl) return bareToken;
+  if (!looksLikeUrl) return bareToken();
   const listUrl = new URL(listPath, apiBase);
   let url: URL;
   try {
@@ -49,7 +49,7 @@ export function parsePageReference(raw: unknown, apiBase: string, listPath: stri
   }
   // A standard-base64 token may start with `/`: with no query and no other way to be
   // this list's URL, it is a token. (Sent back as `?cursor=`, it goes to the list path only.)
-  if (/^\/(?!\/)/.test(reference) && !reference.includes('?') && url.pathname !== listPath) return bareToken;
+  if (/^\/(?!\/)/.test(reference) && !reference.includes('?') && url.pathname !== listPath) return bareToken();
   if (url.origin !== apiBase) return refuse(`it points to another origin (${url.protocol}//${url.host})`);
   if (url.username || url.password) return refuse('it carries userinfo');
   if (url.pathname !== listPath) return refuse(`it points to another path (${url.pathname.slice(0, 80)})`);

@@ -163,3 +163,40 @@ describe('cost limit', () => {
     }
   });
 });
+
+/**
+ * The HTTP side of a document: a body over 1 MiB is answered 413 BAD_REQUEST without
+ * being read to its end, and the connection closes; an answer that fits carries its
+ * length (one write, not chunked framing).
+ */
+describe('request bodies', () => {
+  it('refuses a body over 1 MiB with HTTP 413 BAD_REQUEST, closes the connection, and serves the next request', async () => {
+    const { request } = await import('undici');
+    const body = JSON.stringify({ query: `{ ${LIST} }`, padding: 'x'.repeat(2 * 1024 * 1024) });
+    const response = await request(subgraph.server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...as }, body }).catch((error: Error) => error);
+    // The server answers before it has read the whole body; the client may see the answer or a reset while still sending.
+    if (!(response instanceof Error)) {
+      expect(response.statusCode).toBe(413);
+      expect(response.headers.connection).toBe('close');
+      const answer = (await response.body.json()) as { errors: Array<{ message: string; extensions: { code: string } }> };
+      expect(answer.errors[0]!.extensions.code).toBe('BAD_REQUEST');
+      expect(answer.errors[0]!.message).toMatch(/larger than 1048576 bytes/);
+    } else {
+      expect((response as NodeJS.ErrnoException).code).toMatch(/ECONNRESET|EPIPE|UND_ERR_SOCKET/);
+    }
+    expect(upstreamCalls()).toBe(0);
+    const next = await subgraph.query(`{ ${LIST} }`, {}, as);
+    expect(next.status).toBe(200);
+    expect(next.data?.locations.nodes).toHaveLength(1);
+  });
+
+  it('answers with a Content-Length, not chunked', async () => {
+    const { request } = await import('undici');
+    const response = await request(subgraph.server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...as }, body: JSON.stringify({ query: `{ ${LIST} }` }) });
+    const text = await response.body.text();
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['transfer-encoding']).toBeUndefined();
+    expect(Number(response.headers['content-length'])).toBe(Buffer.byteLength(text));
+    expect(JSON.parse(text).data.locations.nodes).toHaveLength(1);
+  });
+});

@@ -84,10 +84,6 @@ export interface ConnectionSource<T extends { id: string }> {
  */
 export const FILTER_SCAN_PAGES = 20;
 
-interface Located<T> {
-  readonly node: T;
-  readonly position: CursorPosition;
-}
 
 /**
  * Maps Relay paging onto the upstream's page chain. A walk keeps one page size from
@@ -112,13 +108,10 @@ export async function resolveConnection<T extends { id: string }>(
       : start
         ? await pageBackward(source, request.count, start)
         : await tail(source, request.count);
-  // Cursors are signed only when a query selects them (getters, memoised): a query for
-  // `nodes` alone pays no HMAC at all.
-  const edges = result.items.map((item) => lazyEdge(item, source));
   // A filtered scan that stopped at its bound points its end (or start) cursor at the
   // last record it read, matching or not, so the next request scans on from there.
-  const stop = result.scanStop ? lazyEdge({ node: null, position: result.scanStop }, source) : undefined;
-  return { edges, pageInfo: new LazyPageInfo(result, edges, stop, request.direction) };
+  const stop = result.scanStop ? new StopEdge(result.scanStop, source) : undefined;
+  return { edges: result.items, pageInfo: new LazyPageInfo(result, result.items, stop, request.direction) };
 }
 
 /**
@@ -154,29 +147,48 @@ class LazyPageInfo<N> implements PageInfo {
 }
 
 /**
- * An edge whose cursor is signed on first read. A class, not an object literal with a
- * getter: V8 builds a literal with an accessor on a slow path, and this runs for every
- * record of every page.
+ * The edge of the record at `index` of an upstream page: one object per record, its
+ * cursor position worked out and sealed only when a query reads `cursor` (a query for
+ * `nodes` alone seals nothing). A class, not an object literal with a getter: V8 builds
+ * a literal with an accessor on a slow path, and this runs for every record of every page.
  */
-class LazyEdge<T extends { id: string }, N> implements Edge<N> {
-  private signed: string | undefined;
-  readonly node: N;
+class PageEdge<T extends { id: string }> implements Edge<T> {
+  private sealed: string | undefined;
 
   constructor(
-    private readonly item: { node: N; position: CursorPosition },
+    readonly node: T,
+    private readonly page: ListPage<T>,
+    private readonly index: number,
     private readonly source: ConnectionSource<T>,
-  ) {
-    this.node = item.node;
-  }
+  ) {}
 
   get cursor(): string {
-    this.signed ??= this.source.encodeCursor(this.item.position);
-    return this.signed;
+    this.sealed ??= this.source.encodeCursor(this.position);
+    return this.sealed;
+  }
+
+  /** The page it came on and its place there; a page's last edge also carries `next`. */
+  get position(): CursorPosition {
+    const { page, index } = this;
+    const last = index === page.items.length - 1 && page.hasMore && page.next !== null;
+    return { ref: page.ref, size: page.pageSize, index, id: this.node.id, ...(last && { next: page.next }) };
   }
 }
 
-function lazyEdge<T extends { id: string }, N = T>(item: { node: N; position: CursorPosition }, source: ConnectionSource<T>): Edge<N> {
-  return new LazyEdge(item, source);
+/** The edge where a filtered scan stopped: only its cursor is read (its record did not match, or was malformed). */
+class StopEdge<T extends { id: string }> implements Edge<null> {
+  private sealed: string | undefined;
+  readonly node = null;
+
+  constructor(
+    private readonly position: CursorPosition,
+    private readonly source: ConnectionSource<T>,
+  ) {}
+
+  get cursor(): string {
+    this.sealed ??= this.source.encodeCursor(this.position);
+    return this.sealed;
+  }
 }
 
 /** The most upstream pages one field may read: a runaway or hostile chain stops here. */
@@ -219,8 +231,8 @@ function guardRepeatedRecords<T extends { id: string }>(fetchPage: ConnectionSou
   };
 }
 
-interface Slice<T> {
-  items: Located<T>[];
+interface Slice<T extends { id: string }> {
+  items: PageEdge<T>[];
   hasNextPage: boolean;
   hasPreviousPage: boolean;
   /** A filtered scan stopped at its bound here, with records left to read. */
@@ -248,15 +260,14 @@ function indexIn<T extends { id: string }>(page: ListPage<T>, position: CursorPo
   return moved >= 0 ? moved : Math.min(position.index, page.items.length);
 }
 
-function take<T extends { id: string }>(source: ConnectionSource<T>, page: ListPage<T>, index: number): Located<T> | null {
+function take<T extends { id: string }>(source: ConnectionSource<T>, page: ListPage<T>, index: number): PageEdge<T> | null {
   const item = page.items[index]!;
   if (isMalformed(item)) {
     source.reportMalformed(item);
     return null;
   }
   if (source.filter && !source.filter.matches(item)) return null;
-  const last = index === page.items.length - 1 && page.hasMore && page.next !== null;
-  return { node: item, position: { ref: page.ref, size: page.pageSize, index, id: item.id, ...(last && { next: page.next }) } };
+  return new PageEdge(item, page, index, source);
 }
 
 async function pageForward<T extends { id: string }>(source: ConnectionSource<T>, count: number, after: CursorPosition | null): Promise<Slice<T>> {
@@ -266,7 +277,7 @@ async function pageForward<T extends { id: string }>(source: ConnectionSource<T>
   let page = await source.fetchPage(after ? (after.next ?? after.ref) : null, size);
   budget.read();
   let index = after ? (after.next ? 0 : indexIn(page, after) + 1) : 0;
-  const items: Located<T>[] = [];
+  const items: PageEdge<T>[] = [];
   for (;;) {
     while (index < page.items.length) {
       if (items.length === count) return { items, hasNextPage: true, hasPreviousPage: after !== null };
@@ -288,7 +299,7 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
   let page = await source.fetchPage(before.ref, before.size);
   budget.read();
   let index = indexIn(page, before) - 1;
-  const reversed: Located<T>[] = [];
+  const reversed: PageEdge<T>[] = [];
   for (;;) {
     while (index >= 0) {
       if (reversed.length === count) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true };
@@ -311,7 +322,7 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
  * MAX_PAGES_PER_WALK still bounds it.
  */
 async function tail<T extends { id: string }>(source: ConnectionSource<T>, count: number): Promise<Slice<T>> {
-  let window: Located<T>[] = [];
+  let window: PageEdge<T>[] = [];
   let dropped = false;
   let page = await source.fetchPage(null, MAX_PAGE_SIZE);
   for (;;) {

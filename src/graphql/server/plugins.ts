@@ -21,15 +21,18 @@ import type { GraphQLContext } from '../data/context';
  * only for the requests whose router asks for it.
  */
 export function subgraphPlugins(extra: ReadonlyArray<ApolloServerPlugin<GraphQLContext>> = []): Array<ApolloServerPlugin<GraphQLContext>> {
+  return [...builtInPluginsOff(), itemErrors(), ...extra] as Array<ApolloServerPlugin<GraphQLContext>>;
+}
+
+/** Apollo Server's built-in plugins this subgraph switches off (see `subgraphPlugins`); the bench's `apollo` target uses them too. */
+export function builtInPluginsOff(): ApolloServerPlugin[] {
   return [
     ApolloServerPluginCacheControlDisabled(),
     ApolloServerPluginUsageReportingDisabled(),
     ApolloServerPluginSchemaReportingDisabled(),
     ApolloServerPluginLandingPageDisabled(),
     ApolloServerPluginInlineTraceDisabled(),
-    itemErrors(),
-    ...extra,
-  ] as Array<ApolloServerPlugin<GraphQLContext>>;
+  ];
 }
 
 /**

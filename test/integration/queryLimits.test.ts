@@ -190,6 +190,24 @@ describe('request bodies', () => {
     expect(next.data?.locations.nodes).toHaveLength(1);
   });
 
+  it('counts a client that leaves in the middle of its body as aborted, and lets the request go', async () => {
+    const { connect } = await import('node:net');
+    const metrics = subgraph.server.metrics;
+    const abortedNow = async () => (await metrics.graphqlAborted.get()).values.find((value) => value.labels.operation_type === 'unknown')?.value ?? 0;
+    const before = await abortedNow();
+    const { port } = subgraph.server;
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(`POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-tenant-id: ${A.tenantId}\r\ncontent-length: 1000\r\n\r\n{"query":`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.destroy();
+    const deadline = Date.now() + 5_000;
+    while ((await abortedNow()) === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await abortedNow()).toBe(before + 1);
+    expect((await metrics.graphqlInFlight.get()).values[0]!.value).toBe(0);
+    expect(upstreamCalls()).toBe(0);
+  });
+
   it('answers with a Content-Length, not chunked', async () => {
     const { request } = await import('undici');
     const response = await request(subgraph.server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...as }, body: JSON.stringify({ query: `{ ${LIST} }` }) });

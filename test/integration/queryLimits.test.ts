@@ -43,6 +43,7 @@ const abusive: Array<[string, string, RegExp]> = [
   ['1,000 directives with arguments', `{ locations(first: 1) ${repeat(1000, () => '@include(if: true)')} { nodes { id } } }`, /more tha[nt] 5000 tokens/],
   ['1,000 bare directives', `{ locations(first: 1) ${repeat(1000, () => '@cached')} { nodes { id } } }`, /1000 directives/],
   ['20,000 tokens', `{ ${LIST} ${repeat(20_000, () => '__typename')} }`, /more tha[nt] 5000 tokens/],
+  ['one field repeated 1,000 times (graphql-js stops comparing them)', `{ ${repeat(1000, () => '__typename')} ${LIST} }`, /^Validation aborted: the document takes too much work to check .*; select each field once/],
   [
     'a fragment fan-out of 10^5 fields',
     `{ ...F5 } ${[1, 2, 3, 4, 5].map((n) => `fragment F${n} on Query { ${repeat(10, (i) => (n === 1 ? `a${i}: __typename` : `...F${n - 1}`))} }`).join(' ')}`,

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { GraphQLContext } from '../data/context';
 import { costLimit } from './cost';
 import { createErrorFormatter } from '../errors';
+import { createDocumentStore, createPersistedQueryCache } from './documentStore';
 import { DEFAULT_QUERY_LIMITS, LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
 import { subgraphPlugins } from './plugins';
 import { createSubgraphSchema } from './schema';
@@ -29,6 +30,10 @@ export interface ApolloServerOptions {
   readonly stringifyResult?: (value: object) => string;
 }
 
+/** What graphql-js's "Validation aborted." means, and what to do about it. */
+const VALIDATION_ABORTED =
+  'Validation aborted: the document takes too much work to check (fields that share a response name are compared in pairs, fragments are expanded); select each field once and spread fewer fragments';
+
 /** The subgraph's Apollo Server: schema, query limits, error formatting and plugins; not started. */
 export function createApolloServer(options: ApolloServerOptions): ApolloServer<GraphQLContext> {
   const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
@@ -40,6 +45,9 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
     parseOptions: limitParseOptions(limits),
     validationRules: limitRules(limits),
     allowBatchedHttpRequests: false,
+    // Bounded by the memory entries really hold, not by their JSON (documentStore.ts).
+    documentStore: createDocumentStore(),
+    persistedQueries: { cache: createPersistedQueryCache() },
     includeStacktraceInErrorResponses: false,
     hideSchemaDetailsFromClientErrors: options.hideSchemaDetails,
     // Compact JSON: Apollo's default indents every answer, which costs time and bytes.
@@ -48,6 +56,10 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
       // A token limit stops the parser, so graphql-js calls it a syntax error; it is a limit like the others.
       if (formatted.extensions?.code === 'GRAPHQL_PARSE_FAILED' && isTokenLimitError(formatted.message)) {
         return { message: formatted.message.replace(/^Syntax Error: /, ''), extensions: { code: LIMIT_ERROR_CODE } };
+      }
+      // graphql-js meters its own work (comparing fields that share a response name, expanding fragments) and stops with two words.
+      if (formatted.extensions?.code === LIMIT_ERROR_CODE && formatted.message === 'Validation aborted.') {
+        return { message: VALIDATION_ABORTED, extensions: { code: LIMIT_ERROR_CODE } };
       }
       return formatError(formatted, error);
     },

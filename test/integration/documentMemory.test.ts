@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { parse, type DocumentNode } from 'graphql';
+import { request } from 'undici';
+import { makeTenant } from '../../src/emulator';
+import { DOCUMENT_STORE_BYTES, createDocumentStore, documentBytes } from '../../src/graphql/server/documentStore';
+import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+
+/**
+ * What clients send cannot fill the heap: the parsed documents Apollo Server keeps
+ * (and the query texts of automatic persisted queries) are bounded by the memory they
+ * really hold. Apollo's default store counted a document by its JSON, which leaves out
+ * the source text graphql-js keeps: a valid `{ __typename }` with a 900 KB comment
+ * counted 200 bytes and kept 900 KB, and 250 of them grew the heap by 216 MiB.
+ */
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const heapUsed = (): number => {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+};
+const MiB = 2 ** 20;
+
+const A = makeTenant({ tenantId: 'dddddddd-0000-4000-8000-00000000000d', clientId: 'client-doc', clientSecret: 'secret-doc-memory-1', grantedScopes: ['shifts.read'], shard: 0, locationCount: 3, shiftCount: 3 });
+
+let subgraph: TestSubgraph;
+beforeAll(async () => {
+  subgraph = await startTestSubgraph({ tenants: [A] });
+});
+afterAll(async () => {
+  await subgraph.close();
+});
+
+async function post(body: unknown): Promise<{ status: number; json: any }> {
+  const response = await request(subgraph.server.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tenant-id': A.tenantId }, body: JSON.stringify(body) });
+  return { status: response.statusCode, json: await response.body.json() };
+}
+
+describe('parsed documents and persisted queries', () => {
+  it('80 distinct valid documents of 900 KB each (a comment) leave the heap within the store bound', async () => {
+    const before = heapUsed();
+    for (let i = 0; i < 80; i++) {
+      const answer = await post({ query: `{ __typename } # ${i} ${'y'.repeat(900_000)}` });
+      expect(answer.status).toBe(200);
+      expect(answer.json.data).toEqual({ __typename: 'Query' });
+    }
+    const grown = heapUsed() - before;
+    // Unbounded: 80 x 900 KB = 69 MiB. The store's bound is an upper estimate of 32 MiB.
+    expect(grown).toBeLessThan(DOCUMENT_STORE_BYTES + 4 * MiB);
+    expect(grown).toBeLessThan(40 * MiB);
+  });
+
+  it('still serves a document from the store, and automatic persisted queries by hash', async () => {
+    const query = '{ locations(first: 2) { nodes { id } } }';
+    const sha256Hash = createHash('sha256').update(query).digest('hex');
+    const unknown = await post({ extensions: { persistedQuery: { version: 1, sha256Hash } } });
+    expect(unknown.json.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    const registered = await post({ query, extensions: { persistedQuery: { version: 1, sha256Hash } } });
+    expect(registered.json.data.locations.nodes).toHaveLength(2);
+    const byHash = await post({ extensions: { persistedQuery: { version: 1, sha256Hash } } });
+    expect(byHash.json.data.locations.nodes).toHaveLength(2);
+  });
+});
+
+describe('documentBytes', () => {
+  /** The heap one parsed copy of `text` holds, measured over 100 copies (each with its own comment, as distinct documents are). */
+  const measured = (text: string): number => {
+    const kept: DocumentNode[] = [];
+    const before = heapUsed();
+    for (let i = 0; i < 100; i++) kept.push(parse(`${text} # ${i}`, { maxTokens: 5_000 }));
+    const bytes = (heapUsed() - before) / kept.length;
+    return bytes;
+  };
+  const operationsDir = join(__dirname, '..', '..', 'operations');
+  const shapes: Array<[string, string]> = [
+    ['one field repeated 500 times', `{ ${'__typename '.repeat(500)}}`],
+    ['a 20 KB comment', `# ${'x'.repeat(20_000)}\n{ __typename }`],
+    ['a 3 KB string argument', `{ location(id: "${'x'.repeat(3_000)}") { id } }`],
+    ['variables, a connection and its page info', 'query Q($a: String, $c: Int) { locations(first: $c, after: $a) { nodes { id name } pageInfo { hasNextPage endCursor } } }'],
+    ...readdirSync(operationsDir)
+      .filter((file) => file.endsWith('.graphql'))
+      .map((file): [string, string] => [`operations/${file}`, readFileSync(join(operationsDir, file), 'utf8')]),
+  ];
+
+  it.each(shapes)('is at least what %s holds, and at most 6 times it', (_name, text) => {
+    const estimate = documentBytes(parse(`${text} # 0`, { maxTokens: 5_000 }));
+    const held = measured(text);
+    expect(estimate).toBeGreaterThanOrEqual(held);
+    expect(estimate).toBeLessThanOrEqual(6 * held);
+  });
+
+  it('evicts the least recently used documents once their bytes pass the bound', async () => {
+    const store = createDocumentStore(100_000);
+    const documents = Array.from({ length: 10 }, (_, i) => parse(`{ a${i}: __typename } # ${'z'.repeat(10_000)}`));
+    for (const [i, document] of documents.entries()) await store.set(`d${i}`, document);
+    // Each holds about 20 KB of source: only the last few fit in 100 KB.
+    expect(await store.get('d0')).toBeUndefined();
+    expect(await store.get('d9')).toBe(documents[9]);
+    expect(documents.slice(0, 10).reduce((sum, document) => sum + documentBytes(document), 0)).toBeGreaterThan(100_000);
+  });
+});

@@ -64,6 +64,14 @@ describe('parsed documents and persisted queries', () => {
     const byHash = await post({ extensions: { persistedQuery: { version: 1, sha256Hash } } });
     expect(byHash.json.data.locations.nodes).toHaveLength(2);
   });
+
+  it('answers a persisted query whose hash is not the query\'s with HTTP 400 BAD_REQUEST that says what to send', async () => {
+    const wrong = await post({ query: '{ __typename }', extensions: { persistedQuery: { version: 1, sha256Hash: 'ab'.repeat(32) } } });
+    expect(wrong.status).toBe(400);
+    expect(wrong.json.errors).toHaveLength(1);
+    expect(wrong.json.errors[0].extensions.code).toBe('BAD_REQUEST');
+    expect(wrong.json.errors[0].message).toMatch(/not the SHA-256 of the query/);
+  });
 });
 
 describe('documentBytes', () => {

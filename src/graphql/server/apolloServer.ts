@@ -61,6 +61,10 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
       if (formatted.extensions?.code === LIMIT_ERROR_CODE && formatted.message === 'Validation aborted.') {
         return { message: VALIDATION_ABORTED, extensions: { code: LIMIT_ERROR_CODE } };
       }
+      // Apollo's automatic persisted queries answer a wrong hash (HTTP 400) without a code, so it would read as our fault.
+      if (formatted.message === 'provided sha does not match query') {
+        return { message: 'extensions.persistedQuery.sha256Hash is not the SHA-256 of the query; send the lower-case hex SHA-256 of the exact query text', extensions: { code: 'BAD_REQUEST' } };
+      }
       return formatError(formatted, error);
     },
     // The process owns SIGTERM and SIGINT (src/main.ts: readiness off, drain, close the

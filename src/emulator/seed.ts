@@ -174,6 +174,8 @@ export function generatedTenants(count: number, size: { locations: number; shift
     makeTenant({
       tenantId: `c0c0a000-0000-4000-8000-${String(index + 1).padStart(12, '0')}`,
       name: `Generated Company ${index + 1}`,
+      // By index: the hash-derived default repeats among thousands of companies (6 hex digits).
+      clientId: `client-gen-${index + 1}`,
       shard: index % (size.shards ?? 2),
       locationCount: size.locations,
       shiftCount: size.shifts,

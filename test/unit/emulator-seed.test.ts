@@ -1,4 +1,4 @@
-import { demoTenants, makeTenant } from '../../src/emulator';
+import { demoTenants, generatedTenants, makeTenant } from '../../src/emulator';
 
 describe('demo tenants', () => {
   const tenants = demoTenants();
@@ -58,5 +58,13 @@ describe('makeTenant', () => {
   it('refuses impossible counts', () => {
     expect(() => makeTenant({ tenantId: 'x', locationCount: 0, shiftCount: 1 })).toThrow(RangeError);
     expect(() => makeTenant({ tenantId: 'x', locationCount: -1, shiftCount: 0 })).toThrow(RangeError);
+  });
+});
+
+describe('generatedTenants', () => {
+  it('gives each of 10 000 companies (the memory probe\'s most) its own tenant and client id', () => {
+    const tenants = generatedTenants(10_000, { locations: 1, shifts: 0 });
+    expect(new Set(tenants.map((tenant) => tenant.tenantId)).size).toBe(10_000);
+    expect(new Set(tenants.map((tenant) => tenant.clientId)).size).toBe(10_000);
   });
 });

@@ -7,6 +7,15 @@ import type { SharedRequests } from './sharedRequests';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/**
+ * The most request-body bytes all requests being read may hold together. A body is
+ * read whole before it is parsed; without this, slow clients each sending a body near
+ * MAX_BODY_BYTES add up (400 of them took a replica to 472 MiB RSS, past the
+ * Kubernetes example's 512Mi limit with everything else). Past it a request is answered
+ * 503 SERVICE_UNAVAILABLE with Retry-After, and the others go on.
+ */
+export const MAX_BUFFERED_BODY_BYTES = 64 * 1024 * 1024;
+
 export interface GraphQLHandlerOptions {
   readonly apollo: ApolloServer<GraphQLContext>;
   readonly services: ContextServices;
@@ -14,6 +23,8 @@ export interface GraphQLHandlerOptions {
   readonly budgetMs: number;
   /** Identical requests in flight share one execution (its plugin must be among Apollo's). */
   readonly sharing?: SharedRequests;
+  /** Request-body bytes all requests being read may hold together. Default MAX_BUFFERED_BODY_BYTES. */
+  readonly maxBufferedBodyBytes?: number;
 }
 
 /**
@@ -36,16 +47,22 @@ export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse, record?
  */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHandler {
   const { apollo, services, budgetMs, sharing } = options;
+  const buffered = new BodyBytes(options.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES);
   return async function handle(req, res, record) {
     let body: unknown;
     let text: string | null = null;
     if (req.method === 'POST') {
-      text = await readBody(req);
-      if (text === null) {
+      const read = await readBody(req, buffered);
+      if (read === TOO_LARGE || read === BUSY) {
         // The rest of the body is not read: the connection closes after this answer.
         res.setHeader('connection', 'close');
+        if (read === BUSY) {
+          res.setHeader('retry-after', '1');
+          return sendGraphQLError(res, 503, 'SERVICE_UNAVAILABLE', 'the server is reading too many request bodies at once; retry in a moment');
+        }
         return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${MAX_BODY_BYTES} bytes; send a smaller document`);
       }
+      text = read;
       if ((req.headers['content-type'] ?? '').includes('application/json')) {
         try {
           body = text === '' ? {} : JSON.parse(text);
@@ -120,24 +137,45 @@ function headerMap(req: IncomingMessage): HeaderMap {
   return headers;
 }
 
+/** What `readBody` answers instead of the text: a body over MAX_BODY_BYTES, or no room among the bodies being read. */
+const TOO_LARGE = Symbol('too large');
+const BUSY = Symbol('busy');
+
+/** The request-body bytes held by all requests being read, against their bound. */
+class BodyBytes {
+  private held = 0;
+  constructor(private readonly max: number) {}
+  /** Holds `bytes` more if they fit. */
+  take(bytes: number): boolean {
+    if (this.held + bytes > this.max) return false;
+    this.held += bytes;
+    return true;
+  }
+  give(bytes: number): void {
+    this.held -= bytes;
+  }
+}
+
 /**
- * The request body as text, or null past MAX_BODY_BYTES. Read with stream events, not
- * `for await`: an async iterator over the request costs more than the small bodies it reads.
+ * The request body as text; TOO_LARGE past MAX_BODY_BYTES, BUSY when the bodies being
+ * read already hold `buffered`'s bound. Read with stream events, not `for await`: an
+ * async iterator over the request costs more than the small bodies it reads.
  */
-function readBody(req: IncomingMessage): Promise<string | null> {
+function readBody(req: IncomingMessage, buffered: BodyBytes): Promise<string | typeof TOO_LARGE | typeof BUSY> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let tooLarge = false;
+    let stopped = false;
+    const stop = (outcome: typeof TOO_LARGE | typeof BUSY) => {
+      stopped = true;
+      cleanup();
+      // The rest is not read: the answer ends the exchange.
+      resolve(outcome);
+    };
     const onData = (chunk: Buffer) => {
+      if (size + chunk.length > MAX_BODY_BYTES) return stop(TOO_LARGE);
+      if (!buffered.take(chunk.length)) return stop(BUSY);
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        tooLarge = true;
-        cleanup();
-        // The rest is not read: the 413 answer ends the exchange.
-        resolve(null);
-        return;
-      }
       chunks.push(chunk);
     };
     const onEnd = () => {
@@ -150,7 +188,7 @@ function readBody(req: IncomingMessage): Promise<string | null> {
       reject(req.destroyed || error.code === 'ECONNRESET' ? new ClientAbortedError('the client closed the connection while sending its body') : error);
     };
     const onClose = () => {
-      if (tooLarge || req.complete) return;
+      if (stopped || req.complete) return;
       cleanup();
       reject(new ClientAbortedError('the client closed the connection while sending its body'));
     };
@@ -159,6 +197,9 @@ function readBody(req: IncomingMessage): Promise<string | null> {
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('close', onClose);
+      // Read whole (its text is made), refused or abandoned: its bytes no longer count.
+      buffered.give(size);
+      size = 0;
     };
     req.on('data', onData);
     req.on('end', onEnd);

@@ -209,6 +209,52 @@ describe('request bodies', () => {
     expect(upstreamCalls()).toBe(0);
   });
 
+  it('refuses bodies past 64 MiB being read at once with 503 SERVICE_UNAVAILABLE and Retry-After, reads the rest, and gives every byte back', async () => {
+    const { connect } = await import('node:net');
+    const { port } = subgraph.server;
+    const BODY = 1_000_000;
+    const STEP = 200_000;
+    const prefix = JSON.stringify({ query: '{ __typename }', padding: '' }).slice(0, -2);
+    const body = Buffer.from(`${prefix}${'x'.repeat(BODY - prefix.length - 2)}"}`);
+    expect(body.length).toBe(BODY);
+    /** `count` clients each send one 1 MB body in five steps, all in step; their raw answers. */
+    const slowClients = async (count: number): Promise<string[]> => {
+      const clients = Array.from({ length: count }, () => {
+        const socket = connect(port, '127.0.0.1');
+        let answer = '';
+        const closed = new Promise<string>((resolve) => {
+          socket.on('data', (data) => (answer += data.toString('latin1')));
+          socket.on('close', () => resolve(answer));
+          socket.on('error', () => undefined);
+        });
+        socket.write(`POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-tenant-id: ${A.tenantId}\r\ncontent-length: ${BODY}\r\nconnection: close\r\n\r\n`);
+        return { socket, closed };
+      });
+      for (let at = 0; at < BODY; at += STEP) {
+        for (const { socket } of clients) if (!socket.destroyed) socket.write(body.subarray(at, at + STEP));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return Promise.all(clients.map(({ closed }) => closed));
+    };
+    const status = (answer: string) => answer.slice(0, 12);
+
+    // 100 bodies: after four steps 80 MB would be held, past the bound.
+    const answers = await slowClients(100);
+    const busy = answers.filter((answer) => status(answer) === 'HTTP/1.1 503');
+    const served = answers.filter((answer) => status(answer) === 'HTTP/1.1 200');
+    expect(busy.length).toBeGreaterThan(0);
+    expect(served.length).toBeGreaterThan(0);
+    expect(busy.length + served.length).toBe(100);
+    expect(busy[0]).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(busy[0]).toContain('"code":"SERVICE_UNAVAILABLE"');
+    expect(served[0]).toContain('{"data":{"__typename":"Query"}}');
+
+    // Every refused or finished body gave its bytes back: 60 MB at once fit again.
+    const again = await slowClients(60);
+    expect(again.map(status)).toEqual(Array(60).fill('HTTP/1.1 200'));
+    expect(upstreamCalls()).toBe(0);
+  });
+
   it('answers with a Content-Length, not chunked', async () => {
     const { request } = await import('undici');
     const response = await request(subgraph.server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...as }, body: JSON.stringify({ query: `{ ${LIST} }` }) });

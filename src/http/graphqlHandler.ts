@@ -23,8 +23,6 @@ export interface GraphQLHandlerOptions {
   readonly budgetMs: number;
   /** Identical requests in flight share one execution (its plugin must be among Apollo's). */
   readonly sharing?: SharedRequests;
-  /** Request-body bytes all requests being read may hold together. Default MAX_BUFFERED_BODY_BYTES. */
-  readonly maxBufferedBodyBytes?: number;
 }
 
 /**
@@ -47,7 +45,7 @@ export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse, record?
  */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHandler {
   const { apollo, services, budgetMs, sharing } = options;
-  const buffered = new BodyBytes(options.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES);
+  const buffered = new BodyBytes(MAX_BUFFERED_BODY_BYTES);
   return async function handle(req, res, record) {
     let body: unknown;
     let text: string | null = null;
@@ -165,9 +163,7 @@ function readBody(req: IncomingMessage, buffered: BodyBytes): Promise<string | t
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let stopped = false;
     const stop = (outcome: typeof TOO_LARGE | typeof BUSY) => {
-      stopped = true;
       cleanup();
       // The rest is not read: the answer ends the exchange.
       resolve(outcome);
@@ -188,7 +184,7 @@ function readBody(req: IncomingMessage, buffered: BodyBytes): Promise<string | t
       reject(req.destroyed || error.code === 'ECONNRESET' ? new ClientAbortedError('the client closed the connection while sending its body') : error);
     };
     const onClose = () => {
-      if (stopped || req.complete) return;
+      if (req.complete) return;
       cleanup();
       reject(new ClientAbortedError('the client closed the connection while sending its body'));
     };

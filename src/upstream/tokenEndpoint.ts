@@ -86,6 +86,16 @@ function tokenEndpointError(tenant: TenantCredentials, status: number, body: unk
   return new UpstreamError('UPSTREAM_BAD_RESPONSE', `the token endpoint answered ${status} for tenant ${tenant.tenantId}`, { status });
 }
 
+/**
+ * The longest access token and granted scope kept. The upstream documents neither; a
+ * JWT is a few hundred bytes to a few KB, and the token goes out as a header that
+ * servers commonly cap at 8-16 KB. Without a bound, a broken or hostile identity
+ * provider could hand each company a token of megabytes (the response cap is 8 MiB),
+ * kept in memory and Redis per company and sent with every call.
+ */
+export const MAX_ACCESS_TOKEN_LENGTH = 16_384;
+export const MAX_SCOPE_LENGTH = 4_096;
+
 function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt: number, allowList: readonly string[], loopback: boolean): TokenGrant {
   const bad = (why: string): never => {
     throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the token response for tenant ${tenant.tenantId} is unusable: ${why}`);
@@ -93,6 +103,8 @@ function parseTokenResponse(tenant: TenantCredentials, body: unknown, obtainedAt
   if (typeof body !== 'object' || body === null) return bad('not a JSON object');
   const { access_token: accessToken, token_type: tokenType, expires_in: expiresIn, scope } = body as Record<string, unknown>;
   if (typeof accessToken !== 'string' || accessToken.length === 0) return bad('no access_token');
+  if (accessToken.length > MAX_ACCESS_TOKEN_LENGTH) return bad(`access_token is longer than ${MAX_ACCESS_TOKEN_LENGTH} characters`);
+  if (typeof scope === 'string' && scope.length > MAX_SCOPE_LENGTH) return bad(`scope is longer than ${MAX_SCOPE_LENGTH} characters`);
   if (typeof tokenType === 'string' && tokenType.toLowerCase() !== 'bearer') bad(`token_type ${JSON.stringify(tokenType).slice(0, 40)} is not Bearer`);
 
   let claims: Record<string, unknown>;

@@ -167,6 +167,20 @@ describe('token responses that are not usable', () => {
     tokenBody = body;
     await expectRefused('UPSTREAM_BAD_RESPONSE');
   });
+
+  it.each([
+    ['an access_token of 2 MB', /access_token is longer than 16384 characters/],
+    ['a scope of 1 MB', /scope is longer than 4096 characters/],
+  ])('%s is refused for its length, and the log says so', async (name, why) => {
+    await restartSubgraph(['shifts.read']);
+    tokenBody =
+      name === 'a scope of 1 MB'
+        ? () => ({ access_token: new UnsecuredJWT({ tenant_id: TENANT, api_base: shardOrigin }).encode(), token_type: 'Bearer', expires_in: 900, scope: 'shifts.read '.repeat(100_000) })
+        : () => ({ access_token: new UnsecuredJWT({ tenant_id: TENANT, api_base: shardOrigin, padding: 'p'.repeat(2_000_000) }).encode(), token_type: 'Bearer', expires_in: 900 });
+    await expectRefused('UPSTREAM_BAD_RESPONSE');
+    expect(logs.join('')).toMatch(why);
+    expect(logs.join('').length).toBeLessThan(100_000);
+  });
 });
 
 describe('a token with no usable expires_in and no exp claim', () => {

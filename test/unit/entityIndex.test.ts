@@ -1,6 +1,6 @@
 import { CursorCodec } from '../../src/graphql/data/cursor';
 import { createContext, type ContextServices } from '../../src/graphql/data/context';
-import { EntityIndex, EntityIndexes } from '../../src/graphql/data/entityIndex';
+import { EntityIndex, EntityIndexes, RECORD_UNIT_CHARACTERS, recordUnits } from '../../src/graphql/data/entityIndex';
 import type { ListPage, WfsClient } from '../../src/upstream/client';
 import { CallBudget } from '../../src/upstream/callBudget';
 import { UPSTREAM_PAGE_SIZE } from '../../src/upstream/endpoints';
@@ -66,6 +66,20 @@ describe('EntityIndexes under a memory budget', () => {
     expect(indexes.for<Rec>('B', 'locations').peek('b1')).toBeUndefined();
     expect(indexes.for<Rec>('A', 'locations').peek('a1')).toEqual({ id: 'a1' });
     expect(indexes.for<Rec>('C', 'locations').peek('c200')).toEqual({ id: 'c200' });
+  });
+
+  it('counts a record of long texts as several: the budget stays a memory budget whatever the upstream sends', async () => {
+    expect(recordUnits({ id: 'loc_1', name: 'Amsterdam Centraal' })).toBe(1);
+    expect(recordUnits({ id: 'loc_1', name: 'x'.repeat(10_000), n: 5 })).toBe(1 + Math.floor(10_005 / RECORD_UNIT_CHARACTERS));
+    const indexes = new EntityIndexes({ maxRecords: 1_000, sweepEveryMs: 0 });
+    const long = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => ({ id: `${prefix}${i}`, name: 'x'.repeat(10_000) }));
+    // 67 units each: two tenants of 10 such records are 1 340 units, past the budget of 1 000.
+    indexes.for('A', 'locations').prime(long('a', 10));
+    expect(indexes.records).toBe(10 * recordUnits(long('a', 1)[0]!));
+    indexes.for('B', 'locations').prime(long('b', 10));
+    expect(indexes.records).toBeLessThanOrEqual(1_000);
+    expect(indexes.for<{ id: string }>('A', 'locations').peek('a0')).toBeUndefined();
+    expect(indexes.for<{ id: string }>('B', 'locations').peek('b9')).toBeDefined();
   });
 
   it('lets a tenant alone over the budget start over, and still answers its lookup', async () => {

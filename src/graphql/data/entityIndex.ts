@@ -15,17 +15,37 @@ export const ENTITY_INDEX_TTL_MS = 30_000;
 
 /**
  * Records all tenants' indexes may hold together (`WFS_ENTITY_INDEX_MAX_RECORDS`):
- * at most about 60 MB of heap at the measured 300 bytes a record or less (README, "Memory and sizing"),
+ * at most about 60 MB of heap at the measured 300 bytes a record or less (README, "Memory and sizing";
+ * a record of longer texts counts as several, `recordUnits`),
  * which leaves a replica at the Kubernetes example's 256Mi request room for the rest.
  */
 export const ENTITY_INDEX_MAX_RECORDS = 200_000;
+
+/**
+ * A record counts as one against the budget while its text (ids, names, dates) is at
+ * most this many characters, which is what the 300 bytes a record were measured with;
+ * a record with more counts as one more per this many. An upstream whose records carry
+ * long texts then holds fewer of them, and the budget stays a memory budget.
+ */
+export const RECORD_UNIT_CHARACTERS = 150;
+
+/** What a record counts against the budget (RECORD_UNIT_CHARACTERS). */
+export function recordUnits(record: object): number {
+  let characters = 0;
+  // for...in, not Object.values: no array per record on the path every page takes.
+  for (const key in record) {
+    const value = (record as Record<string, unknown>)[key];
+    if (typeof value === 'string') characters += value.length;
+  }
+  return 1 + Math.floor(characters / RECORD_UNIT_CHARACTERS);
+}
 
 /** The longest an expired index waits for the sweep that releases it, in ms. */
 const MAX_SWEEP_INTERVAL_MS = 5_000;
 
 type FetchPage<T> = (ref: PageRef | null, pageSize: number) => Promise<ListPage<T>>;
 
-/** What an index tells the set that holds it: how many records it took in (> 0) or let go (< 0). */
+/** What an index tells the set that holds it: how many record units (`recordUnits`) it took in (> 0) or let go (< 0). */
 interface IndexHolder {
   resized(index: EntityIndex<{ id: string }>, delta: number): void;
 }
@@ -47,6 +67,8 @@ interface IndexHolder {
  */
 export class EntityIndex<T extends { id: string }> {
   private records = new Map<string, T>();
+  /** What the records count against the budget (`recordUnits`). */
+  private units = 0;
   private pages = new Map<string, ListPage<T>>();
   /** Where the scan goes on: `undefined` before the first page, `null` when the list is done. */
   private resume: PageRef | null | undefined = undefined;
@@ -85,8 +107,8 @@ export class EntityIndex<T extends { id: string }> {
    */
   prime(records: Iterable<T>): void {
     if (!this.writable()) return;
-    const before = this.records.size;
-    for (const record of records) if (!this.records.has(record.id)) this.records.set(record.id, ownCopy(record));
+    const before = this.units;
+    for (const record of records) if (!this.records.has(record.id)) this.hold(ownCopy(record));
     this.grew(before);
   }
 
@@ -112,7 +134,7 @@ export class EntityIndex<T extends { id: string }> {
    */
   keepPage(page: ListPage<T>, requestedSize: number): void {
     if (!this.writable()) return;
-    const before = this.records.size;
+    const before = this.units;
     const key = page.ref ?? '';
     let items = page.items;
     const held = this.pages.get(key);
@@ -129,7 +151,7 @@ export class EntityIndex<T extends { id: string }> {
       // together): a string comparison each, not a map lookup.
       const there = held?.items[i];
       if (there !== undefined && !isMalformed(there) && there.id === item.id) continue;
-      if (!this.records.has(item.id)) this.records.set(item.id, copied ? item : ownCopy(item));
+      if (!this.records.has(item.id)) this.hold(copied ? item : ownCopy(item));
     }
     this.grew(before);
   }
@@ -152,8 +174,9 @@ export class EntityIndex<T extends { id: string }> {
 
   /** Forgets everything, and starts a new lifetime. */
   clear(): void {
-    const size = this.records.size;
+    const size = this.units;
     this.records = new Map();
+    this.units = 0;
     this.pages = new Map();
     this.resume = undefined;
     this.generation += 1;
@@ -172,8 +195,13 @@ export class EntityIndex<T extends { id: string }> {
     return !this.released;
   }
 
+  private hold(record: T): void {
+    this.records.set(record.id, record);
+    this.units += recordUnits(record);
+  }
+
   private grew(before: number): void {
-    const added = this.records.size - before;
+    const added = this.units - before;
     if (added > 0) this.holder?.resized(this, added);
   }
 
@@ -229,7 +257,7 @@ export interface EntityIndexesOptions {
   readonly now?: () => number;
   /** How long, in ms, an index may answer from what it has seen. Default ENTITY_INDEX_TTL_MS. */
   readonly ttlMs?: number;
-  /** Records all indexes may hold together; past it the least recently used tenant's go first. Default ENTITY_INDEX_MAX_RECORDS. */
+  /** Records all indexes may hold together, in record units (`recordUnits`); past it the least recently used tenant's go first. Default ENTITY_INDEX_MAX_RECORDS. */
   readonly maxRecords?: number;
   /** How often, in ms, expired indexes are released; 0: never by a timer (call `sweep()`). Default: a quarter of the lifetime, at most 5 s. */
   readonly sweepEveryMs?: number;
@@ -292,7 +320,7 @@ export class EntityIndexes implements IndexHolder {
     return index as unknown as EntityIndex<T>;
   }
 
-  /** Records held by all indexes now. */
+  /** Records held by all indexes now, in record units (`recordUnits`: a record of long texts counts as several). */
   get records(): number {
     return this.held;
   }

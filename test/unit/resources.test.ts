@@ -1,4 +1,4 @@
-import { instantOf, isRfc3339DateTime, locations, normalizeDateTime, RESOURCES, ResourceSet, shifts, defineResource } from '../../src/upstream/resources';
+import { instantOf, isRfc3339DateTime, locations, MAX_DATE_TIME_LENGTH, memoisedDateTimes, normalizeDateTime, RESOURCES, ResourceSet, shifts, defineResource } from '../../src/upstream/resources';
 
 describe('date-times, checked in one place', () => {
   it.each(['2026-02-30T09:00:00Z', '2026-02-29T09:00:00Z', '2026-11-23T24:00:00Z', '2026-11-23T09:60:00Z', '2026-11-23T09:00:60Z', '2026-13-01T09:00:00Z', '2026-11-00T09:00:00Z', '2026-11-23T09:00:00+24:00', '2026-11-23T09:00:00+01:60'])(
@@ -12,6 +12,19 @@ describe('date-times, checked in one place', () => {
   it.each(['2028-02-29T09:00:00Z', '2026-12-31T23:59:59.999999999-12:00', '2026-11-23T00:00:00+14:00'])('accepts the possible %s', (value) => {
     expect(normalizeDateTime(value)).toBe(value);
     expect(isRfc3339DateTime(value)).toBe(true);
+  });
+
+  it('refuses a date-time of a megabyte without remembering it (the memo holds only short texts)', () => {
+    const before = memoisedDateTimes();
+    for (let i = 0; i < 20; i += 1) {
+      const huge = `2026-11-23T09:00:00Z${' '.repeat(1_000_000)}${i}`;
+      expect(normalizeDateTime(huge)).toBeNull();
+      expect(isRfc3339DateTime(huge)).toBe(false);
+      expect(instantOf(huge)).toBeNull();
+    }
+    expect(memoisedDateTimes()).toBe(before);
+    // Spaces around a date-time within the bound are still taken, as before.
+    expect(normalizeDateTime(`  2026-11-23T09:00:00Z${' '.repeat(MAX_DATE_TIME_LENGTH - 30)}`)).toBe('2026-11-23T09:00:00Z');
   });
 
   it('compares instants, whatever the offset', () => {

@@ -61,6 +61,8 @@ function daysInMonth(year: number, month: number): number {
  * bench/README.md, "What each step bought").
  */
 export function normalizeDateTime(value: string): string | null {
+  // The longest date-time is 35 characters; longer is none, and is not remembered (the memo is bounded by count, not size).
+  if (value.length > MAX_DATE_TIME_LENGTH) return null;
   let normalized = NORMALIZED.get(value);
   if (normalized === undefined) {
     normalized = normalize(value);
@@ -71,8 +73,16 @@ export function normalizeDateTime(value: string): string | null {
   return normalized;
 }
 
-/** Date-times remembered by `normalizeDateTime`; a few MB at most. */
+/** Date-times remembered by `normalizeDateTime`; a few MB at most (none is longer than MAX_DATE_TIME_LENGTH). */
 const MAX_MEMOISED = 20_000;
+
+/** The longest text taken for a date-time: 35 characters at most, plus room for spaces around it. */
+export const MAX_DATE_TIME_LENGTH = 128;
+
+/** How many date-times `normalizeDateTime` remembers now (for tests and diagnostics). */
+export function memoisedDateTimes(): number {
+  return NORMALIZED.size;
+}
 const NORMALIZED = new Map<string, string | null>();
 
 function normalize(value: string): string | null {

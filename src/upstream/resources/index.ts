@@ -51,4 +51,4 @@ export class ResourceSet {
 export { locations, type LocationRecord } from './location';
 export { shifts, type ShiftFilter, type ShiftRecord } from './shift';
 export * from './resource';
-export { instantOf, isRfc3339DateTime, normalizeDateTime, optionalString, recordWithId, referenceId } from './fields';
+export { instantOf, isRfc3339DateTime, MAX_DATE_TIME_LENGTH, memoisedDateTimes, normalizeDateTime, optionalString, recordWithId, referenceId } from './fields';

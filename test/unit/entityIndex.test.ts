@@ -82,6 +82,18 @@ describe('EntityIndexes under a memory budget', () => {
     expect(indexes.for<{ id: string }>('B', 'locations').peek('b9')).toBeDefined();
   });
 
+  it('counts the pages it keeps: empty pages with long references cannot outgrow the budget either', () => {
+    const indexes = new EntityIndexes({ maxRecords: 1_000, sweepEveryMs: 0 });
+    const index = indexes.for<Rec>('A', 'shifts');
+    const ref = (n: number) => `cursor=${String(n).padStart(2_000, '0')}` as PageRef;
+    for (let n = 0; n < 100; n += 1) {
+      index.keepPage({ ref: n === 0 ? null : ref(n), pageSize: UPSTREAM_PAGE_SIZE, items: [], hasMore: true, next: ref(n + 1), previous: null }, UPSTREAM_PAGE_SIZE);
+    }
+    // Each holds about 4 000 characters of references: 27 units; 100 of them would be 2 700.
+    expect(indexes.records).toBeLessThanOrEqual(1_000);
+    expect(indexes.records).toBeGreaterThan(0);
+  });
+
   it('lets a tenant alone over the budget start over, and still answers its lookup', async () => {
     const indexes = new EntityIndexes({ maxRecords: 250, sweepEveryMs: 0 });
     const a = list('a', 1000);

@@ -29,7 +29,7 @@ export const ENTITY_INDEX_MAX_RECORDS = 200_000;
  */
 export const RECORD_UNIT_CHARACTERS = 150;
 
-/** What a record counts against the budget (RECORD_UNIT_CHARACTERS). */
+/** What a record (or a kept page, by its references) counts against the budget (RECORD_UNIT_CHARACTERS). */
 export function recordUnits(record: object): number {
   let characters = 0;
   // for...in, not Object.values: no array per record on the path every page takes.
@@ -141,6 +141,9 @@ export class EntityIndex<T extends { id: string }> {
     if (requestedSize === UPSTREAM_PAGE_SIZE && !held) {
       items = items.map(ownCopy);
       this.pages.set(key, { ...page, items });
+      // A page counts by its references past the first unit, and as one when empty: an
+      // upstream could send empty pages with long references. (An ordinary page adds nothing.)
+      this.units += recordUnits({ ref: page.ref, next: page.next, previous: page.previous }) - (items.length > 0 ? 1 : 0);
     }
     const copied = items !== page.items;
     for (let i = 0; i < items.length; i++) {

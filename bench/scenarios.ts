@@ -174,10 +174,6 @@ const entities: Scenario = {
 const WALK_QUERY = 'query BenchWalk($after: String) { locations(first: 10, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }';
 
 /**
- * Each worker walks the whole locations list, 10 at a time, again and again. One
- * request is one page; the next page needs the cursor the previous one returned.
- */
-/**
  * A worker that pages through its company's locations list, `pageSize` records a
  * request, following `endCursor` (or, direct, `next`) and starting over at the end:
  * the GraphQL job and the direct client's job of the same walk.
@@ -207,6 +203,10 @@ function pagingJobs(scenario: string, query: string, pageSize: number): Pick<Sce
   };
 }
 
+/**
+ * Each worker walks the whole locations list, 10 at a time, again and again. One
+ * request is one page; the next page needs the cursor the previous one returned.
+ */
 const walk: Scenario = {
   name: 'walk',
   description: 'every page of locations(first: 10, after: $endCursor), one page per request',

@@ -182,18 +182,14 @@ export async function startNaiveServer(options: NaiveServerOptions): Promise<{ u
       const tenantId = req.headers['x-tenant-id'];
       const tenant = options.tenants.find((t) => t.tenantId === tenantId);
       if (!tenant) throw new GraphQLError('unknown tenant', { extensions: { code: 'FORBIDDEN', http: { status: 403 } } });
-      if (options.lean) {
-        return {
-          tenant,
-          session: () => {
-            let kept = sessions.get(tenant.tenantId);
-            if (!kept) sessions.set(tenant.tenantId, (kept = getToken(tenant)));
-            return kept;
-          },
-        };
-      }
       let session: Promise<Session> | undefined;
-      return { tenant, session: () => (session ??= getToken(tenant)) };
+      const perRequest = () => (session ??= getToken(tenant));
+      const perCompany = () => {
+        let kept = sessions.get(tenant.tenantId);
+        if (!kept) sessions.set(tenant.tenantId, (kept = getToken(tenant)));
+        return kept;
+      };
+      return { tenant, session: options.lean ? perCompany : perRequest };
     },
   });
   return {

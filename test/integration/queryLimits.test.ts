@@ -1,4 +1,6 @@
+import { connect } from 'node:net';
 import { Kind, getIntrospectionQuery, print } from 'graphql';
+import { request } from 'undici';
 import { makeTenant } from '../../src/emulator';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
 import { nestedBomb } from '../helpers/nestedBomb';
@@ -172,7 +174,6 @@ describe('cost limit', () => {
  */
 describe('request bodies', () => {
   it('refuses a body over 1 MiB with HTTP 413 BAD_REQUEST, closes the connection, and serves the next request', async () => {
-    const { request } = await import('undici');
     const body = JSON.stringify({ query: `{ ${LIST} }`, padding: 'x'.repeat(2 * 1024 * 1024) });
     const response = await request(subgraph.server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...as }, body }).catch((error: Error) => error);
     // The server answers before it has read the whole body; the client may see the answer or a reset while still sending.
@@ -192,7 +193,6 @@ describe('request bodies', () => {
   });
 
   it('counts a client that leaves in the middle of its body as aborted, and lets the request go', async () => {
-    const { connect } = await import('node:net');
     const metrics = subgraph.server.metrics;
     const abortedNow = async () => (await metrics.graphqlAborted.get()).values.find((value) => value.labels.operation_type === 'unknown')?.value ?? 0;
     const before = await abortedNow();
@@ -210,7 +210,6 @@ describe('request bodies', () => {
   });
 
   it('refuses bodies past 64 MiB being read at once with 503 SERVICE_UNAVAILABLE and Retry-After, reads the rest, and gives every byte back', async () => {
-    const { connect } = await import('node:net');
     const { port } = subgraph.server;
     const BODY = 1_000_000;
     const STEP = 200_000;
@@ -256,7 +255,6 @@ describe('request bodies', () => {
   });
 
   it('answers with a Content-Length, not chunked', async () => {
-    const { request } = await import('undici');
     const response = await request(subgraph.server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...as }, body: JSON.stringify({ query: `{ ${LIST} }` }) });
     const text = await response.body.text();
     expect(response.statusCode).toBe(200);

@@ -84,7 +84,6 @@ export interface ConnectionSource<T extends { id: string }> {
  */
 export const FILTER_SCAN_PAGES = 20;
 
-
 /**
  * Maps Relay paging onto the upstream's page chain. A walk keeps one page size from
  * its first page to its last (a fresh forward walk asks for `first` records a page,
@@ -163,15 +162,10 @@ class PageEdge<T extends { id: string }> implements Edge<T> {
   ) {}
 
   get cursor(): string {
-    this.sealed ??= this.source.encodeCursor(this.position);
-    return this.sealed;
-  }
-
-  /** The page it came on and its place there; a page's last edge also carries `next`. */
-  get position(): CursorPosition {
+    // The page it came on and its place there; a page's last edge also carries `next`.
     const { page, index } = this;
-    const last = index === page.items.length - 1 && page.hasMore && page.next !== null;
-    return { ref: page.ref, size: page.pageSize, index, id: this.node.id, ...(last && { next: page.next }) };
+    this.sealed ??= this.source.encodeCursor(positionOf(page, index, index === page.items.length - 1 && page.hasMore));
+    return this.sealed;
   }
 }
 
@@ -281,8 +275,8 @@ async function pageForward<T extends { id: string }>(source: ConnectionSource<T>
   for (;;) {
     while (index < page.items.length) {
       if (items.length === count) return { items, hasNextPage: true, hasPreviousPage: after !== null };
-      const located = take(source, page, index);
-      if (located) items.push(located);
+      const edge = take(source, page, index);
+      if (edge) items.push(edge);
       index += 1;
     }
     if (!page.hasMore || page.next === null) return { items, hasNextPage: false, hasPreviousPage: after !== null };
@@ -303,8 +297,8 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
   for (;;) {
     while (index >= 0) {
       if (reversed.length === count) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true };
-      const located = take(source, page, index);
-      if (located) reversed.push(located);
+      const edge = take(source, page, index);
+      if (edge) reversed.push(edge);
       index -= 1;
     }
     if (page.previous === null) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: false };
@@ -327,8 +321,8 @@ async function tail<T extends { id: string }>(source: ConnectionSource<T>, count
   let page = await source.fetchPage(null, MAX_PAGE_SIZE);
   for (;;) {
     for (let index = 0; index < page.items.length; index += 1) {
-      const located = take(source, page, index);
-      if (located) window.push(located);
+      const edge = take(source, page, index);
+      if (edge) window.push(edge);
     }
     if (window.length > count) {
       window = window.slice(window.length - count);

@@ -29,7 +29,7 @@ export const ENTITY_INDEX_MAX_RECORDS = 200_000;
  */
 export const RECORD_UNIT_CHARACTERS = 150;
 
-/** What a record (or a kept page, by its references) counts against the budget (RECORD_UNIT_CHARACTERS). */
+/** What a record counts against the budget (RECORD_UNIT_CHARACTERS). */
 export function recordUnits(record: object): number {
   let characters = 0;
   // for...in, not Object.values: no array per record on the path every page takes.
@@ -38,6 +38,16 @@ export function recordUnits(record: object): number {
     if (typeof value === 'string') characters += value.length;
   }
   return 1 + Math.floor(characters / RECORD_UNIT_CHARACTERS);
+}
+
+/**
+ * What a kept page counts on top of its records: one more per RECORD_UNIT_CHARACTERS
+ * of its references, and one when it is empty (an upstream could send empty pages
+ * with long references). An ordinary page adds nothing.
+ */
+function pageUnits(page: ListPage<unknown>): number {
+  const characters = (page.ref?.length ?? 0) + (page.next?.length ?? 0) + (page.previous?.length ?? 0);
+  return Math.floor(characters / RECORD_UNIT_CHARACTERS) + (page.items.length === 0 ? 1 : 0);
 }
 
 /** The longest an expired index waits for the sweep that releases it, in ms. */
@@ -58,7 +68,7 @@ interface IndexHolder {
  * batches never read the same pages twice.
  *
  * It also keeps the pages it read at UPSTREAM_PAGE_SIZE, by reference, for as long as
- * its records: the request's page reader (context.ts) serves a filtered scan, and a
+ * its records: the request's page reader (pageCache.ts) serves a filtered scan, and a
  * scan of this index, from them, counting each against the request's call budget.
  *
  * An index can be cleared (it expired, or its tenant went over the memory budget
@@ -141,9 +151,7 @@ export class EntityIndex<T extends { id: string }> {
     if (requestedSize === UPSTREAM_PAGE_SIZE && !held) {
       items = items.map(ownCopy);
       this.pages.set(key, { ...page, items });
-      // A page counts by its references past the first unit, and as one when empty: an
-      // upstream could send empty pages with long references. (An ordinary page adds nothing.)
-      this.units += recordUnits({ ref: page.ref, next: page.next, previous: page.previous }) - (items.length > 0 ? 1 : 0);
+      this.units += pageUnits(page);
     }
     const copied = items !== page.items;
     for (let i = 0; i < items.length; i++) {
@@ -177,14 +185,14 @@ export class EntityIndex<T extends { id: string }> {
 
   /** Forgets everything, and starts a new lifetime. */
   clear(): void {
-    const size = this.units;
+    const units = this.units;
     this.records = new Map();
     this.units = 0;
     this.pages = new Map();
     this.resume = undefined;
     this.generation += 1;
     this.expiresAt = this.now() + this.ttlMs;
-    if (size > 0) this.holder?.resized(this, -size);
+    if (units > 0) this.holder?.resized(this, -units);
   }
 
   /** Forgets everything for good: the holder dropped this index. */

@@ -71,6 +71,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
       (require('./upstream/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(config.redisUrl, {
         encryptionKey: config.redisKey ?? '',
         apiBaseAllow: config.apiBaseAllow,
+        apiBaseLoopback: config.apiBaseLoopback,
         ...(overrides.now && { now: overrides.now }),
         onError: (operation, error) => {
           metrics.sharedTokenStoreUp.set({ store: 'redis' }, 0);

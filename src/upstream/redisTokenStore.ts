@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { SharedTokenStore } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
-import { openRecord, recordKey, sealRecord, verifyRecord } from './tokenRecord';
+import { openRecord, recordKey, sealRecord, verifyRecord, type ApiBasePolicy } from './tokenRecord';
 
 /*
  * The shared token cache and refresh lock for several replicas (docs/upstream.md,
@@ -30,6 +30,11 @@ export interface RedisTokenStoreOptions {
   readonly encryptionKey: string;
   /** WFS_API_BASE_ALLOW: a record's api_base is checked with it, as a token response's is. */
   readonly apiBaseAllow?: readonly string[];
+  /**
+   * Whether a record may name a plain-http loopback shard that is not on the allow-list,
+   * as `requestToken`'s option of the same name (false in production). Default true.
+   */
+  readonly apiBaseLoopback?: boolean;
   /** Prepended to every key, so several deployments can share one Redis. Default `wfs:`. */
   readonly keyPrefix?: string;
   /** Epoch milliseconds; the key TTL is `expiresAt - now()`. Default `Date.now`. */
@@ -58,14 +63,14 @@ export class RedisTokenStore implements SharedTokenStore {
   private readonly now: () => number;
   private readonly onError: RedisTokenStoreOptions['onError'];
   private readonly key: Buffer;
-  private readonly apiBaseAllow: readonly string[];
+  private readonly apiBase: ApiBasePolicy;
 
   constructor(
     private readonly redis: Redis,
     options: RedisTokenStoreOptions,
   ) {
     this.key = recordKey(options.encryptionKey);
-    this.apiBaseAllow = options.apiBaseAllow ?? [];
+    this.apiBase = { allowList: options.apiBaseAllow ?? [], loopback: options.apiBaseLoopback ?? true };
     this.keyPrefix = options.keyPrefix ?? 'wfs:';
     this.now = options.now ?? Date.now;
     this.onError = options.onError;
@@ -83,7 +88,7 @@ export class RedisTokenStore implements SharedTokenStore {
     // Whatever is in Redis came over the network from a store others can write to:
     // a record that does not open with our key, or whose token is not bound to this
     // tenant and its api_base, is no token at all (the cache then fetches its own).
-    const grant = verifyRecord(openRecord(this.key, this.tokenKey(tenantId), value), tenantId, this.apiBaseAllow, this.now());
+    const grant = verifyRecord(openRecord(this.key, this.tokenKey(tenantId), value), tenantId, this.apiBase, this.now());
     if (!grant) this.report('read', new Error(`the shared token of tenant ${tenantId} is not a valid token record; ignoring it`));
     return grant;
   }

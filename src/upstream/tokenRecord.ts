@@ -22,6 +22,13 @@ const TAG_BYTES = 16;
 const MAX_FUTURE_SKEW_MS = 60_000;
 
 /** The AES-256 key for the records, derived from WFS_REDIS_KEY (32+ characters). */
+/** Where a record's `api_base` may point: the rule `requestToken` applies to a fresh token. */
+export interface ApiBasePolicy {
+  readonly allowList: readonly string[];
+  /** Whether a plain-http loopback shard is accepted without being on the allow-list. */
+  readonly loopback: boolean;
+}
+
 export function recordKey(secret: string): Buffer {
   if (secret.length < 32) throw new Error('the token store key must be at least 32 characters');
   return Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), 'wfs-subgraph token record v1', 32));
@@ -62,9 +69,11 @@ export function openRecord(key: Buffer, keyName: string, value: string): unknown
 /**
  * A grant read back from the store, checked like a token response: the right shape,
  * bound to `tenantId` by its own `tenant_id` claim, an `api_base` claim that passes
- * `checkApiBase` and equals the record's, and a sane lifetime. Null otherwise.
+ * `checkApiBase` under the same policy as a fresh token response (`loopback` false in
+ * production, so a record naming a loopback shard is refused there too) and equals the
+ * record's, and a sane lifetime. Null otherwise.
  */
-export function verifyRecord(data: unknown, tenantId: string, allowList: readonly string[], now: number): TokenGrant | null {
+export function verifyRecord(data: unknown, tenantId: string, policy: ApiBasePolicy, now: number): TokenGrant | null {
   if (typeof data !== 'object' || data === null) return null;
   const { accessToken, tenantId: boundTo, apiBase, scopes, obtainedAt, expiresAt } = data as Record<string, unknown>;
   if (typeof accessToken !== 'string' || accessToken.length === 0) return null;
@@ -82,7 +91,7 @@ export function verifyRecord(data: unknown, tenantId: string, allowList: readonl
   }
   if (typeof claims.tenant_id !== 'string' || claims.tenant_id.toLowerCase() !== tenantId.toLowerCase()) return null;
   try {
-    if (checkApiBase(claims.api_base, allowList) !== apiBase) return null;
+    if (checkApiBase(claims.api_base, policy.allowList, policy.loopback) !== apiBase) return null;
   } catch {
     return null;
   }

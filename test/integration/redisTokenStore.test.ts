@@ -144,6 +144,29 @@ describe('RedisTokenStore', () => {
     expect(await store.read(TENANT_ID)).toEqual(good);
   });
 
+  it('refuses a record naming a loopback shard where token responses may not (production), as requestToken does', async () => {
+    const keyPrefix = uniquePrefix();
+    const key = `${keyPrefix}token:${TENANT_ID}`;
+    const loopbackShard = 'http://127.0.0.1:4011';
+    const now = Date.now();
+    const record: TokenGrant = {
+      accessToken: jwt('loopback-token', TENANT_ID, loopbackShard),
+      tenantId: TENANT_ID,
+      apiBase: loopbackShard,
+      scopes: ['shifts.read'],
+      obtainedAt: now,
+      expiresAt: now + 60_000,
+    };
+    await admin.set(key, sealRecord(recordKey(ENCRYPTION_KEY), key, record));
+    const production = await connect({ keyPrefix, apiBaseLoopback: false, onError: errorLog().onError });
+    expect(await production.store.read(TENANT_ID)).toBeNull();
+    // Named on the allow-list, the same shard is accepted in production too; outside production it always is.
+    const allowed = await connect({ keyPrefix, apiBaseLoopback: false, apiBaseAllow: ['127.0.0.1:4011'] });
+    expect(await allowed.store.read(TENANT_ID)).toEqual(record);
+    const development = await connect({ keyPrefix });
+    expect(await development.store.read(TENANT_ID)).toEqual(record);
+  });
+
   it('discards the token only while it is still the one that was rejected', async () => {
     const keyPrefix = uniquePrefix();
     const { store } = await connect({ keyPrefix });

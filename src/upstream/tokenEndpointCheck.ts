@@ -11,10 +11,19 @@ import { TOKEN_PATH, tokenUrl } from './tokenEndpoint';
  * "Error bodies"). Only what shows a wrong address keeps readiness off: 404, 405 or 410
  * (a wrong path), a redirect, no connection. A real token obtained meanwhile settles it
  * too (`confirmed`).
+ *
+ * A wrong verdict has two texts: `problem`, for the log, names the URL tried; `reason`,
+ * what `/ready` answers to anyone who asks (it needs no identity), names neither the
+ * identity provider's host nor its path.
  */
 export type TokenEndpointVerdict =
   | { readonly ok: true; readonly url: string; readonly status: number }
-  | { readonly ok: false; readonly url: string; readonly problem: string };
+  | { readonly ok: false; readonly url: string; readonly problem: string; readonly reason: string };
+
+/** `/ready`'s reason until the first probe has its answer. */
+export const CHECKING = 'checking the token endpoint';
+
+const SEE_LOG = 'check WFS_AUTH_URL (the log names the URL tried)';
 
 export interface ProbeOptions {
   readonly dispatcher: Dispatcher;
@@ -23,7 +32,7 @@ export interface ProbeOptions {
 
 export async function probeTokenEndpoint(authUrl: string, options: ProbeOptions): Promise<TokenEndpointVerdict> {
   const url = tokenUrl(authUrl);
-  const failed = (problem: string): TokenEndpointVerdict => ({ ok: false, url, problem: `token endpoint ${url} ${problem}` });
+  const failed = (problem: string, reason: string): TokenEndpointVerdict => ({ ok: false, url, problem: `token endpoint ${url} ${problem}`, reason: `the token endpoint ${reason}: ${SEE_LOG}` });
   let response: Dispatcher.ResponseData;
   try {
     response = await request(url, {
@@ -34,7 +43,8 @@ export async function probeTokenEndpoint(authUrl: string, options: ProbeOptions)
       ...(options.signal && { signal: options.signal }),
     });
   } catch (error) {
-    return failed(`could not be reached (${causeOfNetworkError(error, options.signal)})`);
+    const cause = causeOfNetworkError(error, options.signal);
+    return failed(`could not be reached (${cause})`, `could not be reached (${cause})`);
   }
   await response.body.dump().catch(() => undefined);
   const status = response.statusCode;
@@ -44,9 +54,12 @@ export async function probeTokenEndpoint(authUrl: string, options: ProbeOptions)
       doubled
         ? `answered ${status}: WFS_AUTH_URL must be the identity provider's base URL, without ${TOKEN_PATH} (the subgraph appends it)`
         : `answered ${status}: is WFS_AUTH_URL the identity provider's base URL (without ${TOKEN_PATH})?`,
+      `answered ${status}`,
     );
   }
-  if (status >= 300 && status < 400) return failed(`answered ${status} (a redirect, which token requests do not follow): is WFS_AUTH_URL the provider's own address?`);
+  if (status >= 300 && status < 400) {
+    return failed(`answered ${status} (a redirect, which token requests do not follow): is WFS_AUTH_URL the provider's own address?`, `answered ${status} (a redirect)`);
+  }
   // Anything else (the 400 or 401 of a token endpoint, another 4xx, a 429 or 5xx of a
   // provider that is busy or failing, even a 2xx) is a server at that path that is not plainly wrong: readiness is about the
   // configuration, and an outage of the provider is the token cache's to ride out.
@@ -64,7 +77,10 @@ export interface TokenEndpointCheckOptions extends Omit<ProbeOptions, 'signal'> 
 }
 
 export interface TokenEndpointCheck {
-  /** What is wrong while the endpoint has not yet answered like a token endpoint; undefined once it has. */
+  /**
+   * What is wrong while the endpoint has not yet answered like a token endpoint, in
+   * words fit for `/ready` (no URL); undefined once it has.
+   */
   problem(): string | undefined;
   /** A real token was obtained from the endpoint: it is right, whatever the probe said. */
   confirmed(): void;
@@ -84,17 +100,20 @@ const DEFAULT_RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 export function startTokenEndpointCheck(options: TokenEndpointCheckOptions): TokenEndpointCheck {
   const delays = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   const controller = new AbortController();
-  let problem: string | undefined = `checking token endpoint ${tokenUrl(options.authUrl)}`;
+  let problem: string | undefined = CHECKING;
   let timer: NodeJS.Timeout | undefined;
   let failures = 0;
+  // Once a real token came from the endpoint, a probe still in flight has nothing left
+  // to say: its verdict (a 404 from a flapping proxy, a timeout) must not undo readiness.
+  let settled = false;
 
   const probe = async (): Promise<TokenEndpointVerdict> => {
     const verdict = await probeTokenEndpoint(options.authUrl, {
       dispatcher: options.dispatcher,
       signal: AbortSignal.any([controller.signal, AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)]),
     });
-    if (controller.signal.aborted) return verdict;
-    problem = verdict.ok ? undefined : verdict.problem;
+    if (controller.signal.aborted || settled) return verdict;
+    problem = verdict.ok ? undefined : verdict.reason;
     options.onVerdict?.(verdict);
     if (!verdict.ok) {
       const delay = delays[Math.min(failures, delays.length - 1)] ?? DEFAULT_RETRY_DELAYS_MS[0]!;
@@ -108,6 +127,7 @@ export function startTokenEndpointCheck(options: TokenEndpointCheckOptions): Tok
   return {
     problem: () => problem,
     confirmed() {
+      settled = true;
       problem = undefined;
       failures = 0;
       clearTimeout(timer);

@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config';
 import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant, type ListCounts } from '../../src/emulator';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
+import { CHECKING } from '../../src/upstream/tokenEndpointCheck';
 import type { ForeignUpstream } from './foreignUpstream';
 import { waitFor } from './waitFor';
 
@@ -113,7 +114,7 @@ async function startWith(emulator: Emulator, env: Record<string, string>, server
   await waitFor(async () => {
     const response = await request(`${new URL(server.url).origin}/ready`);
     const body = (await response.body.json()) as { reason?: string };
-    return !body.reason?.startsWith('checking token endpoint');
+    return body.reason !== CHECKING;
   }, 'the start-up check of the token endpoint');
   let closed: Promise<void> | undefined;
   return {

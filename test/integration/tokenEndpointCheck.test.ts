@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
-import { startTokenEndpointCheck, type TokenEndpointVerdict } from '../../src/upstream/tokenEndpointCheck';
+import { CHECKING, startTokenEndpointCheck, type TokenEndpointVerdict } from '../../src/upstream/tokenEndpointCheck';
 import { as } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
@@ -24,7 +24,7 @@ async function ready(subgraph: TestSubgraph): Promise<Readiness> {
     return { status: response.statusCode, body: (await response.body.json()) as Readiness['body'] };
   };
   let answer = await get();
-  await waitFor(async () => !(answer = await get()).body.reason?.startsWith('checking token endpoint'), 'the first answer of the token endpoint check');
+  await waitFor(async () => (answer = await get()).body.reason !== CHECKING, 'the first answer of the token endpoint check');
   return answer;
 }
 
@@ -44,7 +44,7 @@ describe('the token endpoint check against the emulator', () => {
     await emulator.close();
   });
 
-  it('with WFS_AUTH_URL set to the full token URL: /ready is 503 saying why, the log names the URL tried, and a query fails without naming it', async () => {
+  it('with WFS_AUTH_URL set to the full token URL: /ready is 503 saying why without naming the URL, the log names it, and a query fails without naming it', async () => {
     const authUrl = `${emulator.authUrl}${TOKEN_PATH}`;
     subgraph = await startTestSubgraph({}, { WFS_AUTH_URL: authUrl }, {}, emulator);
     const tried = `${authUrl}${TOKEN_PATH}`;
@@ -52,12 +52,15 @@ describe('the token endpoint check against the emulator', () => {
     const answer = await ready(subgraph);
     expect(answer.status).toBe(503);
     expect(answer.body.status).toBe('not ready');
-    expect(answer.body.reason).toBe(
-      `token endpoint ${tried} answered 404: WFS_AUTH_URL must be the identity provider's base URL, without ${TOKEN_PATH} (the subgraph appends it)`,
-    );
+    // /ready needs no identity: it says what to check, and the log says where.
+    expect(answer.body.reason).toBe('the token endpoint answered 404: check WFS_AUTH_URL (the log names the URL tried)');
+    expect(JSON.stringify(answer.body)).not.toContain(new URL(emulator.authUrl).host);
+    expect(JSON.stringify(answer.body)).not.toContain(TOKEN_PATH);
     const checkLine = subgraph.logs.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => String(line['msg']).startsWith('token endpoint'));
     expect(checkLine).toMatchObject({ level: 50, tokenUrl: tried });
-    expect(checkLine?.['msg']).toContain('answered 404');
+    expect(checkLine?.['msg']).toContain(
+      `token endpoint ${tried} answered 404: WFS_AUTH_URL must be the identity provider's base URL, without ${TOKEN_PATH} (the subgraph appends it)`,
+    );
 
     const tenant = emulator.tenants[0]!;
     const response = await subgraph.query('{ locations(first: 1) { nodes { id } } }', {}, as(tenant));
@@ -85,7 +88,7 @@ describe('the token endpoint check against the emulator', () => {
     emulator.injectFault({ endpoint: 'token', status: 404, times: 1 });
     subgraph = await startTestSubgraph({}, {}, {}, emulator);
     const first = await ready(subgraph);
-    expect(first).toEqual({ status: 503, body: { status: 'not ready', reason: `token endpoint ${emulator.tokenUrl} answered 404: is WFS_AUTH_URL the identity provider's base URL (without /identity/o/api/token)?` } });
+    expect(first).toEqual({ status: 503, body: { status: 'not ready', reason: 'the token endpoint answered 404: check WFS_AUTH_URL (the log names the URL tried)' } });
     await waitFor(async () => (await ready(subgraph!)).status === 200, '/ready to turn 200');
     expect(subgraph.logs.join('')).toContain('token endpoint answers like one now: ready');
   });
@@ -96,6 +99,7 @@ describe('startTokenEndpointCheck', () => {
   let authUrl: string;
   const bodies: string[] = [];
   let answers: number[] = [];
+  let answerDelayMs = 0;
   const dispatcher = new Agent({ keepAliveTimeout: 10 });
 
   beforeAll(async () => {
@@ -104,7 +108,8 @@ describe('startTokenEndpointCheck', () => {
       req.on('data', (chunk) => (body += String(chunk)));
       req.on('end', () => {
         bodies.push(`${req.method} ${req.url} ${body}`);
-        res.writeHead(answers.shift() ?? 400, { 'content-type': 'application/json' }).end('{"error":"invalid_request"}');
+        const status = answers.shift() ?? 400;
+        setTimeout(() => res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":"invalid_request"}'), answerDelayMs);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -117,6 +122,7 @@ describe('startTokenEndpointCheck', () => {
   });
   beforeEach(() => {
     bodies.length = 0;
+    answerDelayMs = 0;
   });
 
   it('sends no credentials, and probes again after each wrong answer until the endpoint is right', async () => {
@@ -138,7 +144,10 @@ describe('startTokenEndpointCheck', () => {
     const check = startTokenEndpointCheck({ authUrl, dispatcher, retryDelaysMs: [60_000] });
     try {
       await check.firstVerdict;
-      expect(check.problem()).toBe(`token endpoint ${authUrl}${TOKEN_PATH} answered 404: is WFS_AUTH_URL the identity provider's base URL (without ${TOKEN_PATH})?`);
+      expect(check.problem()).toBe('the token endpoint answered 404: check WFS_AUTH_URL (the log names the URL tried)');
+      expect(await check.firstVerdict).toMatchObject({
+        problem: `token endpoint ${authUrl}${TOKEN_PATH} answered 404: is WFS_AUTH_URL the identity provider's base URL (without ${TOKEN_PATH})?`,
+      });
     } finally {
       check.close();
     }
@@ -170,6 +179,26 @@ describe('startTokenEndpointCheck', () => {
     }
   });
 
+  it('stays settled when a probe still in flight at confirmation then says the address is wrong', async () => {
+    answers = [404];
+    answerDelayMs = 200;
+    const verdicts: TokenEndpointVerdict[] = [];
+    const check = startTokenEndpointCheck({ authUrl, dispatcher, retryDelaysMs: [1], onVerdict: (verdict) => verdicts.push(verdict) });
+    try {
+      expect(check.problem()).toBe(CHECKING);
+      check.confirmed();
+      expect(await check.firstVerdict).toMatchObject({ ok: false });
+      expect(check.problem()).toBeUndefined();
+      // No verdict is reported and no new probe is scheduled after the confirmation.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(verdicts).toEqual([]);
+      expect(bodies).toHaveLength(1);
+      expect(check.problem()).toBeUndefined();
+    } finally {
+      check.close();
+    }
+  });
+
   it('names an endpoint that cannot be reached', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
@@ -178,7 +207,8 @@ describe('startTokenEndpointCheck', () => {
     const check = startTokenEndpointCheck({ authUrl: `http://127.0.0.1:${port}`, dispatcher, retryDelaysMs: [60_000] });
     try {
       await check.firstVerdict;
-      expect(check.problem()).toBe(`token endpoint http://127.0.0.1:${port}${TOKEN_PATH} could not be reached (refused)`);
+      expect(check.problem()).toBe('the token endpoint could not be reached (refused): check WFS_AUTH_URL (the log names the URL tried)');
+      expect(await check.firstVerdict).toMatchObject({ problem: `token endpoint http://127.0.0.1:${port}${TOKEN_PATH} could not be reached (refused)` });
     } finally {
       check.close();
     }

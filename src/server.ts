@@ -37,6 +37,12 @@ export interface ServerOptions extends AppOverrides {
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
   /** Apollo Server plugins that run after the subgraph's own (tests observe requests with them). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
+  /** GraphQL requests served at once before 503 (default MAX_REQUESTS_IN_FLIGHT; tests lower it). */
+  readonly maxRequestsInFlight?: number;
+  /** How long a written answer may take to leave (default RESPONSE_WRITE_TIMEOUT_MS; tests lower it). */
+  readonly writeTimeoutMs?: number;
+  /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
+  readonly maxBufferedBodyBytes?: number;
 }
 
 export interface RunningServer {
@@ -97,7 +103,15 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     'request',
     createRoutes({
       graphqlPath: GRAPHQL_PATH,
-      graphql: createGraphQLHandler({ apollo, services: app.services, budgetMs: REQUEST_BUDGET_MS, sharing }),
+      graphql: createGraphQLHandler({
+        apollo,
+        services: app.services,
+        budgetMs: REQUEST_BUDGET_MS,
+        sharing,
+        ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
+        ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
+        ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
+      }),
       metrics,
       logger,
       serve: observability.serve,

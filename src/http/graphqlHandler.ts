@@ -8,13 +8,30 @@ import type { SharedRequests } from './sharedRequests';
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
- * The most request-body bytes all requests being read may hold together. A body is
- * read whole before it is parsed; without this, slow clients each sending a body near
+ * The most request-body bytes all requests in flight may hold together. A body is read
+ * whole before it is parsed, and its text, its parsed JSON and a shared request's key
+ * stay until the answer is out; without this, slow clients each sending a body near
  * MAX_BODY_BYTES add up (400 of them took a replica to 472 MiB RSS, past the
- * Kubernetes example's 512Mi limit with everything else). Past it a request is answered
- * 503 SERVICE_UNAVAILABLE with Retry-After, and the others go on.
+ * Kubernetes example's 512Mi limit with everything else). A body's bytes count from its
+ * first chunk until its response closes. Past the bound a request is answered 503
+ * SERVICE_UNAVAILABLE with Retry-After, and the others go on.
  */
 export const MAX_BUFFERED_BODY_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The most GraphQL requests one replica serves at once (each holds its context, its
+ * signal and timer, and its upstream wait). Past it: 503 SERVICE_UNAVAILABLE with
+ * `Retry-After: 1`, at once. 2 000 is well above what the autoscaler's target lets
+ * reach a replica, and below what runs it out of its 256 MiB heap.
+ */
+export const MAX_REQUESTS_IN_FLIGHT = 2_000;
+
+/**
+ * How long an answer may take to leave once written: a client that stops reading
+ * would otherwise keep its buffered answer (up to the response size bound) for ever.
+ * Past it the connection is destroyed.
+ */
+export const RESPONSE_WRITE_TIMEOUT_MS = 30_000;
 
 export interface GraphQLHandlerOptions {
   readonly apollo: ApolloServer<GraphQLContext>;
@@ -23,6 +40,12 @@ export interface GraphQLHandlerOptions {
   readonly budgetMs: number;
   /** Identical requests in flight share one execution (its plugin must be among Apollo's). */
   readonly sharing?: SharedRequests;
+  /** Default MAX_REQUESTS_IN_FLIGHT. */
+  readonly maxRequestsInFlight?: number;
+  /** Default RESPONSE_WRITE_TIMEOUT_MS. */
+  readonly writeTimeoutMs?: number;
+  /** Default MAX_BUFFERED_BODY_BYTES. */
+  readonly maxBufferedBodyBytes?: number;
 }
 
 /**
@@ -45,12 +68,22 @@ export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse, record?
  */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHandler {
   const { apollo, services, budgetMs, sharing } = options;
-  const buffered = new BodyBytes(MAX_BUFFERED_BODY_BYTES);
+  const maxInFlight = options.maxRequestsInFlight ?? MAX_REQUESTS_IN_FLIGHT;
+  const writeTimeoutMs = options.writeTimeoutMs ?? RESPONSE_WRITE_TIMEOUT_MS;
+  const buffered = new BodyBytes(options.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES);
+  let inFlight = 0;
   return async function handle(req, res, record) {
+    if (inFlight >= maxInFlight) {
+      res.setHeader('connection', 'close');
+      res.setHeader('retry-after', '1');
+      return sendGraphQLError(res, 503, 'SERVICE_UNAVAILABLE', 'the server is serving too many requests at once; retry in a moment');
+    }
+    inFlight += 1;
+    res.once('close', () => (inFlight -= 1));
     let body: unknown;
     let text: string | null = null;
     if (req.method === 'POST') {
-      const read = await readBody(req, buffered);
+      const read = await readBody(req, res, buffered);
       if (read === TOO_LARGE || read === BUSY) {
         // The rest of the body is not read: the connection closes after this answer.
         res.setHeader('connection', 'close');
@@ -96,16 +129,30 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
       headers['content-length'] = String(Buffer.byteLength(text));
       res.writeHead(response.status ?? 200, headers);
       res.end(text);
+      endWithin(res, writeTimeoutMs);
       return;
     }
     try {
       res.writeHead(response.status ?? 200, headers);
       for await (const chunk of response.body.asyncIterator) res.write(chunk);
       res.end();
+      endWithin(res, writeTimeoutMs);
     } finally {
       context.release();
     }
   };
+}
+
+/**
+ * Destroys the connection if the answer, already handed to node:http, has not left
+ * within `ms` (a client that stopped reading): its buffered bytes are then let go.
+ */
+export function endWithin(res: ServerResponse, ms: number): void {
+  if (res.writableFinished || res.destroyed) return;
+  const timer = setTimeout(() => res.destroy(), ms);
+  timer.unref();
+  res.once('close', () => clearTimeout(timer));
+  res.once('finish', () => clearTimeout(timer));
 }
 
 /**
@@ -155,16 +202,19 @@ class BodyBytes {
 }
 
 /**
- * The request body as text; TOO_LARGE past MAX_BODY_BYTES, BUSY when the bodies being
- * read already hold `buffered`'s bound. Read with stream events, not `for await`: an
- * async iterator over the request costs more than the small bodies it reads.
+ * The request body as text; TOO_LARGE past MAX_BODY_BYTES, BUSY when the bodies of the
+ * requests in flight already hold `buffered`'s bound. A body read whole keeps its bytes
+ * counted until `res` closes (its text, its parsed JSON and a sharing key live that
+ * long); a refused or abandoned one gives them back at once. Read with stream events,
+ * not `for await`: an async iterator over the request costs more than the small bodies it reads.
  */
-function readBody(req: IncomingMessage, buffered: BodyBytes): Promise<string | typeof TOO_LARGE | typeof BUSY> {
+function readBody(req: IncomingMessage, res: ServerResponse, buffered: BodyBytes): Promise<string | typeof TOO_LARGE | typeof BUSY> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const stop = (outcome: typeof TOO_LARGE | typeof BUSY) => {
       cleanup();
+      release();
       // The rest is not read: the answer ends the exchange.
       resolve(outcome);
     };
@@ -176,16 +226,20 @@ function readBody(req: IncomingMessage, buffered: BodyBytes): Promise<string | t
     };
     const onEnd = () => {
       cleanup();
+      if (res.closed) release();
+      else res.once('close', release);
       resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
     };
     // node:http ends the body stream with `aborted` (ECONNRESET) or closes it early when the client goes away.
     const onError = (error: NodeJS.ErrnoException) => {
       cleanup();
+      release();
       reject(req.destroyed || error.code === 'ECONNRESET' ? new ClientAbortedError('the client closed the connection while sending its body') : error);
     };
     const onClose = () => {
       if (req.complete) return;
       cleanup();
+      release();
       reject(new ClientAbortedError('the client closed the connection while sending its body'));
     };
     const cleanup = () => {
@@ -193,7 +247,8 @@ function readBody(req: IncomingMessage, buffered: BodyBytes): Promise<string | t
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('close', onClose);
-      // Read whole (its text is made), refused or abandoned: its bytes no longer count.
+    };
+    const release = () => {
       buffered.give(size);
       size = 0;
     };

@@ -50,6 +50,15 @@ const CLIENT_MESSAGES_BY_CAUSE: Partial<Record<FailureCause, string>> = {
 const OWN_WORDS_CAUSES: ReadonlySet<FailureCause> = new Set(['scope_missing', 'call_budget_spent', 'broken_page_chain']);
 const OWN_WORDS_CODES: ReadonlySet<UpstreamErrorCode> = new Set(['FORBIDDEN']);
 
+/**
+ * Whether an error of an answer came from this request's moment rather than from the
+ * upstream (UpstreamError's `momentary`): such an answer is not shared with identical requests.
+ */
+export function isMomentaryFailure(error: GraphQLError): boolean {
+  const original = unwrapResolverError(error);
+  return isUpstreamError(original) && original.details.momentary === true;
+}
+
 /** The sentence a client reads for an upstream failure (see CLIENT_MESSAGES). */
 export function clientMessage(error: UpstreamError): string {
   const cause = error.details.cause;

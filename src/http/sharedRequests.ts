@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { HeaderMap, type ApolloServerPlugin, type GraphQLResponse } from '@apollo/server';
 import type { GraphQLFormattedError } from 'graphql';
 import type { GraphQLContext } from '../graphql/data/context';
+import { isMomentaryFailure } from '../graphql/errors';
 import { NO_OBSERVER, type Observer } from '../observability/events';
 
 /** What a request that led shares with the identical requests that joined it. */
@@ -11,18 +12,34 @@ interface SharedResult {
   readonly status: number | undefined;
 }
 
-/** A request in flight that identical requests may join, until its answer is worked out. */
-interface Leader {
+/** What a joiner is told: the answer to take, LEAD (execute and publish for the others), or nothing (execute alone). */
+const LEAD = Symbol('lead');
+type Outcome = SharedResult | typeof LEAD | undefined;
+
+/** A joiner waiting for its share's answer. */
+interface Waiter {
+  readonly signal: AbortSignal;
+  readonly tell: (outcome: Outcome) => void;
+}
+
+/**
+ * Identical requests in flight, one of them leading: the one executing, whose answer
+ * the others take. The lead passes to a waiting joiner when the leader has nothing to
+ * share (see `settle`), so a share lives until one of its requests has an answer for all.
+ */
+interface Share {
+  readonly key: string;
   result: SharedResult | undefined;
-  readonly waiters: Array<(result: SharedResult | undefined) => void>;
+  readonly waiters: Waiter[];
   /** Requests (leader and joiners) whose response is not out yet: the last one forgets the shared JSON. */
   sharers: number;
 }
 
-/** Per request: whether it leads (and may publish its answer) or waits for a leader's. */
+/** Per request: its share, whether it leads (and may publish its answer), and what it waits for while it does not. */
 interface Slot {
-  readonly leading?: Leader;
-  readonly joined?: Promise<SharedResult | undefined>;
+  readonly share: Share;
+  leads: boolean;
+  readonly joined?: Promise<Outcome>;
 }
 
 /** Joiners released per turn of the event loop (see `settle`). */
@@ -43,9 +60,15 @@ const TRACE_HEADER = 'apollo-federation-include-trace';
  * key, so tenants never share), query limits, metrics and logs are per request; only
  * execution is skipped (the `responseForOperation` hook). Nothing outlives the leader:
  * a request that arrives once its answer is out starts afresh, as with the upstream
- * coalescer. A leader whose client left or whose deadline passed publishes nothing;
- * its joiners then execute themselves, each within its own deadline, and a joiner
- * whose own signal aborts stops waiting at once.
+ * coalescer.
+ *
+ * A joiner does not inherit its leader's fate. A leader whose client left or whose
+ * deadline passed publishes nothing, and neither does one whose answer depended on its
+ * own moment rather than on the upstream (an error marked `momentary`: a full bulkhead,
+ * a Retry-After window or token wait longer than what was left of its deadline, a
+ * cancelled call). Then the lead passes to the first joiner still within its own
+ * deadline: it executes, and the others wait for its answer instead (one execution at a
+ * time, not one each). A joiner whose own signal aborts stops waiting at once.
  *
  * Joiners are released a few per event-loop turn: new requests are read between the
  * slices, so the next upstream call starts while the rest are still being answered
@@ -53,7 +76,7 @@ const TRACE_HEADER = 'apollo-federation-include-trace';
  * together and waited for the next call together while the core idled: a convoy).
  */
 export class SharedRequests {
-  private readonly leaders = new Map<string, Leader>();
+  private readonly leaders = new Map<string, Share>();
   /**
    * Keyed by the request's signal: Apollo hands plugins a shallow copy of the context,
    * with the same signal. Entries, here and in `json`, are deleted when their request's
@@ -90,19 +113,24 @@ export class SharedRequests {
     if (tenantId === undefined || context.signal.aborted) return undefined;
     const key = `${tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${body}`;
     const signal = context.signal;
-    const leader = this.leaders.get(key);
-    if (leader) {
-      leader.sharers += 1;
-      this.slots.set(signal, { joined: this.wait(leader, signal) });
-      return () => this.done(signal, leader);
+    const existing = this.leaders.get(key);
+    if (existing) {
+      existing.sharers += 1;
+      const slot: Slot = { share: existing, leads: false, joined: this.wait(existing, signal, () => (slot.leads = true)) };
+      this.slots.set(signal, slot);
+      return () => this.finish(signal, slot);
     }
-    const leading: Leader = { result: undefined, waiters: [], sharers: 1 };
-    this.leaders.set(key, leading);
-    this.slots.set(signal, { leading });
-    return () => {
-      this.settle(key, leading);
-      this.done(signal, leading);
-    };
+    const share: Share = { key, result: undefined, waiters: [], sharers: 1 };
+    this.leaders.set(key, share);
+    const slot: Slot = { share, leads: true };
+    this.slots.set(signal, slot);
+    return () => this.finish(signal, slot);
+  }
+
+  /** A request's response is worked out: if it led, its joiners get its answer (or the lead). */
+  private finish(signal: AbortSignal, slot: Slot): void {
+    if (slot.leads) this.settle(slot.share);
+    this.done(signal, slot.share);
   }
 
   /**
@@ -111,36 +139,43 @@ export class SharedRequests {
    * usually sits in V8's old generation, where its death goes unnoticed until a full
    * collection: an answer it still pointed to would be kept, and promoted, until then.
    */
-  private done(signal: AbortSignal, leader: Leader): void {
+  private done(signal: AbortSignal, share: Share): void {
     this.slots.delete(signal);
-    leader.sharers -= 1;
-    if (leader.sharers > 0) return;
-    if (leader.result?.data) this.json.delete(leader.result.data);
-    leader.result = undefined;
+    share.sharers -= 1;
+    if (share.sharers > 0) return;
+    if (share.result?.data) this.json.delete(share.result.data);
+    share.result = undefined;
   }
 
   /** The Apollo plugin that hands a joiner its leader's answer and lets a leader publish its own. */
   plugin(): ApolloServerPlugin<GraphQLContext> {
     const hooks: Awaited<ReturnType<NonNullable<ApolloServerPlugin<GraphQLContext>['requestDidStart']>>> = {
       responseForOperation: async ({ contextValue, operation }): Promise<GraphQLResponse | null> => {
-        const joined = this.slots.get(contextValue.signal)?.joined;
-        if (!joined || operation.operation !== 'query') return null;
-        const shared = await joined;
-        // No answer to share (the leader's client left, or its deadline passed): execute.
-        if (!shared) return null;
+        const slot = this.slots.get(contextValue.signal);
+        if (!slot?.joined || slot.leads) return null;
+        if (operation.operation !== 'query') {
+          // Not a query (its leader publishes nothing either): it never takes the lead.
+          this.withdraw(slot.share, contextValue.signal);
+          return null;
+        }
+        const shared = await slot.joined;
+        // The lead (execute, and publish for the others), or its own signal aborted: execute.
+        if (shared === LEAD || !shared) return null;
         this.observer.requestShared();
         return {
           http: { status: shared.status, headers: new HeaderMap() },
           body: { kind: 'single', singleResult: { data: shared.data, ...(shared.errors && { errors: shared.errors }) } },
         };
       },
-      willSendResponse: async ({ contextValue, response, operation }) => {
-        const leading = this.slots.get(contextValue.signal)?.leading;
-        if (!leading || operation?.operation !== 'query' || response.body.kind !== 'single' || contextValue.signal.aborted) return;
+      willSendResponse: async ({ contextValue, response, operation, errors: raised }) => {
+        const slot = this.slots.get(contextValue.signal);
+        if (!slot?.leads || operation?.operation !== 'query' || response.body.kind !== 'single' || contextValue.signal.aborted) return;
+        // An answer that depended on this request's own moment is not everyone's: the lead passes on.
+        if (raised?.some(isMomentaryFailure)) return;
         // After the item errors were appended (that plugin comes first): joiners get them too.
         const { data, errors } = response.body.singleResult;
-        leading.result = { data, errors, status: response.http.status };
-        if (data && leading.waiters.length > 0) this.json.set(data, null);
+        slot.share.result = { data, errors, status: response.http.status };
+        if (data && slot.share.waiters.length > 0) this.json.set(data, null);
       },
     };
     return {
@@ -165,24 +200,47 @@ export class SharedRequests {
     return `{"data":${text}}`;
   };
 
-  private wait(leader: Leader, signal: AbortSignal): Promise<SharedResult | undefined> {
+  /** Waits for the share's answer; `lead` runs (before the promise settles) when this joiner is given the lead. */
+  private wait(share: Share, signal: AbortSignal, lead: () => void): Promise<Outcome> {
     return new Promise((resolve) => {
-      const onAbort = () => resolve(undefined);
+      const onAbort = () => {
+        this.withdraw(share, signal);
+        resolve(undefined);
+      };
       signal.addEventListener('abort', onAbort, { once: true });
-      leader.waiters.push((result) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(result);
+      share.waiters.push({
+        signal,
+        tell: (outcome) => {
+          signal.removeEventListener('abort', onAbort);
+          if (outcome === LEAD) lead();
+          resolve(outcome);
+        },
       });
     });
   }
 
-  /** The leader's answer is out: no one joins any more; its joiners get it, a slice per turn. */
-  private settle(key: string, leader: Leader): void {
-    if (this.leaders.get(key) === leader) this.leaders.delete(key);
-    const { result, waiters } = leader;
+  /** A joiner stops waiting (its signal aborted, or it is no query): it can no longer take the lead. */
+  private withdraw(share: Share, signal: AbortSignal): void {
+    const index = share.waiters.findIndex((waiter) => waiter.signal === signal);
+    if (index >= 0) share.waiters.splice(index, 1);
+  }
+
+  /**
+   * The leader's response is worked out. With an answer to share, no one joins any
+   * more and its joiners get it, a slice per turn. Without one, the first joiner still
+   * within its deadline takes the lead (the share stays open to new identical requests).
+   */
+  private settle(share: Share): void {
+    const { result, waiters } = share;
+    if (!result) {
+      let next: Waiter | undefined;
+      while ((next = waiters.shift()) && next.signal.aborted);
+      if (next) return next.tell(LEAD);
+    }
+    if (this.leaders.get(share.key) === share) this.leaders.delete(share.key);
     const release = (from: number) => {
       const to = Math.min(waiters.length, from + this.joinersPerTurn);
-      for (let i = from; i < to; i++) waiters[i]!(result);
+      for (let i = from; i < to; i++) waiters[i]!.tell(result);
       if (to < waiters.length) setImmediate(release, to);
     };
     if (waiters.length > 0) release(0);

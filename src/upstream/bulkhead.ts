@@ -41,7 +41,7 @@ export class TenantBulkheads {
     } catch (error) {
       if (error instanceof BulkheadRejectedError) {
         this.options.onRejected?.();
-        throw new UpstreamError('UPSTREAM_RATE_LIMITED', `too many upstream calls are waiting for tenant ${tenantId}; retry shortly`);
+        throw new UpstreamError('UPSTREAM_RATE_LIMITED', `too many upstream calls are waiting for tenant ${tenantId}; retry shortly`, { momentary: true });
       }
       if (error instanceof TaskCancelledError) throw cancelledError();
       throw error;

@@ -266,7 +266,7 @@ export class WfsClient {
           const kept = this.windows.open('tenant', tenantId, outcome.retryAfterSeconds);
           const wait = kept * 1000;
           if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > maxWaitMs || wait >= remaining()) {
-            throw rateLimited(tenantId, kept);
+            throw rateLimited(tenantId, kept, { momentary: this.onlyTheDeadline(rateLimitRetries, wait, maxWaitMs) });
           }
           rateLimitRetries += 1;
           continue; // the window check above waits it out
@@ -283,7 +283,7 @@ export class WfsClient {
         const kept = this.windows.open('shard', origin, outcome.retryAfterSeconds);
         const wait = kept * 1000;
         if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > maxWaitMs || wait >= remaining()) {
-          throw shardBusy(origin, list, kept);
+          throw shardBusy(origin, list, kept, { momentary: this.onlyTheDeadline(rateLimitRetries, wait, maxWaitMs) });
         }
         rateLimitRetries += 1;
         continue;
@@ -293,6 +293,11 @@ export class WfsClient {
       observer.upstreamRetry(list, 'transient');
       await sleep(wait, signal);
     }
+  }
+
+  /** A Retry-After wait was refused only because this caller's deadline could not hold it (retries left, within the wait limit). */
+  private onlyTheDeadline(retriesSoFar: number, waitMs: number, maxWaitMs: number): boolean {
+    return retriesSoFar < (this.options.maxRateLimitRetries ?? 2) && waitMs <= maxWaitMs;
   }
 
   /**
@@ -314,7 +319,9 @@ export class WfsClient {
     if (waitMs <= maxWaitMs && waitMs < remainingMs) return { waitMs };
     this.observer.upstreamFailFast('retry-after');
     const seconds = (ms: number) => (ms === Infinity ? 1 : Math.ceil(ms / 1000));
-    throw tenantWait >= shardWait ? rateLimited(tenantId, seconds(tenantWait), 'retry_after_window') : shardBusy(origin, list, seconds(shardWait), 'retry_after_window');
+    // A wait we would have taken with more time left (or another caller's probe under way) is this caller's moment, not the upstream's answer.
+    const why = { cause: 'retry_after_window' as const, momentary: waitMs <= maxWaitMs };
+    throw tenantWait >= shardWait ? rateLimited(tenantId, seconds(tenantWait), why) : shardBusy(origin, list, seconds(shardWait), why);
   }
 
   /** One HTTP attempt, through the tenant's bulkhead and the shard's breaker, within the attempt timeout. */
@@ -411,7 +418,7 @@ function listUrl(grant: TokenGrant, { resource, ref, pageSize, query }: PageRequ
  * are no verdict on the shard at all.
  */
 function ranOutOfTime(list: string, signal: AbortSignal): Outcome<never> {
-  if (!isTimeoutReason(signal.reason)) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled`);
+  if (!isTimeoutReason(signal.reason)) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled`, { momentary: true });
   return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream did not answer the ${list} call in time`, { cause: 'timeout' }) };
 }
 
@@ -463,18 +470,26 @@ function classifyStatus(list: string, status: number, retryAfter: number | undef
   throw error;
 }
 
-function rateLimited(tenantId: string, retryAfter: number | undefined, cause?: FailureCause): UpstreamError {
+/** Why a Retry-After failure happened: the window's cause, and whether only this caller's deadline made it fail. */
+interface WindowFailure {
+  readonly cause?: FailureCause;
+  readonly momentary?: boolean;
+}
+
+function rateLimited(tenantId: string, retryAfter: number | undefined, why: WindowFailure = {}): UpstreamError {
   return new UpstreamError('UPSTREAM_RATE_LIMITED', `the upstream is rate limiting tenant ${tenantId}; retry later`, {
     status: 429,
-    ...(cause && { cause }),
+    ...(why.cause && { cause: why.cause }),
+    ...(why.momentary && { momentary: true }),
     ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }),
   });
 }
 
-function shardBusy(origin: string, list: string, retryAfter: number, cause?: FailureCause): UpstreamError {
+function shardBusy(origin: string, list: string, retryAfter: number, why: WindowFailure = {}): UpstreamError {
   return new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream shard ${origin} is unavailable for ${list} (503); retry after ${retryAfter} s`, {
     status: 503,
-    ...(cause && { cause }),
+    ...(why.cause && { cause: why.cause }),
+    ...(why.momentary && { momentary: true }),
     retryAfterSeconds: retryAfter,
   });
 }

@@ -20,14 +20,28 @@ export type UpstreamErrorCode =
   /** The tenant lacks the scope the call needs (403, or not granted in the token). */
   | 'FORBIDDEN';
 
+export interface UpstreamErrorDetails {
+  readonly status?: number;
+  readonly retryAfterSeconds?: number;
+  /** `cause`: why, from failureCause.ts, for logs and metrics (a mechanism that refuses a call sets it). */
+  readonly cause?: FailureCause;
+  /**
+   * The failure says more about the moment and the caller than about the upstream: a
+   * bulkhead that was full, a token wait or a Retry-After window longer than what was
+   * left of this caller's deadline, a cancelled call. Another caller with another
+   * deadline, a moment later, may well succeed, so such an answer is not handed to
+   * identical requests that joined this one (src/http/sharedRequests.ts).
+   */
+  readonly momentary?: boolean;
+}
+
 export class UpstreamError extends Error {
   override readonly name = 'UpstreamError';
 
   constructor(
     readonly code: UpstreamErrorCode,
     message: string,
-    /** `cause`: why, from failureCause.ts, for logs and metrics (a mechanism that refuses a call sets it). */
-    readonly details: { status?: number; retryAfterSeconds?: number; cause?: FailureCause } = {},
+    readonly details: UpstreamErrorDetails = {},
   ) {
     super(message);
   }
@@ -35,7 +49,7 @@ export class UpstreamError extends Error {
 
 /** The error of a call its caller gave up on (the request went away or its deadline passed). */
 export function cancelledError(): UpstreamError {
-  return new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out');
+  return new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream call was cancelled or timed out', { momentary: true });
 }
 
 export function isUpstreamError(error: unknown): error is UpstreamError {

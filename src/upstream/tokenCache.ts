@@ -322,7 +322,7 @@ export class TokenCache {
     if (limit === undefined) return pending.promise;
     const remaining = pending.startedAt + limit - now;
     const gaveUp = () =>
-      new UpstreamError('UPSTREAM_UNAVAILABLE', `the token endpoint has not answered for tenant ${state.tenant.tenantId} yet; retry shortly`);
+      new UpstreamError('UPSTREAM_UNAVAILABLE', `the token endpoint has not answered for tenant ${state.tenant.tenantId} yet; retry shortly`, { momentary: true });
     if (remaining <= 0) return Promise.reject(gaveUp());
     return new Promise<TokenGrant>((resolve, reject) => {
       // The request goes on after we stop waiting: its answer serves the next query.
@@ -399,7 +399,7 @@ export class TokenCache {
         }
       }
       if (this.now() >= deadline) {
-        throw new UpstreamError('UPSTREAM_UNAVAILABLE', `timed out waiting for another replica to refresh the token of tenant ${tenantId}`);
+        throw new UpstreamError('UPSTREAM_UNAVAILABLE', `timed out waiting for another replica to refresh the token of tenant ${tenantId}`, { momentary: true });
       }
       await new Promise((resolve) => setTimeout(resolve, this.options.lockPollMs ?? 50));
     }

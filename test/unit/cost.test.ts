@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Kind, buildSchema, parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { loadConfig } from '../../src/config';
-import { costLimit, estimateCost } from '../../src/graphql/server/cost';
+import { costCacheBytes, costLimit, estimateCost } from '../../src/graphql/server/cost';
+import { documentBytes } from '../../src/graphql/server/documentStore';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
 import { nestedBomb } from '../helpers/nestedBomb';
@@ -66,6 +67,26 @@ describe('cost estimate (issue 17: the size of the answer a document can produce
     expect(estimate(entities, { r: [1, 2, 3, 4].map((n) => ({ __typename: 'Location', id: `l${n}` })) })).toBe(4 * 3);
     expect(estimate('{ _entities(representations: [{ __typename: "Shift", id: "s1" }]) { ... on Shift { start } } }')).toBe(2);
     expect(estimate('{ node(nodeId: "x") { ... on Location { id name } } }')).toBe(3);
+  });
+
+  it('counts a single representation given where the list is expected as the list of one that execution makes of it', () => {
+    const selection = '{ ... on Location { id shifts(first: 100) { nodes { id location { shifts(first: 100) { nodes { id } } } } } } }';
+    const listed = estimate(`{ _entities(representations: [{ __typename: "Location", id: "loc_1" }]) ${selection} }`);
+    expect(listed).toBeGreaterThan(20_000);
+    expect(estimate(`{ _entities(representations: { __typename: "Location", id: "loc_1" }) ${selection} }`)).toBe(listed);
+    expect(estimate(`query E($r: [_Any!]!) { _entities(representations: $r) ${selection} }`, { r: { __typename: 'Location', id: 'loc_1' } })).toBe(listed);
+  });
+
+  it('has no estimate for variables that do not coerce (execution refuses them), whatever their size', () => {
+    const query = 'query Q($n: Int, $m: String) { locations(first: $n, after: $m) { pageInfo { hasNextPage } } }';
+    expect(estimate(query, { n: [1, 1e20, 1e20] })).toBeUndefined();
+    expect(estimate(query, { n: 1e20 })).toBeUndefined();
+    expect(estimate(query, { n: 'ten' })).toBeUndefined();
+    let nested: unknown = 1;
+    for (let i = 0; i < 300_000; i++) nested = [nested];
+    expect(estimate(query, { n: nested })).toBeUndefined();
+    // The other variables are not the estimate's: a wrong $m is execution's to refuse.
+    expect(estimate(query, { n: 5, m: 7 })).toBe(1 + 1 + 1);
   });
 
   it('counts __typename, nodeId selected on the Node interface and literally skipped fields as 0', () => {
@@ -133,7 +154,7 @@ describe('the cost limit keeps its estimates per operation and the variables it 
   // One parsed document for every request, as Apollo's document cache hands it out.
   const document = parse('query Sized($n: Int = 50, $after: String) { locations(first: $n, after: $after) { nodes { id name } } }');
   const operation = operationOf(document);
-  const maxCost = estimateCost(schema, document, operation, { n: 10 });
+  const maxCost = estimateCost(schema, document, operation, { n: 10 })!;
 
   it('answers each page size by its own estimate, whatever was asked before', async () => {
     // One plugin for all the checks below: the cache lives in it.
@@ -146,5 +167,24 @@ describe('the cost limit keeps its estimates per operation and the variables it 
     await expect(run({ after: 'a' })).rejects.toThrow(/is estimated at/);
     await expect(run({ n: null })).rejects.toThrow(/is estimated at/);
     await expect(run({ n: 10 })).resolves.toBeUndefined();
+  });
+
+  it('lets execution refuse variables that do not coerce, and answers the same values the same way afterwards', async () => {
+    const hooks = await costLimit(maxCost).requestDidStart!({} as never);
+    const run = (variables: Record<string, unknown>) => hooks!.didResolveOperation!({ schema, document, operation, request: { variables } } as never);
+    for (let i = 0; i < 100; i++) await expect(run({ n: [i, 1e20, 1e20] })).resolves.toBeUndefined();
+    // Page sizes past 100 are clamped: one key for all of them, still over the budget.
+    for (const n of [101, 5_000, 2 ** 31 - 1]) await expect(run({ n })).rejects.toThrow(/is estimated at/);
+    await expect(run({ n: 10 })).resolves.toBeUndefined();
+  });
+});
+
+describe('what the cost limit keeps counts against the document store', () => {
+  it('adds a bound per operation to the bytes a parsed document counts', () => {
+    const one = parse('query A { __typename }');
+    const two = parse('query A { __typename } query B { __typename }');
+    expect(costCacheBytes(one)).toBeGreaterThan(0);
+    expect(costCacheBytes(two)).toBe(2 * costCacheBytes(one));
+    expect(documentBytes(one)).toBeGreaterThanOrEqual(costCacheBytes(one) + one.loc!.source.body.length);
   });
 });

@@ -2,6 +2,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import {
   GraphQLError,
   Kind,
+  getArgumentValues,
   getNamedType,
   getNullableType,
   getVariableValues,
@@ -11,13 +12,13 @@ import {
   isLeafType,
   type DirectiveNode,
   type DocumentNode,
+  type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLCompositeType,
   type GraphQLField,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionSetNode,
-  type ValueNode,
   type VariableDefinitionNode,
   visit,
 } from 'graphql';
@@ -31,9 +32,12 @@ import { LIMIT_ERROR_CODE } from './limits';
  * - Every field counts 1 each time it can appear in the answer, its selection
  *   counted under it: `count × (1 + cost of its selection)`.
  * - A list appears `count` times: a connection's `edges` and `nodes` its page size
- *   (`first` or `last`, from the arguments or the variables; the default page size
- *   when neither is given), `_entities` the number of representations, any other
- *   list the default page size.
+ *   (`first` or `last`; the default page size when neither is given), `_entities` the
+ *   number of representations, any other list the default page size.
+ * - Those numbers are the ones execution will see: each argument's value as graphql-js
+ *   coerces it for the resolver (literal or variable, defaults applied, a single value
+ *   given where a list is expected made a list of one). A request whose variables do
+ *   not coerce has no estimate (undefined): execution refuses it before any resolver.
  * - `__typename` counts 0, and so does a scalar field selected on an interface
  *   (`nodeId` on `Node`): the Federation spec allows no `@cost` on interface fields,
  *   so a router counts them 0, and its estimate must be ours (schema.graphql).
@@ -44,14 +48,22 @@ import { LIMIT_ERROR_CODE } from './limits';
  * This is Apollo Router's `static_estimated` demand control, for our schema and the
  * weights schema.graphql declares; test/unit/cost.test.ts holds the two equal.
  */
-export function estimateCost(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variableInputs: Readonly<Record<string, unknown>> = {}): number {
+export function estimateCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variableInputs: Readonly<Record<string, unknown>> = {},
+): number | undefined {
+  const variables = coerceCostVariables(schema, costVariables(document, operation), variableInputs);
+  return variables && estimateWith(schema, document, operation, variables);
+}
+
+/** The estimate, given the coerced values of the variables it reads (`coerceCostVariables`). */
+function estimateWith(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variables: CoercedVariables): number | undefined {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
-  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variableInputs as Record<string, unknown>);
-  // Invalid variables stop execution anyway; estimating with what was sent keeps the bound.
-  const variables: Readonly<Record<string, unknown>> = coerced.coerced ?? variableInputs;
   // A fragment's cost depends only on the page size its `edges`/`nodes` get: one
   // measure per (fragment, page size) keeps a fan-out of spreads linear to measure.
   const memo = new Map<string, number>();
@@ -74,9 +86,9 @@ export function estimateCost(schema: GraphQLSchema, document: DocumentNode, oper
             : pageSize !== null && (selection.name.value === 'edges' || selection.name.value === 'nodes')
               ? pageSize
               : selection.name.value === '_entities'
-                ? listLength(argument(selection.arguments, 'representations'), variables)
+                ? representationCount(field, selection, variables)
                 : DEFAULT_PAGE_SIZE;
-          const ownPageSize = isConnection(field) ? connectionPageSize(selection.arguments, variables) : null;
+          const ownPageSize = isConnection(field) ? connectionPageSize(field, selection, variables) : null;
           const below = selection.selectionSet && isCompositeType(type) ? costOfSet(selection.selectionSet, type, ownPageSize) : 0;
           cost = count * (1 + below);
         }
@@ -104,7 +116,13 @@ export function estimateCost(schema: GraphQLSchema, document: DocumentNode, oper
   };
 
   const root = schema.getRootType(operation.operation);
-  return root ? costOfSet(operation.selectionSet, root, null) : 0;
+  try {
+    return root ? costOfSet(operation.selectionSet, root, null) : 0;
+  } catch (error) {
+    // An argument that does not coerce: execution refuses it with its own error.
+    if (error instanceof GraphQLError) return undefined;
+    throw error;
+  }
 }
 
 /** Past this, numbers only grow; capping keeps them exact integers in JSON. */
@@ -115,36 +133,42 @@ function isConnection(field: GraphQLField<unknown, unknown>): boolean {
   return field.args.some((arg) => arg.name === 'first' || arg.name === 'last') && getNamedType(field.type).name.endsWith('Connection');
 }
 
+/** The arguments the estimate reads; their variables are the only ones it coerces. */
+const PAGE_SIZE_ARGUMENTS: ReadonlySet<string> = new Set(['first', 'last']);
+const LIST_ARGUMENTS: ReadonlySet<string> = new Set(['representations']);
+
+/** Coerced values of the variables the estimate reads (those of its arguments, nothing else). */
+type CoercedVariables = { readonly [name: string]: unknown };
+
+/**
+ * Some of a field's arguments as its resolver will get them: graphql-js's own
+ * `getArgumentValues`, over only `names` (the other arguments' variables are not
+ * coerced for the estimate, and are not needed).
+ */
+function argumentValues(field: GraphQLField<unknown, unknown>, node: FieldNode, names: ReadonlySet<string>, variables: CoercedVariables): Record<string, unknown> {
+  return getArgumentValues({ ...field, args: field.args.filter((arg) => names.has(arg.name)) }, node, variables);
+}
+
 /**
  * The page a connection asks for: the larger of `first` and `last`, the default page
  * size when neither is given. A value outside 1 to MAX_PAGE_SIZE is refused with
  * BAD_USER_INPUT when the field runs (the limit clients already know); clamped here,
  * so that refusal stays the one they get.
  */
-function connectionPageSize(args: readonly { name: { value: string }; value: ValueNode }[] | undefined, variables: Readonly<Record<string, unknown>>): number {
-  const sizes = ['first', 'last']
-    .map((name) => argument(args, name))
-    .map((value) => (value === undefined ? undefined : valueOf(value, variables)))
-    .filter((value): value is number => typeof value === 'number')
-    .map((value) => Math.min(Math.max(value, 0), MAX_PAGE_SIZE));
+function connectionPageSize(field: GraphQLField<unknown, unknown>, node: FieldNode, variables: CoercedVariables): number {
+  const args = argumentValues(field, node, PAGE_SIZE_ARGUMENTS, variables);
+  const sizes = [args['first'], args['last']].filter((value): value is number => typeof value === 'number').map(clampPageSize);
   return sizes.length === 0 ? DEFAULT_PAGE_SIZE : Math.max(...sizes);
 }
 
-function listLength(value: ValueNode | undefined, variables: Readonly<Record<string, unknown>>): number {
-  const resolved = value === undefined ? undefined : valueOf(value, variables);
-  return Array.isArray(resolved) ? resolved.length : 0;
+function clampPageSize(value: number): number {
+  return Math.min(Math.max(value, 0), MAX_PAGE_SIZE);
 }
 
-function argument(args: readonly { name: { value: string }; value: ValueNode }[] | undefined, name: string): ValueNode | undefined {
-  return args?.find((arg) => arg.name.value === name)?.value;
-}
-
-/** An argument's value, as far as the estimate needs it: an integer, a list, or a variable's value. */
-function valueOf(value: ValueNode, variables: Readonly<Record<string, unknown>>): unknown {
-  if (value.kind === Kind.VARIABLE) return variables[value.name.value];
-  if (value.kind === Kind.INT) return Number(value.value);
-  if (value.kind === Kind.LIST) return value.values;
-  return undefined;
+/** How many representations `_entities` resolves: the coerced list's length (a single value is a list of one). */
+function representationCount(field: GraphQLField<unknown, unknown>, node: FieldNode, variables: CoercedVariables): number {
+  const value = argumentValues(field, node, LIST_ARGUMENTS, variables)['representations'];
+  return Array.isArray(value) ? value.length : value === undefined || value === null ? 0 : 1;
 }
 
 /** Only literal conditions: the router's estimate does not read variables for these either. */
@@ -172,7 +196,8 @@ export function costLimit<TContext extends object>(maxCost: number): ApolloServe
     async didResolveOperation({ schema, document, operation, request }) {
       if (!operation) return; // no operation to run: Apollo answers that itself
       const estimated = estimates.of(schema, document, operation, request.variables ?? {});
-      if (estimated <= maxCost) return;
+      // No estimate: the variables do not coerce, and execution refuses them with their own error.
+      if (estimated === undefined || estimated <= maxCost) return;
       const name = operation.name ? ` ${operation.name.value}` : '';
       throw new GraphQLError(`operation${name} is estimated at ${estimated} (the size of the answer it can produce); at most ${maxCost} are allowed`, {
         extensions: { code: LIMIT_ERROR_CODE, 'cost.estimated': estimated, 'cost.max': maxCost, http: { status: 400 } },
@@ -186,8 +211,24 @@ export function costLimit<TContext extends object>(maxCost: number): ApolloServe
   };
 }
 
-/** Estimates kept per operation and variable key, at most this many per operation (clients choose the values). */
-const ESTIMATES_PER_OPERATION = 64;
+/**
+ * Estimates kept per operation, by the checked values they depend on. Clients choose
+ * those values, so both the count and each key's length are bounded, and what this
+ * can hold counts against the document store's bound (`costCacheBytes`).
+ */
+const ESTIMATES_PER_OPERATION = 16;
+const MAX_KEY_LENGTH = 64;
+/** A Map entry with its key string (at most MAX_KEY_LENGTH characters) and number, on V8, rounded up. */
+const BYTES_PER_ESTIMATE = 2 * MAX_KEY_LENGTH + 96;
+/** The per-operation record: its variable lists and its Map. */
+const BYTES_PER_OPERATION = 512;
+
+/** The most heap the cost limit keeps for one parsed document (documentStore.ts counts it with the document). */
+export function costCacheBytes(document: DocumentNode): number {
+  let operations = 0;
+  for (const definition of document.definitions) if (definition.kind === Kind.OPERATION_DEFINITION) operations += 1;
+  return operations * (BYTES_PER_OPERATION + ESTIMATES_PER_OPERATION * BYTES_PER_ESTIMATE);
+}
 
 /** Which variables an operation's estimate reads: page sizes (`first`, `last`) and `_entities` representations. */
 interface CostVariables {
@@ -197,46 +238,45 @@ interface CostVariables {
 }
 
 /**
- * `estimateCost` once per parsed operation and value of the variables it reads (Apollo
- * hands the same document object to every request with the same text): a request
- * repeating a known operation pays a key and a lookup, not a walk and a coercion of
- * all its variables. The estimate is a function of those values, with one exception,
- * computed afresh: a variable left out that has a default (its value then depends on
- * whether the other variables coerce).
+ * `estimateCost` once per parsed operation and checked value of the variables it reads
+ * (Apollo hands the same document object to every request with the same text): a
+ * request repeating a known operation pays the coercion of those few variables, a key
+ * and a lookup, not a walk. The key holds only what coercion and clamping made of the
+ * values (a page size from 0 to MAX_PAGE_SIZE, a list's length), never client text.
  */
 class CostEstimates {
-  private readonly byOperation = new WeakMap<OperationDefinitionNode, CostVariables | null>();
+  private readonly byOperation = new WeakMap<OperationDefinitionNode, CostVariables>();
 
-  of(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, inputs: Readonly<Record<string, unknown>>): number {
+  of(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, inputs: Readonly<Record<string, unknown>>): number | undefined {
     let variables = this.byOperation.get(operation);
     if (variables === undefined) {
       variables = costVariables(document, operation);
       this.byOperation.set(operation, variables);
     }
-    const key = variables ? cacheKey(variables, inputs) : undefined;
-    if (!variables || key === undefined) return estimateCost(schema, document, operation, inputs);
-    let estimated = variables.estimates.get(key);
-    if (estimated === undefined) {
-      estimated = estimateCost(schema, document, operation, inputs);
-      if (variables.estimates.size < ESTIMATES_PER_OPERATION) variables.estimates.set(key, estimated);
-    }
+    const coerced = coerceCostVariables(schema, variables, inputs);
+    // Variables that do not coerce: no estimate, nothing kept; execution refuses them.
+    if (!coerced) return undefined;
+    const key = cacheKey(variables, coerced);
+    let estimated = key === undefined ? undefined : variables.estimates.get(key);
+    if (estimated !== undefined) return estimated;
+    estimated = estimateWith(schema, document, operation, coerced);
+    if (estimated !== undefined && key !== undefined && variables.estimates.size < ESTIMATES_PER_OPERATION) variables.estimates.set(key, estimated);
     return estimated;
   }
 }
 
-/** The variables the estimate reads; null when one is read both as a size and as a list (not cached). */
-function costVariables(document: DocumentNode, operation: OperationDefinitionNode): CostVariables | null {
+/** The variables of `operation` that feed the arguments the estimate reads. */
+function costVariables(document: DocumentNode, operation: OperationDefinitionNode): CostVariables {
   const sizes = new Set<string>();
   const lists = new Set<string>();
   visit(document, {
     Argument(node) {
       if (node.value.kind !== Kind.VARIABLE) return;
       const name = node.name.value;
-      if (name === 'first' || name === 'last') sizes.add(node.value.name.value);
-      else if (name === 'representations') lists.add(node.value.name.value);
+      if (PAGE_SIZE_ARGUMENTS.has(name)) sizes.add(node.value.name.value);
+      else if (LIST_ARGUMENTS.has(name)) lists.add(node.value.name.value);
     },
   });
-  for (const name of sizes) if (lists.has(name)) return null;
   const definitions = operation.variableDefinitions ?? [];
   return {
     sizes: definitions.filter((definition) => sizes.has(definition.variable.name.value)),
@@ -245,18 +285,29 @@ function costVariables(document: DocumentNode, operation: OperationDefinitionNod
   };
 }
 
-/** The values the estimate reads, as a key (a list by its length); undefined when the estimate must be computed afresh. */
-function cacheKey({ sizes, lists }: CostVariables, inputs: Readonly<Record<string, unknown>>): string | undefined {
+/** graphql-js's coercion of just those variables (defaults applied); undefined when one does not coerce. */
+function coerceCostVariables(schema: GraphQLSchema, { sizes, lists }: CostVariables, inputs: Readonly<Record<string, unknown>>): CoercedVariables | undefined {
+  if (sizes.length === 0 && lists.length === 0) return {};
+  const result = getVariableValues(schema, [...sizes, ...lists], inputs as Record<string, unknown>, { maxErrors: 1 });
+  return result.coerced;
+}
+
+/**
+ * The checked values the estimate depends on, as a key: a page size clamped as the
+ * estimate clamps it (`-` for null, `?` for left out: an argument default would then
+ * apply), a list by its length (`.` for none); undefined
+ * when the key would be long (many such variables): then nothing is kept.
+ */
+function cacheKey({ sizes, lists }: CostVariables, coerced: CoercedVariables): string | undefined {
   let key = '';
   for (const definition of sizes) {
-    const value = inputs[definition.variable.name.value];
-    if (value === undefined && definition.defaultValue) return undefined;
-    key += `${JSON.stringify(value ?? null)}${value === undefined ? '?' : ''},`;
+    const name = definition.variable.name.value;
+    const value = coerced[name];
+    key += typeof value === 'number' ? `${clampPageSize(value)},` : Object.hasOwn(coerced, name) ? '-,' : '?,';
   }
   for (const definition of lists) {
-    const value = inputs[definition.variable.name.value];
-    if (!Array.isArray(value)) return undefined;
-    key += `#${value.length},`;
+    const value = coerced[definition.variable.name.value];
+    key += Array.isArray(value) ? `#${value.length},` : '.,';
   }
-  return key;
+  return key.length <= MAX_KEY_LENGTH ? key : undefined;
 }

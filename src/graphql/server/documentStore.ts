@@ -12,6 +12,7 @@
  */
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import type { DocumentNode } from 'graphql';
+import { costCacheBytes } from './cost';
 
 /** The most memory the parsed documents of distinct operations may hold. */
 export const DOCUMENT_STORE_BYTES = 32 * 2 ** 20;
@@ -28,8 +29,15 @@ export const PERSISTED_QUERY_BYTES = 8 * 2 ** 20;
 const BYTES_PER_TOKEN = 600;
 const BYTES_PER_SOURCE_CHARACTER = 2;
 
-/** The heap a parsed document holds, at most (see above): its tokens and its source. */
+/**
+ * The heap a parsed document holds, at most (see above): its tokens and its source,
+ * and what the cost limit may keep for its operations while it lives (cost.ts).
+ */
 export function documentBytes(document: DocumentNode): number {
+  return parsedBytes(document) + costCacheBytes(document);
+}
+
+function parsedBytes(document: DocumentNode): number {
   const loc = document.loc;
   // Parsed without locations (never by Apollo Server): nothing but the tree, so its JSON is close.
   if (!loc) return 3 * InMemoryLRUCache.sizeCalculation(document);

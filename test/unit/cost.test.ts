@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Kind, buildSchema, parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { Kind, buildSchema, getVariableValues, parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { loadConfig } from '../../src/config';
-import { costCacheBytes, costLimit, estimateCost } from '../../src/graphql/server/cost';
+import { costCacheBytes, costLimit, costVariableValues, estimateCost } from '../../src/graphql/server/cost';
 import { documentBytes } from '../../src/graphql/server/documentStore';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
@@ -176,6 +176,34 @@ describe('the cost limit keeps its estimates per operation and the variables it 
     // Page sizes past 100 are clamped: one key for all of them, still over the budget.
     for (const n of [101, 5_000, 2 ** 31 - 1]) await expect(run({ n })).rejects.toThrow(/is estimated at/);
     await expect(run({ n: 10 })).resolves.toBeUndefined();
+  });
+});
+
+describe("the values the cost limit reads are graphql-js's coerced ones", () => {
+  it('agrees with getVariableValues on page sizes and list lengths, for values of every shape', () => {
+    const document = parse('query Q($n: Int, $m: Int!, $d: Int = 7, $r: [_Any!]!) { a: locations(first: $n, last: $m) { nodes { id } } b: shifts(first: $d) { nodes { id } } _entities(representations: $r) { __typename } }');
+    const operation = operationOf(document);
+    const samples: unknown[] = [undefined, null, 0, 5, -3, 100, 2 ** 31 - 1, 2 ** 31, -(2 ** 31), 1e20, 2.5, NaN, '7', true, [], [3], [[1]], {}, { __typename: 'Location', id: 'l1' }, [{ __typename: 'Location', id: 'l1' }, { __typename: 'Shift', id: 's1' }], [null], [{ a: 1 }, null]];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const pick = () => samples[Math.floor(next() * samples.length)];
+    for (let i = 0; i < 3000; i++) {
+      const inputs: Record<string, unknown> = {};
+      for (const name of ['n', 'm', 'd', 'r']) {
+        const value = pick();
+        if (value !== undefined || next() < 0.5) inputs[name] = value;
+      }
+      const ours = costVariableValues(schema, document, operation, inputs);
+      const theirs = getVariableValues(schema, operation.variableDefinitions!, inputs).coerced;
+      const project = (values: Record<string, unknown> | undefined) =>
+        values && { n: values['n'], m: values['m'], d: values['d'], r: Array.isArray(values['r']) ? values['r'].length : values['r'] };
+      // Coercion of each representation is execution's: a list graphql-js refuses for its items alone may still be measured by its length.
+      if (theirs === undefined && ours !== undefined) {
+        expect(getVariableValues(schema, operation.variableDefinitions!.slice(0, 3), inputs).coerced).toBeDefined();
+        continue;
+      }
+      expect({ inputs, values: project(ours) }).toEqual({ inputs, values: project(theirs) });
+    }
   });
 });
 

@@ -54,8 +54,13 @@ export function estimateCost(
   operation: OperationDefinitionNode,
   variableInputs: Readonly<Record<string, unknown>> = {},
 ): number | undefined {
-  const variables = coerceCostVariables(schema, costVariables(document, operation), variableInputs);
+  const variables = coerceWithGraphQL(schema, costVariables(document, operation), variableInputs);
   return variables && estimateWith(schema, document, operation, variables);
+}
+
+/** The coerced values the cost limit reads for an operation's variables (tests hold them equal to graphql-js's). */
+export function costVariableValues(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, inputs: Readonly<Record<string, unknown>>): CoercedVariables | undefined {
+  return coerceCostVariables(schema, costVariables(document, operation), inputs);
 }
 
 /** The estimate, given the coerced values of the variables it reads (`coerceCostVariables`). */
@@ -285,11 +290,45 @@ function costVariables(document: DocumentNode, operation: OperationDefinitionNod
   };
 }
 
-/** graphql-js's coercion of just those variables (defaults applied); undefined when one does not coerce. */
-function coerceCostVariables(schema: GraphQLSchema, { sizes, lists }: CostVariables, inputs: Readonly<Record<string, unknown>>): CoercedVariables | undefined {
+/**
+ * graphql-js's coercion of just those variables (defaults applied); undefined when one
+ * does not coerce. The values of a well-behaved client are read as they are, because
+ * coercion would return them unchanged: an integer in Int's 32-bit range, null for a
+ * nullable size, a list of objects (its length is all the estimate reads; a single
+ * object is a list of one). Anything else, and every left-out variable, goes through
+ * `getVariableValues` itself (test/unit/cost.test.ts holds the two equal).
+ */
+function coerceCostVariables(schema: GraphQLSchema, variables: CostVariables, inputs: Readonly<Record<string, unknown>>): CoercedVariables | undefined {
+  const { sizes, lists } = variables;
   if (sizes.length === 0 && lists.length === 0) return {};
-  const result = getVariableValues(schema, [...sizes, ...lists], inputs as Record<string, unknown>, { maxErrors: 1 });
-  return result.coerced;
+  const coerced: Record<string, unknown> = {};
+  for (const definition of sizes) {
+    const name = definition.variable.name.value;
+    const value = inputs[name];
+    if (isInt32(value) || (value === null && definition.type.kind !== Kind.NON_NULL_TYPE)) coerced[name] = value;
+    else return coerceWithGraphQL(schema, variables, inputs);
+  }
+  for (const definition of lists) {
+    const name = definition.variable.name.value;
+    const value = inputs[name];
+    if (Array.isArray(value) && value.every(isObject)) coerced[name] = value;
+    else if (isObject(value)) coerced[name] = [value];
+    else return coerceWithGraphQL(schema, variables, inputs);
+  }
+  return coerced;
+}
+
+function coerceWithGraphQL(schema: GraphQLSchema, { sizes, lists }: CostVariables, inputs: Readonly<Record<string, unknown>>): CoercedVariables | undefined {
+  return getVariableValues(schema, [...sizes, ...lists], inputs as Record<string, unknown>, { maxErrors: 1 }).coerced;
+}
+
+/** A value GraphQL's Int coerces to itself. */
+function isInt32(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value <= 2_147_483_647 && value >= -2_147_483_648;
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

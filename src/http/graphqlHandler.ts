@@ -148,7 +148,8 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
  * within `ms` (a client that stopped reading): its buffered bytes are then let go.
  */
 export function endWithin(res: ServerResponse, ms: number): void {
-  if (res.writableFinished || res.destroyed) return;
+  // Most answers are in the kernel's socket buffer by now: nothing of ours is held, no timer needed.
+  if (res.writableFinished || res.destroyed || (res.socket?.writableLength ?? 0) === 0) return;
   const timer = setTimeout(() => res.destroy(), ms);
   timer.unref();
   res.once('close', () => clearTimeout(timer));

@@ -4,6 +4,7 @@ import { request } from 'undici';
 import { endWithin } from '../../src/http/graphqlHandler';
 import { as } from '../helpers/fixtures';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
 
 /**
  * What one replica holds for the requests in flight is bounded (src/http/graphqlHandler.ts):
@@ -33,11 +34,13 @@ describe('requests in flight', () => {
     subgraph = await startTestSubgraph({ latencyMs: 400 }, {}, { maxRequestsInFlight: 3 });
     const tenants = subgraph.emulator.tenants;
     const query = (i: number) => ({ query: `{ locations(first: ${i + 1}) { nodes { id } } }` });
-    const slow = [0, 1, 2].map((i) => post(subgraph, query(i), as(tenants[i % tenants.length]!)));
+    let slowDone = 0;
+    const slow = [0, 1, 2].map((i) => post(subgraph, query(i), as(tenants[i % tenants.length]!)).finally(() => (slowDone += 1)));
+    await waitFor(() => subgraph.emulator.counters.tokenRequests >= 1, 'the slow requests under way');
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const started = Date.now();
     const refused = await post(subgraph, query(3), as(tenants[0]!));
-    expect(Date.now() - started).toBeLessThan(300);
+    // At once: answered while the three it was refused for are still being served.
+    expect(slowDone).toBe(0);
     expect(refused.status).toBe(503);
     expect(refused.retryAfter).toBe('1');
     expect(refused.body.errors?.[0]?.extensions?.code).toBe('SERVICE_UNAVAILABLE');
@@ -83,10 +86,8 @@ describe('endWithin', () => {
     const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
     socket.pause();
     socket.write('GET / HTTP/1.1\r\nhost: localhost\r\n\r\n');
-    const started = Date.now();
     const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     expect(await closed).toBe(true);
-    expect(Date.now() - started).toBeLessThan(5_000);
     socket.resume();
     await ended;
   });

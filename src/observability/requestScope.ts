@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Observer, RequestRecord } from './events';
+import type { Observer, RequestRecord } from '../upstream/observer';
 
 /**
  * The record of the request being served (events.ts, `RequestRecord`), for what cannot

@@ -2,19 +2,19 @@ import { request, type Dispatcher } from 'undici';
 import { UPSTREAM_PAGE_SIZE } from './endpoints';
 import { UpstreamError, cancelledError } from './errors';
 import { causeOfNetworkError, isTimeoutReason, type CallOutcome, type FailureCause } from './failureCause';
-import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
+import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './transport/http';
 import { parseEnvelope, type ListPage } from './envelope';
 import { pageUrl, type PageRef } from './pageReference';
 import type { Resource, UpstreamRecord } from './resources';
-import { NO_OBSERVER, type Observer, type UpstreamAttempt, type UpstreamCall } from '../observability/events';
-import type { TokenCache } from './tokenCache';
-import type { TokenGrant } from './tokenEndpoint';
-import { ShardBreakers, ShardFault, type ShardBreakerOptions } from './breaker';
-import { TenantBulkheads, type TenantBulkheadOptions } from './bulkhead';
-import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './callBudget';
+import { NO_OBSERVER, type Observer, type UpstreamAttempt, type UpstreamCall } from './observer';
+import type { TokenCache } from './token/tokenCache';
+import type { TokenGrant } from './token/tokenEndpoint';
+import { ShardBreakers, ShardFault, type ShardBreakerOptions } from './resilience/breaker';
+import { TenantBulkheads, type TenantBulkheadOptions } from './resilience/bulkhead';
+import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './resilience/callBudget';
 import { InFlight, coalescingKey, type SharedCallView } from './coalescer';
-import { RetryPolicy, type RetryPolicyOptions } from './retry';
-import { RetryAfterWindows, type WindowScope } from './retryAfterWindows';
+import { RetryPolicy, type RetryPolicyOptions } from './resilience/retry';
+import { RetryAfterWindows, type WindowScope } from './resilience/retryAfterWindows';
 
 export type { ListPage } from './envelope';
 

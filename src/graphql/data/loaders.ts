@@ -6,8 +6,8 @@
  */
 import DataLoader from 'dataloader';
 import type { AnyResource, Resource, ResourceSet, UpstreamRecord } from '../../upstream/resources';
-import type { EntityIndex } from './entityIndex';
-import type { RequestPages } from './pageCache';
+import type { EntityIndex } from '../../upstream/reading/entityIndex';
+import type { RequestPages } from '../../upstream/reading/pageCache';
 
 export interface EntityLoadersOptions {
   readonly resources: ResourceSet;

@@ -9,15 +9,15 @@
 import type DataLoader from 'dataloader';
 import type { GraphQLError } from 'graphql';
 import type { WfsClient } from '../../upstream/client';
-import { filterKey } from '../../upstream/pageKey';
+import { filterKey } from '../../upstream/reading/pageKey';
 import { isMalformed, type AnyResource, type ListFilter, type Resource, type ResourceSet, type UpstreamRecord } from '../../upstream/resources';
-import { NO_OBSERVER, type Observer } from '../../observability/events';
+import { NO_OBSERVER, type Observer } from '../../upstream/observer';
 import { graphQLError } from '../errors';
 import { checkConnectionArgs, FILTER_SCAN_PAGES, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
-import type { EntityIndex, EntityIndexes } from './entityIndex';
+import type { EntityIndex, EntityIndexes } from '../../upstream/reading/entityIndex';
 import { createEntityLoaders } from './loaders';
-import { createRequestPages } from './pageCache';
+import { createRequestPages } from '../../upstream/reading/pageCache';
 
 /** What narrows a connection: a filter, and the parent record of a child connection (`Location.shifts`). */
 export interface ConnectionScope<F extends ListFilter = ListFilter> {

@@ -5,13 +5,13 @@
  * it may, counts against the request's call budget, and is not worked out at all once
  * the request is over (client gone, deadline passed).
  */
-import type { ListPage, WfsClient } from '../../upstream/client';
-import { UpstreamError } from '../../upstream/errors';
-import { isTimeoutReason } from '../../upstream/failureCause';
-import { filterKey, pageKey } from '../../upstream/pageKey';
-import type { PageRef } from '../../upstream/pageReference';
-import type { Resource, UpstreamRecord } from '../../upstream/resources';
-import type { Observer } from '../../observability/events';
+import type { ListPage, WfsClient } from '../client';
+import { UpstreamError } from '../errors';
+import { isTimeoutReason } from '../failureCause';
+import { filterKey, pageKey } from './pageKey';
+import type { PageRef } from '../pageReference';
+import type { Resource, UpstreamRecord } from '../resources';
+import type { Observer } from '../observer';
 import type { EntityIndex } from './entityIndex';
 
 /** The pages one request reads, for one tenant. */

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { decodeJwt } from 'jose';
-import { checkApiBase } from './apiBase';
+import { checkApiBase } from '../transport/apiBase';
 import { MAX_TOKEN_LIFETIME_SECONDS } from './tokenLifetime';
 import type { TokenGrant } from './tokenEndpoint';
 

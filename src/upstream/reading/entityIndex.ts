@@ -3,12 +3,12 @@
  * set of them (`EntityIndexes`), with its time to live, record bound and sweep: how
  * references are resolved without a detail endpoint (docs/upstream.md).
  */
-import type { ListPage } from '../../upstream/client';
-import type { PageRef } from '../../upstream/pageReference';
-import { isMalformed } from '../../upstream/resources';
-import { UPSTREAM_PAGE_SIZE } from '../../upstream/endpoints';
-import { guardPageChain } from './connections';
-import { NO_OBSERVER, type Observer } from '../../observability/events';
+import type { ListPage } from '../client';
+import type { PageRef } from '../pageReference';
+import { isMalformed } from '../resources';
+import { UPSTREAM_PAGE_SIZE } from '../endpoints';
+import { guardPageChain } from '../../graphql/data/connections';
+import { NO_OBSERVER, type Observer } from '../observer';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s (`WFS_ENTITY_INDEX_TTL_SECONDS`). */
 export const ENTITY_INDEX_TTL_MS = 30_000;

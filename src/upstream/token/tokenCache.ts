@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { TenantCredentials } from '../config';
-import { NO_OBSERVER, type Observer } from '../observability/events';
-import { UpstreamError, isUpstreamError } from './errors';
+import type { TenantCredentials } from '../../config';
+import { NO_OBSERVER, type Observer } from '../observer';
+import { UpstreamError, isUpstreamError } from '../errors';
 import type { TokenGrant } from './tokenEndpoint';
 
 /**

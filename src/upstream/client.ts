@@ -12,7 +12,7 @@ import type { TokenGrant } from './token/tokenEndpoint';
 import { ShardBreakers, ShardFault, type ShardBreakerOptions } from './resilience/breaker';
 import { TenantBulkheads, type TenantBulkheadOptions } from './resilience/bulkhead';
 import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './resilience/callBudget';
-import { InFlight, coalescingKey, type SharedCallView } from './coalescer';
+import { InFlight, coalescingKey, type SharedCallView } from './resilience/coalescer';
 import { RetryPolicy, type RetryPolicyOptions } from './resilience/retry';
 import { RetryAfterWindows, type WindowScope } from './resilience/retryAfterWindows';
 

@@ -8,7 +8,7 @@ import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/sub
 import { waitFor } from '../helpers/waitFor';
 
 /**
- * The start-up check of WFS_AUTH_URL (src/upstream/tokenEndpointCheck.ts): a wrong
+ * The start-up check of WFS_AUTH_URL (src/upstream/token/tokenEndpointCheck.ts): a wrong
  * token endpoint shows in the log and in `/ready` from the start, not at the first
  * query, and `/ready` turns 200 once the endpoint answers like one.
  */

@@ -7,7 +7,7 @@ import type { ListPage } from '../client';
 import type { PageRef } from '../pageReference';
 import { isMalformed } from '../resources';
 import { UPSTREAM_PAGE_SIZE } from '../endpoints';
-import { guardPageChain } from '../../graphql/data/connections';
+import { guardPageChain } from './pageChain';
 import { NO_OBSERVER, type Observer } from '../observer';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s (`WFS_ENTITY_INDEX_TTL_SECONDS`). */

@@ -1,4 +1,4 @@
-import type { PageRef } from '../pageReference';
+import type { PageRef } from './pageReference';
 
 /**
  * The canonical text of a filter or query (keys sorted, absent values dropped), so two

@@ -5,6 +5,7 @@
  * counts against the request's call budget, and is not worked out at all once the
  * request is over (client gone, deadline passed).
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ListPage, WfsClient } from '../client';
 import { UpstreamError } from '../errors';
 import { isTimeoutReason } from '../failureCause';
@@ -93,10 +94,6 @@ export function createRequestPages({ client, tenantId, signal, observer, indexOf
 
 /** Pages read from memory between two turns of the event loop. */
 const HELD_PAGES_PER_TURN = 32;
-
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** The error of work stopped because its request is over: the client left, or the deadline passed. */
 function requestOver(signal: AbortSignal): UpstreamError {

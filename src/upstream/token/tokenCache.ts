@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { TenantCredentials } from '../../config';
 import { NO_OBSERVER, type Observer } from '../observer';
 import { UpstreamError, isUpstreamError } from '../errors';
@@ -387,7 +388,7 @@ export class TokenCache implements TokenRenewal {
       if (this.now() >= deadline) {
         throw new UpstreamError('UPSTREAM_UNAVAILABLE', `timed out waiting for another replica to refresh the token of tenant ${tenantId}`, { momentary: true });
       }
-      await new Promise((resolve) => setTimeout(resolve, this.options.lockPollMs ?? 50));
+      await delay(this.options.lockPollMs ?? 50);
     }
   }
 

@@ -252,7 +252,14 @@ export class WfsClient {
         await this.waitBeforeRetry(list, { waitMs: gate.waitMs, reason: 'retry-after' }, signal);
         continue;
       }
-      const outcome = await this.probedAttempt(gate.probes, caller, origin, page, grant, signal, attempts);
+      let outcome: Outcome<R>;
+      try {
+        outcome = await this.attempt(caller, origin, page, grant, signal, attempts);
+      } catch (error) {
+        this.endProbes(gate.probes, false);
+        throw error;
+      }
+      this.endProbes(gate.probes, true);
       switch (outcome.kind) {
         case 'page':
           tries.unauthorized.served(grant);
@@ -282,27 +289,13 @@ export class WfsClient {
     };
   }
 
-  /** One attempt that a capped window's probes ride on: its answer ends their probes, anything else hands probing on. */
-  private async probedAttempt<R extends UpstreamRecord>(
-    probes: WindowProbe[],
-    caller: UpstreamCall,
-    origin: string,
-    page: PageRequest<R>,
-    grant: TokenGrant,
-    signal: AbortSignal,
-    attempts: UpstreamAttempt[],
-  ): Promise<Outcome<R>> {
-    let outcome: Outcome<R>;
-    try {
-      outcome = await this.attempt(caller, origin, page, grant, signal, attempts);
-    } catch (error) {
-      // Not sent, cancelled, or refused before an answer: the probe decides nothing, the next caller probes.
-      for (const { scope, key, probe } of probes) this.windows.probeDone(scope, key, probe, false);
-      throw error;
-    }
-    // The probe's answer came: a 429 or 503 below opens a new window, anything else ends it.
-    for (const { scope, key, probe } of probes) this.windows.probeDone(scope, key, probe, true);
-    return outcome;
+  /**
+   * Ends the probes a capped window let this attempt be: `answered`, the upstream's
+   * answer decides (a 429 or 503 opens a new window, anything else ends it); not
+   * answered (not sent, cancelled, refused before an answer), the next caller probes.
+   */
+  private endProbes(probes: WindowProbe[], answered: boolean): void {
+    for (const { scope, key, probe } of probes) this.windows.probeDone(scope, key, probe, answered);
   }
 
   /**
@@ -372,7 +365,7 @@ export class WfsClient {
     const shardWait = shard.kind === 'wait' ? shard.remainingMs : shard.kind === 'probing' ? Infinity : 0;
     const waitMs = Math.max(tenantWait, shardWait);
     if (waitMs === 0) return { probes };
-    for (const { scope, key, probe } of probes) this.windows.probeDone(scope, key, probe, false);
+    this.endProbes(probes, false);
     if (waitMs <= maxWaitMs && waitMs < remainingMs) return { waitMs };
     this.observer.upstreamFailFast('retry-after');
     const seconds = (ms: number) => (ms === Infinity ? 1 : Math.ceil(ms / 1000));

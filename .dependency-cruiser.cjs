@@ -2,7 +2,8 @@
  * The layering of src/, checked by `npm run architecture` (and test/unit/architecture.test.ts).
  * Floors, bottom to top (FLOORS below, also used for the figures the script prints):
  *   0 base        config, small helpers
- *   1 rest        upstream/ (the REST side) and observability/events.ts (the event interface)
+ *   1 rest        upstream/ (the REST side), with upstream/observer.ts, the Observer port (the event
+ *                 interface) that upstream/, graphql/ and the observability adapters all import downward
  *   2 graphql     graphql/ (server/ set-up, data/ layer, resolvers/, their generated types), the emulator, the explorer
  *   3 observe     observability/ (metrics, logs, OpenTelemetry, inline trace adapters), http/
  *   4 wiring      app.ts, server.ts, main.ts, index.ts, demo.ts
@@ -10,7 +11,7 @@
  */
 const FLOORS = [
   { name: 'base', path: '^src/(config|nodeVersion|compileCache|exampleQuery|browserRedirect|environment|logger)\\.ts$' },
-  { name: 'rest', path: '^src/upstream/|^src/observability/events\\.ts$' },
+  { name: 'rest', path: '^src/upstream/' },
   { name: 'graphql', path: '^src/(graphql|emulator|explorer|__generated__)/' },
   { name: 'observe', path: '^src/(observability|telemetry|http)/|^src/metrics\\.ts$' },
   { name: 'wiring', path: '^src/(app|server|main|index|demo)\\.ts$' },
@@ -29,16 +30,37 @@ module.exports = {
     {
       name: 'upstream-knows-no-graphql',
       severity: 'error',
-      comment: 'upstream/ is the REST side: it knows no GraphQL, and of observability only the event interface.',
+      comment: 'upstream/ is the REST side: it knows no GraphQL, and nothing of observability/ (it reports through its own Observer port, upstream/observer.ts).',
       from: { path: '^src/upstream/' },
-      to: { path: '^src/(graphql|http|explorer|telemetry)/|^src/observability/(?!events\\.ts$)|^src/(metrics|logger)\\.ts$' },
+      to: { path: '^src/(graphql|http|explorer|telemetry|observability)/|^src/(metrics|logger)\\.ts$' },
     },
     {
       name: 'graphql-sees-only-the-event-interface',
       severity: 'error',
-      comment: 'graphql/ reports what happens through observability/events.ts; the adapters are wired at start-up.',
+      comment: 'graphql/ reports what happens through the Observer port (upstream/observer.ts); the adapters are wired at start-up.',
       from: { path: '^src/graphql/' },
-      to: { path: '^src/(http|telemetry)/|^src/observability/(?!events\\.ts$)|^src/(metrics|logger)\\.ts$' },
+      to: { path: '^src/(http|telemetry|observability)/|^src/(metrics|logger)\\.ts$' },
+    },
+    {
+      name: 'reading-through-the-tenant-reader',
+      severity: 'error',
+      comment: "A company's reads for a request go through upstream/reading/tenantReader.ts: its entity index, page cache and page-chain guard are its own (the wiring builds the process-wide entity indexes).",
+      from: { path: '^src/(?!upstream/reading/)(?!(app|server|main|index|demo)\\.ts$)' },
+      to: { path: '^src/upstream/reading/(?!tenantReader\\.ts$)' },
+    },
+    {
+      name: 'upstream-rooms-run-one-way',
+      severity: 'error',
+      comment: 'Inside upstream/: reading/ builds on the client, the client on token/, resilience/, transport/ and resources/; none of those imports the client or reading/.',
+      from: { path: '^src/upstream/(token|resilience|transport|resources)/|^src/upstream/[^/]+\\.ts$' },
+      to: { path: '^src/upstream/reading/' },
+    },
+    {
+      name: 'client-rooms-know-no-client',
+      severity: 'error',
+      comment: 'token/, resilience/, transport/ and resources/ serve the client; they never import it.',
+      from: { path: '^src/upstream/(token|resilience|transport|resources)/' },
+      to: { path: '^src/upstream/client\\.ts$' },
     },
     {
       name: 'data-layer-knows-no-server-setup',
@@ -55,10 +77,10 @@ module.exports = {
       to: { path: '^src/(http|explorer)/|^src/(app|server|main|index|demo)\\.ts$' },
     },
     {
-      name: 'events-interface-stands-low',
+      name: 'observer-port-stands-low',
       severity: 'error',
-      comment: 'The event interface is what the domain imports: it names upstream types, and imports nothing above the REST side.',
-      from: { path: '^src/observability/events\\.ts$' },
+      comment: 'The Observer port is what the domain imports: it names upstream types, and imports nothing above the REST side.',
+      from: { path: '^src/upstream/observer\\.ts$' },
       to: { path: '^src/(?!upstream/)' },
     },
     {

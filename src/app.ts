@@ -5,18 +5,18 @@ import type { Dispatcher } from 'undici';
 import type { Config } from './config';
 import type { ContextServices } from './graphql/data/context';
 import { CursorCodec } from './graphql/data/cursor';
-import { EntityIndexes } from './graphql/data/entityIndex';
+import { EntityIndexes } from './upstream/reading/entityIndex';
 import { createIdentityResolver } from './graphql/server/identity';
-import type { Observer } from './observability/events';
+import type { Observer } from './upstream/observer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
 import { WfsClient, type WfsClientOptions } from './upstream/client';
-import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/http';
-import type * as RedisTokenStoreModule from './upstream/redisTokenStore';
+import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/transport/http';
+import type * as RedisTokenStoreModule from './upstream/token/redisTokenStore';
 import { RESOURCES, ResourceSet } from './upstream/resources';
-import { TokenCache } from './upstream/tokenCache';
-import { requestToken } from './upstream/tokenEndpoint';
-import { startTokenEndpointCheck, type TokenEndpointVerdict } from './upstream/tokenEndpointCheck';
+import { TokenCache } from './upstream/token/tokenCache';
+import { requestToken } from './upstream/token/tokenEndpoint';
+import { startTokenEndpointCheck, type TokenEndpointVerdict } from './upstream/token/tokenEndpointCheck';
 
 /** What tests and the demo may hand in instead of the production parts. */
 export interface AppOverrides {
@@ -68,7 +68,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
   const redis = config.redisUrl
     ? // ioredis is loaded only when Redis is configured: most deployments and every
       // cold start without WFS_REDIS_URL skip its module graph.
-      (require('./upstream/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(config.redisUrl, {
+      (require('./upstream/token/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(config.redisUrl, {
         encryptionKey: config.redisKey ?? '',
         apiBaseAllow: config.apiBaseAllow,
         apiBaseLoopback: config.apiBaseLoopback,

@@ -119,6 +119,17 @@ type Env = Readonly<Record<string, string | undefined>>;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
+ * Why no schema library (zod, envalid): of this file's 346 lines, the per-variable
+ * parsers are about 110 (`secret` … `redisUrl` below), and each would stay a custom
+ * refinement, since every message names the variable, the value seen and what to do;
+ * what is left is cross-variable rules (demo mode against upstream settings, Redis and
+ * its key, what production requires) and the closest-name check of unknown `WFS_*`
+ * names, which neither library does (envalid's strict mode guards reads, not names
+ * present). The tenants file's shape (`readTenantsFile`, 30 lines) is the one place a
+ * schema would fit; alone it does not pay for a new dependency.
+ */
+
+/**
  * The only reader of `process.env`. Every check happens here, up front, so a bad
  * value stops start-up with a line that names the variable.
  */

@@ -15,7 +15,7 @@ import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
-import { tokenUrl } from './upstream/tokenEndpoint';
+import { tokenUrl } from './upstream/token/tokenEndpoint';
 
 export { EXAMPLE_QUERY } from './exampleQuery';
 

@@ -46,7 +46,7 @@ async function handle(state: EmulatorState, tokenPath: string, req: IncomingMess
   const body = await readBody(req, MAX_BODY_BYTES);
   const form = body === null ? undefined : new URLSearchParams(body);
   // A request that names no client asks for no token (the subgraph's start-up probe,
-  // src/upstream/tokenEndpointCheck.ts): refused below like any, but not counted.
+  // src/upstream/token/tokenEndpointCheck.ts): refused below like any, but not counted.
   if (!form || form.get('client_id')) state.counters.tokenRequests += 1;
   // The tenant is known from client_id alone (before authentication), for counters and faults.
   const tenant = form && state.tenantsByClientId.get(form.get('client_id') ?? '');

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { createContext, type ContextServices, type GraphQLContext } from '../graphql/data/context';
-import type { RequestRecord } from '../observability/events';
+import type { RequestRecord } from '../upstream/observer';
 import { sendGraphQLError } from './respond';
 import type { SharedRequests } from './sharedRequests';
 

@@ -3,7 +3,7 @@ import { HeaderMap, type ApolloServerPlugin, type GraphQLResponse } from '@apoll
 import type { GraphQLFormattedError } from 'graphql';
 import type { GraphQLContext } from '../graphql/data/context';
 import { isMomentaryFailure } from '../graphql/errors';
-import { NO_OBSERVER, type Observer } from '../observability/events';
+import { NO_OBSERVER, type Observer } from '../upstream/observer';
 
 /** What a request that led shares with the identical requests that joined it. */
 interface SharedResult {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
-import { NO_OBSERVER, SCOPES, type Observer, type RequestRecord } from './events';
+import { NO_OBSERVER, SCOPES, type Observer, type RequestRecord } from '../upstream/observer';
 import { inlineTrace } from './inlineTrace';
 import { logObserver } from './logObserver';
 import type { Logger } from './logger';

@@ -1,4 +1,4 @@
-import type { Observer } from './events';
+import type { Observer } from '../upstream/observer';
 import type { Logger } from './logger';
 
 /**

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Observer, RequestRecord } from './events';
+import type { Observer, RequestRecord } from '../upstream/observer';
 import { RESOURCES } from '../upstream/resources';
 
 /**

@@ -2,7 +2,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { isUpstreamError } from '../upstream/errors';
 import { BoundedLabel } from './boundedLabel';
-import type { RequestRecord } from './events';
+import type { RequestRecord } from '../upstream/observer';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { cacheHitsOf } from './requestScope';

@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Observer, RequestRecord } from './events';
+import type { Observer, RequestRecord } from '../upstream/observer';
 
 /**
- * The record of the request being served (events.ts, `RequestRecord`), for what cannot
+ * The record of the request being served (upstream/observer.ts, `RequestRecord`), for what cannot
  * be handed it: log lines (pino's mixin adds the request id to every line), and events
  * from machinery shared by requests (the token cache, a call another request started).
  * The GraphQL context carries the same record; this AsyncLocalStorage is the one the

@@ -1,7 +1,7 @@
 import { isUpstreamError, type UpstreamError } from '../upstream/errors';
 import { isTimeoutReason, type CallOutcome, type FailureCause } from '../upstream/failureCause';
 import { BoundedLabel } from './boundedLabel';
-import type { Observer, UpstreamAttempt, UpstreamCall } from './events';
+import type { Observer, UpstreamAttempt, UpstreamCall } from '../upstream/observer';
 import type { Logger } from './logger';
 import { LogLimiter, type LogLimiterOptions } from './logLimiter';
 import type { Metrics } from './metrics';

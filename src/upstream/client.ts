@@ -1,20 +1,22 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { request, type Dispatcher } from 'undici';
 import { UPSTREAM_PAGE_SIZE } from './endpoints';
 import { UpstreamError, cancelledError } from './errors';
 import { causeOfNetworkError, isTimeoutReason, type CallOutcome, type FailureCause } from './failureCause';
-import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './http';
+import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './transport/http';
 import { parseEnvelope, type ListPage } from './envelope';
 import { pageUrl, type PageRef } from './pageReference';
 import type { Resource, UpstreamRecord } from './resources';
-import { NO_OBSERVER, type Observer, type UpstreamAttempt, type UpstreamCall } from '../observability/events';
-import type { TokenCache } from './tokenCache';
-import type { TokenGrant } from './tokenEndpoint';
-import { ShardBreakers, ShardFault, type ShardBreakerOptions } from './breaker';
-import { TenantBulkheads, type TenantBulkheadOptions } from './bulkhead';
-import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './callBudget';
-import { InFlight, coalescingKey, type SharedCallView } from './coalescer';
-import { RetryPolicy, type RetryPolicyOptions } from './retry';
-import { RetryAfterWindows, type WindowScope } from './retryAfterWindows';
+import { NO_OBSERVER, type Observer, type RetryReason, type UpstreamAttempt, type UpstreamCall } from './observer';
+import type { TokenCache } from './token/tokenCache';
+import type { TokenGrant } from './token/tokenEndpoint';
+import { UnauthorizedRule } from './token/unauthorized';
+import { ShardBreakers, ShardFault, type ShardBreakerOptions } from './resilience/breaker';
+import { TenantBulkheads, type TenantBulkheadOptions } from './resilience/bulkhead';
+import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './resilience/callBudget';
+import { InFlight, coalescingKey, type SharedCallView } from './resilience/coalescer';
+import { RetryPolicy, type RetryPolicyOptions, type RetrySchedule } from './resilience/retry';
+import { RetryAfterWindows, type WindowScope } from './resilience/retryAfterWindows';
 
 export type { ListPage } from './envelope';
 
@@ -83,6 +85,24 @@ interface PageRequest<R extends UpstreamRecord> {
   readonly pageSize: number;
   readonly query: Readonly<Record<string, string>> | undefined;
 }
+
+/** What one page call keeps from try to try (`WfsClient.triesOf`). */
+interface Tries {
+  /** The longest Retry-After wait, in ms, taken within a request. */
+  readonly maxWaitMs: number;
+  /** Ms left before the latest deadline of the call's callers. */
+  readonly remaining: () => number;
+  /** Backoff of transient faults. */
+  readonly transient: RetrySchedule;
+  /** Backoff of 429s without Retry-After. */
+  readonly rateLimitBackoff: RetrySchedule;
+  /** 429s and 503s with Retry-After retried so far. */
+  rateLimitRetries: number;
+  readonly unauthorized: UnauthorizedRule;
+}
+
+/** What a step decided after an answer that was no page: try again at once, or after a wait (a retry of `reason`). */
+type NextTry = 'now' | { readonly waitMs: number; readonly reason: RetryReason };
 
 type Outcome<R> =
   | { kind: 'page'; page: ListPage<R> }
@@ -205,7 +225,13 @@ export class WfsClient {
     return fetched;
   }
 
-  /** The request loop of one page: windows, bulkhead, breaker, retries, one 401 renewal. */
+  /**
+   * The request loop of one page, one step a line: the Retry-After windows (wait, or
+   * fail fast), one attempt through bulkhead and breaker, then what its answer decides:
+   * a page ends the call; a 401 renews the token once (token/unauthorized.ts); a 429
+   * or a shard's 503 with Retry-After opens a window; a transient fault backs off.
+   * Each step that gives up throws; the others say how long to wait before trying again.
+   */
   private async fetchPage<R extends UpstreamRecord>(
     caller: UpstreamCall,
     page: PageRequest<R>,
@@ -215,84 +241,108 @@ export class WfsClient {
     attempts: UpstreamAttempt[],
   ): Promise<ListPage<R>> {
     const { tenantId } = caller;
-    const { resource } = page;
-    const list = resource.name;
-    const maxWaitMs = (this.options.maxRetryAfterSeconds ?? 2) * 1000;
-    const remaining = () => call.deadlineAt() - performance.now();
-    const retries = this.retryPolicy.schedule();
-    const rateLimitBackoff = this.retryPolicy.schedule(this.options.maxRateLimitRetries ?? 2);
-    const observer = this.observer;
-    let renewed = false;
-    let rateLimitRetries = 0;
+    const list = page.resource.name;
+    const tries = this.triesOf(call, tenantId, list);
     for (;;) {
-      checkScope(grant, resource);
+      checkScope(grant, page.resource);
       // The token's api_base, validated to an origin (checkApiBase).
       const origin = grant.apiBase;
-      // A Retry-After window in force: wait out a short one within the budget, fail fast on a long one.
-      const gate = this.passWindows(tenantId, origin, list, maxWaitMs, remaining());
+      const gate = this.passWindows(tenantId, origin, list, tries.maxWaitMs, tries.remaining());
       if ('waitMs' in gate) {
-        observer.upstreamRetry(list, 'retry-after');
-        await sleep(gate.waitMs, signal);
+        await this.waitBeforeRetry(list, { waitMs: gate.waitMs, reason: 'retry-after' }, signal);
         continue;
       }
-
       let outcome: Outcome<R>;
       try {
         outcome = await this.attempt(caller, origin, page, grant, signal, attempts);
       } catch (error) {
-        // Not sent, cancelled, or refused before an answer: the probe decides nothing, the next caller probes.
-        for (const { scope, key, probe } of gate.probes) this.windows.probeDone(scope, key, probe, false);
+        this.endProbes(gate.probes, false);
         throw error;
       }
-      // The probe's answer came: a 429 or 503 below opens a new window, anything else ends it.
-      for (const { scope, key, probe } of gate.probes) this.windows.probeDone(scope, key, probe, true);
-      if (outcome.kind === 'page') {
-        this.options.tokens.markUsed(grant);
-        return outcome.page;
+      this.endProbes(gate.probes, true);
+      switch (outcome.kind) {
+        case 'page':
+          tries.unauthorized.served(grant);
+          return outcome.page;
+        case 'unauthorized':
+          grant = await tries.unauthorized.refused(grant);
+          break;
+        case 'rate-limited':
+          await this.waitBeforeRetry(list, this.afterRateLimited(tries, tenantId, outcome.retryAfterSeconds), signal);
+          break;
+        case 'transient':
+          await this.waitBeforeRetry(list, this.afterShardFault(tries, origin, list, outcome, signal), signal);
+          break;
       }
-      if (outcome.kind === 'unauthorized') {
-        if (renewed) {
-          // The renewed token is refused too: not kept for the next request to spend another 401 on.
-          await this.options.tokens.refusedAgain(tenantId, grant);
-          throw new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refused a freshly issued token for tenant ${tenantId} (401 twice)`, { status: 401 });
-        }
-        renewed = true;
-        observer.upstreamRetry(list, 'unauthorized');
-        grant = await this.options.tokens.renewAfterUnauthorized(tenantId, grant);
-        continue;
-      }
-      if (outcome.kind === 'rate-limited') {
-        if (outcome.retryAfterSeconds !== undefined) {
-          const kept = this.windows.open('tenant', tenantId, outcome.retryAfterSeconds);
-          const wait = kept * 1000;
-          if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > maxWaitMs || wait >= remaining()) {
-            throw rateLimited(tenantId, kept, { momentary: this.onlyTheDeadline(rateLimitRetries, wait, maxWaitMs) });
-          }
-          rateLimitRetries += 1;
-          continue; // the window check above waits it out
-        }
-        const wait = rateLimitRetries < (this.options.maxRateLimitRetries ?? 2) ? rateLimitBackoff.next(remaining()) : undefined;
-        if (wait === undefined) throw rateLimited(tenantId, undefined);
-        rateLimitRetries += 1;
-        observer.upstreamRetry(list, 'rate-limited');
-        await sleep(wait, signal);
-        continue;
-      }
-      // Transient (network error, timeout, 5xx). A 503 with Retry-After is the shard asking for a pause.
-      if (outcome.retryAfterSeconds !== undefined) {
-        const kept = this.windows.open('shard', origin, outcome.retryAfterSeconds);
-        const wait = kept * 1000;
-        if (rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > maxWaitMs || wait >= remaining()) {
-          throw shardBusy(origin, list, kept, { momentary: this.onlyTheDeadline(rateLimitRetries, wait, maxWaitMs) });
-        }
-        rateLimitRetries += 1;
-        continue;
-      }
-      const wait = signal.aborted ? undefined : retries.next(remaining());
-      if (wait === undefined) throw outcome.error;
-      observer.upstreamRetry(list, 'transient');
-      await sleep(wait, signal);
     }
+  }
+
+  /** What one page call keeps from try to try: its retry schedules, its 401 rule, its deadline. */
+  private triesOf(call: SharedCallView, tenantId: string, list: string): Tries {
+    return {
+      maxWaitMs: (this.options.maxRetryAfterSeconds ?? 2) * 1000,
+      remaining: () => call.deadlineAt() - performance.now(),
+      transient: this.retryPolicy.schedule(),
+      rateLimitBackoff: this.retryPolicy.schedule(this.options.maxRateLimitRetries ?? 2),
+      rateLimitRetries: 0,
+      unauthorized: new UnauthorizedRule(this.options.tokens, tenantId, () => this.observer.upstreamRetry(list, 'unauthorized')),
+    };
+  }
+
+  /**
+   * Ends the probes a capped window let this attempt be: `answered`, the upstream's
+   * answer decides (a 429 or 503 opens a new window, anything else ends it); not
+   * answered (not sent, cancelled, refused before an answer), the next caller probes.
+   */
+  private endProbes(probes: WindowProbe[], answered: boolean): void {
+    for (const { scope, key, probe } of probes) this.windows.probeDone(scope, key, probe, answered);
+  }
+
+  /**
+   * A 429: with Retry-After, the tenant's window opens and the window step waits it
+   * out (or the call fails at once when it is too long); without, a jittered backoff.
+   */
+  private afterRateLimited(tries: Tries, tenantId: string, retryAfterSeconds: number | undefined): NextTry {
+    const maxRetries = this.options.maxRateLimitRetries ?? 2;
+    if (retryAfterSeconds !== undefined) {
+      const kept = this.windows.open('tenant', tenantId, retryAfterSeconds);
+      const wait = kept * 1000;
+      if (tries.rateLimitRetries >= maxRetries || wait > tries.maxWaitMs || wait >= tries.remaining()) {
+        throw rateLimited(tenantId, kept, { momentary: this.onlyTheDeadline(tries.rateLimitRetries, wait, tries.maxWaitMs) });
+      }
+      tries.rateLimitRetries += 1;
+      return 'now'; // the window step waits it out
+    }
+    const wait = tries.rateLimitRetries < maxRetries ? tries.rateLimitBackoff.next(tries.remaining()) : undefined;
+    if (wait === undefined) throw rateLimited(tenantId, undefined);
+    tries.rateLimitRetries += 1;
+    return { waitMs: wait, reason: 'rate-limited' };
+  }
+
+  /**
+   * A transient fault (network error, timeout, 5xx). A 503 with Retry-After is the
+   * shard asking for a pause: its window opens, as a 429's does for the tenant.
+   */
+  private afterShardFault(tries: Tries, origin: string, list: string, outcome: { error: UpstreamError; retryAfterSeconds?: number | undefined }, signal: AbortSignal): NextTry {
+    if (outcome.retryAfterSeconds !== undefined) {
+      const kept = this.windows.open('shard', origin, outcome.retryAfterSeconds);
+      const wait = kept * 1000;
+      if (tries.rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > tries.maxWaitMs || wait >= tries.remaining()) {
+        throw shardBusy(origin, list, kept, { momentary: this.onlyTheDeadline(tries.rateLimitRetries, wait, tries.maxWaitMs) });
+      }
+      tries.rateLimitRetries += 1;
+      return 'now'; // the window step waits it out
+    }
+    const wait = signal.aborted ? undefined : tries.transient.next(tries.remaining());
+    if (wait === undefined) throw outcome.error;
+    return { waitMs: wait, reason: 'transient' };
+  }
+
+  /** Waits as a step decided before the next try (reported as a retry), unless the caller goes away. */
+  private async waitBeforeRetry(list: string, next: NextTry, signal: AbortSignal): Promise<void> {
+    if (next === 'now') return;
+    this.observer.upstreamRetry(list, next.reason);
+    await sleep(next.waitMs, signal);
   }
 
   /** A Retry-After wait was refused only because this caller's deadline could not hold it (retries left, within the wait limit). */
@@ -315,7 +365,7 @@ export class WfsClient {
     const shardWait = shard.kind === 'wait' ? shard.remainingMs : shard.kind === 'probing' ? Infinity : 0;
     const waitMs = Math.max(tenantWait, shardWait);
     if (waitMs === 0) return { probes };
-    for (const { scope, key, probe } of probes) this.windows.probeDone(scope, key, probe, false);
+    this.endProbes(probes, false);
     if (waitMs <= maxWaitMs && waitMs < remainingMs) return { waitMs };
     this.observer.upstreamFailFast('retry-after');
     const seconds = (ms: number) => (ms === Infinity ? 1 : Math.ceil(ms / 1000));
@@ -494,17 +544,12 @@ function shardBusy(origin: string, list: string, retryAfter: number, why: Window
   });
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(cancelledError());
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(cancelledError());
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+/** Waits `ms`; rejects with the cancelled error as soon as the caller goes away. */
+async function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    await delay(ms, undefined, { signal });
+  } catch (error) {
+    if ((error as Error | null)?.name === 'AbortError') throw cancelledError();
+    throw error;
+  }
 }

@@ -61,7 +61,7 @@ export const timesheets = defineResource<TimesheetRecord, TimesheetFilter, 'time
 
 const TIMESHEET_RESOLVERS = `import type { LocationResolvers, TimesheetResolvers } from '../../__generated__/resolvers-types';
 import { locations, shifts, timesheets } from '../../upstream/resources';
-import { childConnection, loadEntity } from '../data/resourceResolvers';
+import { childConnection, loadEntity } from './resourceResolvers';
 
 /** Timesheet's relations; its connection, lookup and \`__resolveReference\` come from the registry. */
 export const Timesheet: TimesheetResolvers = {

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo, type Server as NetServer } from 'node:n
 import { request } from 'undici';
 import { makeTenant, type Emulator, type EmulatorTenant } from '../../src/emulator';
 import type { TenantCredentials } from '../../src/config';
-import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
+import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 
 /**
  * The shared test fixtures: tenants, token grants, sleep, free ports, listening and

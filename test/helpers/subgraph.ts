@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config';
 import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant, type ListCounts } from '../../src/emulator';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
-import { CHECKING } from '../../src/upstream/tokenEndpointCheck';
+import { CHECKING } from '../../src/upstream/token/tokenEndpointCheck';
 import type { ForeignUpstream } from './foreignUpstream';
 import { waitFor } from './waitFor';
 

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
-import { DEFAULT_UPSTREAM_CALL_BUDGET, EMPTY_PAGES_TOLERATED } from '../../src/upstream/callBudget';
+import { DEFAULT_UPSTREAM_CALL_BUDGET, EMPTY_PAGES_TOLERATED } from '../../src/upstream/resilience/callBudget';
 import { LIST_PATHS, startForeignUpstream, type FaultContext, type ForeignUpstream } from '../helpers/foreignUpstream';
 import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 

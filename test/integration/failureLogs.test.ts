@@ -6,10 +6,10 @@ import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { composeObservers } from '../../src/observability';
 import { runInScope } from '../../src/observability/requestScope';
-import type { RequestRecord } from '../../src/observability/events';
+import type { RequestRecord } from '../../src/upstream/observer';
 import { createUpstreamObserver } from '../../src/observability/upstreamObserver';
 import { WfsClient } from '../../src/upstream/client';
-import { TokenCache } from '../../src/upstream/tokenCache';
+import { TokenCache } from '../../src/upstream/token/tokenCache';
 import { shifts } from '../../src/upstream/resources';
 import { listen } from '../helpers/fixtures';
 

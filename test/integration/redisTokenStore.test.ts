@@ -1,13 +1,13 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { UnsecuredJWT } from 'jose';
-import { createRedisTokenStore, type RedisTokenStoreHandle, type RedisTokenStoreOperation, type RedisTokenStoreOptions } from '../../src/upstream/redisTokenStore';
-import { TokenCache } from '../../src/upstream/tokenCache';
-import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
+import { createRedisTokenStore, type RedisTokenStoreHandle, type RedisTokenStoreOperation, type RedisTokenStoreOptions } from '../../src/upstream/token/redisTokenStore';
+import { TokenCache } from '../../src/upstream/token/tokenCache';
+import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 import { freePort, OTHER_TENANT_ID, sleep, TENANT, TENANT_ID } from '../helpers/fixtures';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 import { waitFor } from '../helpers/waitFor';
-import { openRecord, recordKey, sealRecord } from '../../src/upstream/tokenRecord';
+import { openRecord, recordKey, sealRecord } from '../../src/upstream/token/tokenRecord';
 
 /*
  * Against a real redis-server: the store's keys, TTLs and Lua scripts, and two

@@ -2,13 +2,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
-import { CHECKING, startTokenEndpointCheck, type TokenEndpointVerdict } from '../../src/upstream/tokenEndpointCheck';
+import { CHECKING, startTokenEndpointCheck, type TokenEndpointVerdict } from '../../src/upstream/token/tokenEndpointCheck';
 import { as } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
 
 /**
- * The start-up check of WFS_AUTH_URL (src/upstream/tokenEndpointCheck.ts): a wrong
+ * The start-up check of WFS_AUTH_URL (src/upstream/token/tokenEndpointCheck.ts): a wrong
  * token endpoint shows in the log and in `/ready` from the start, not at the first
  * query, and `/ready` turns 200 once the endpoint answers like one.
  */

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config';
 import { startEmulator } from '../../src/emulator';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
-import { DEFAULT_TIMEOUTS, createUpstreamAgent } from '../../src/upstream/http';
+import { DEFAULT_TIMEOUTS, createUpstreamAgent } from '../../src/upstream/transport/http';
 import { makeLocations, startForeignUpstream, type ForeignTenant, type ForeignTenantSpec, type ForeignUpstream } from '../helpers/foreignUpstream';
 import { errorCodes, foreignUpstreamEnv, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 

@@ -1,10 +1,10 @@
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { WfsClient } from '../../src/upstream/client';
-import { NO_OBSERVER } from '../../src/observability/events';
-import { createUpstreamAgent } from '../../src/upstream/http';
+import { NO_OBSERVER } from '../../src/upstream/observer';
+import { createUpstreamAgent } from '../../src/upstream/transport/http';
 import { locations } from '../../src/upstream/resources';
-import { TokenCache } from '../../src/upstream/tokenCache';
-import { requestToken } from '../../src/upstream/tokenEndpoint';
+import { TokenCache } from '../../src/upstream/token/tokenCache';
+import { requestToken } from '../../src/upstream/token/tokenEndpoint';
 import { testTenant } from '../helpers/fixtures';
 import { errorCodes, postGraphQL, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';

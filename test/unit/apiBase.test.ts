@@ -1,4 +1,4 @@
-import { checkApiBase } from '../../src/upstream/apiBase';
+import { checkApiBase } from '../../src/upstream/transport/apiBase';
 import { UpstreamError } from '../../src/upstream/errors';
 
 function code(value: unknown, allow: string[] = []): string {

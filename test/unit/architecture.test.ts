@@ -3,8 +3,10 @@ import path from 'node:path';
 
 /**
  * The layering of src/ (.dependency-cruiser.cjs), checked by `npm run architecture`
- * with dependency-cruiser: no import circle, the REST side and the GraphQL side see
- * of observability only its event interface, nothing imports the wiring from below.
+ * with dependency-cruiser: no import circle, the REST side and the GraphQL side report
+ * through the Observer port (upstream/observer.ts) and import no observability adapter,
+ * the GraphQL side reads through upstream/reading's TenantReader alone, nothing imports
+ * the wiring from below.
  */
 describe('architecture', () => {
   it('breaks no layering rule: no circle, no arrow running back up', () => {

@@ -1,8 +1,8 @@
 import { MockAgent } from 'undici';
 import { WfsClient } from '../../src/upstream/client';
 import { locations } from '../../src/upstream/resources';
-import { TokenCache } from '../../src/upstream/tokenCache';
-import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
+import { TokenCache } from '../../src/upstream/token/tokenCache';
+import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 
 /*
  * Issue 17 item 4: every per-company (and per-origin) structure of the REST side is

@@ -2,8 +2,8 @@ import { MockAgent } from 'undici';
 import { WfsClient } from '../../src/upstream/client';
 import { normalizeDateTime } from '../../src/upstream/records';
 import { locations, shifts } from '../../src/upstream/resources';
-import { TokenCache } from '../../src/upstream/tokenCache';
-import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
+import { TokenCache } from '../../src/upstream/token/tokenCache';
+import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 import { TENANT, TENANT_ID, tokenGrant } from '../helpers/fixtures';
 
 const origin = 'https://shard-1.example.com';

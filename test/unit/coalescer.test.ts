@@ -1,4 +1,4 @@
-import { InFlight, coalescingKey } from '../../src/upstream/coalescer';
+import { InFlight, coalescingKey } from '../../src/upstream/resilience/coalescer';
 import { OTHER_TENANT_ID, TENANT_ID } from '../helpers/fixtures';
 
 /** A call the test settles by hand, and the signal it was started with. */

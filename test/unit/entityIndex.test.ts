@@ -1,8 +1,8 @@
 import { CursorCodec } from '../../src/graphql/data/cursor';
 import { createContext, type ContextServices } from '../../src/graphql/data/context';
-import { EntityIndex, EntityIndexes, RECORD_UNIT_CHARACTERS, recordUnits } from '../../src/graphql/data/entityIndex';
+import { EntityIndex, EntityIndexes, RECORD_UNIT_CHARACTERS, recordUnits } from '../../src/upstream/reading/entityIndex';
 import type { ListPage, WfsClient } from '../../src/upstream/client';
-import { CallBudget } from '../../src/upstream/callBudget';
+import { CallBudget } from '../../src/upstream/resilience/callBudget';
 import { UPSTREAM_PAGE_SIZE } from '../../src/upstream/endpoints';
 import type { PageRef } from '../../src/upstream/pageReference';
 import { RESOURCES, ResourceSet, shifts, type ShiftRecord } from '../../src/upstream/resources';

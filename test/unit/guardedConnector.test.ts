@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
 import { request, type Dispatcher } from 'undici';
-import { DEFAULT_TIMEOUTS, createUpstreamAgent } from '../../src/upstream/http';
+import { DEFAULT_TIMEOUTS, createUpstreamAgent } from '../../src/upstream/transport/http';
 
 /*
  * The guarded connector checks the address actually connected to. Names resolve

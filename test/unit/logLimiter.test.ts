@@ -4,7 +4,7 @@ import { createMetrics } from '../../src/observability/metrics';
 import { LogLimiter } from '../../src/observability/logLimiter';
 import { createUpstreamObserver } from '../../src/observability/upstreamObserver';
 import { runInScope } from '../../src/observability/requestScope';
-import type { RequestRecord } from '../../src/observability/events';
+import type { RequestRecord } from '../../src/upstream/observer';
 import { UpstreamError } from '../../src/upstream/errors';
 
 describe('LogLimiter', () => {

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/observability/logger';
-import type { RequestRecord } from '../../src/observability/events';
+import type { RequestRecord } from '../../src/upstream/observer';
 import { runInScope, setTraceIdProvider } from '../../src/observability/requestScope';
 
 function capture() {

@@ -1,9 +1,9 @@
-import { ShardBreakers, ShardFault, type BreakerState } from '../../src/upstream/breaker';
-import { TenantBulkheads } from '../../src/upstream/bulkhead';
-import { CallBudget, EMPTY_PAGES_TOLERATED } from '../../src/upstream/callBudget';
+import { ShardBreakers, ShardFault, type BreakerState } from '../../src/upstream/resilience/breaker';
+import { TenantBulkheads } from '../../src/upstream/resilience/bulkhead';
+import { CallBudget, EMPTY_PAGES_TOLERATED } from '../../src/upstream/resilience/callBudget';
 import { UpstreamError } from '../../src/upstream/errors';
-import { RetryPolicy } from '../../src/upstream/retry';
-import { RetryAfterWindows } from '../../src/upstream/retryAfterWindows';
+import { RetryPolicy } from '../../src/upstream/resilience/retry';
+import { RetryAfterWindows } from '../../src/upstream/resilience/retryAfterWindows';
 import { OTHER_TENANT_ID, TENANT_ID } from '../helpers/fixtures';
 
 const fault = () => new ShardFault(new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream answered 500'));

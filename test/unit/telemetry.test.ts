@@ -1,5 +1,5 @@
 import { composeObservers } from '../../src/observability';
-import { NO_OBSERVER, type Observer } from '../../src/observability/events';
+import { NO_OBSERVER, type Observer } from '../../src/upstream/observer';
 import { tracingEnabled } from '../../src/observability/otel';
 
 /** The switch of README, "Tracing (OpenTelemetry)", and the observer's pass-through when nothing watches. */

@@ -1,6 +1,6 @@
-import { TokenCache, usableUntil, refreshFrom } from '../../src/upstream/tokenCache';
+import { TokenCache, usableUntil, refreshFrom } from '../../src/upstream/token/tokenCache';
 import { UpstreamError } from '../../src/upstream/errors';
-import type { TokenGrant } from '../../src/upstream/tokenEndpoint';
+import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 import { TENANT, TENANT_ID, tokenGrant } from '../helpers/fixtures';
 
 const tenant = TENANT;

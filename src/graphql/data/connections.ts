@@ -1,7 +1,8 @@
 /**
  * Relay connections over the upstream's paged lists: the connection types, the checks on
  * `first`/`after`/`last`/`before`, and `resolveConnection`, which walks upstream pages
- * (through `guardPageChain`, bounded) to build one page of edges with its cursors.
+ * (a walk of the tenant's reader, whose page-chain guard bounds it) to build one page of
+ * edges with its cursors.
  */
 import type { ListPage } from '../../upstream/client';
 import type { PageRef } from '../../upstream/pageReference';
@@ -63,7 +64,11 @@ export function checkConnectionArgs(args: ConnectionArgs): PagingRequest {
 
 /** What a connection needs from the rest of the server, for one tenant and one list. */
 export interface ConnectionSource<T extends { id: string }> {
-  /** One upstream page; a walk keeps one page size from start to end (see `resolveConnection`). */
+  /**
+   * One upstream page of one walk, guarded against a chain that loops or never ends (a
+   * walk of upstream/reading's TenantReader is); a walk keeps one page size from start
+   * to end (see `resolveConnection`).
+   */
   fetchPage(ref: PageRef | null, pageSize: number): Promise<ListPage<T>>;
   decodeCursor(cursor: string, argument: 'after' | 'before'): CursorPosition;
   encodeCursor(position: CursorPosition): string;
@@ -98,8 +103,7 @@ export async function resolveConnection<T extends { id: string }>(
   source: ConnectionSource<T>,
   request: PagingRequest,
 ): Promise<ConnectionPage<T>> {
-  source = { ...source, fetchPage: guardPageChain(source.fetchPage.bind(source)) };
-  source = { ...source, fetchPage: guardRepeatedRecords(source.fetchPage) };
+  source = { ...source, fetchPage: guardRepeatedRecords(source.fetchPage.bind(source)) };
   const start = request.cursor ? source.decodeCursor(request.cursor, request.direction === 'forward' ? 'after' : 'before') : null;
   const result =
     request.direction === 'forward'
@@ -183,26 +187,6 @@ class StopEdge<T extends { id: string }> implements Edge<null> {
     this.sealed ??= this.source.encodeCursor(this.position);
     return this.sealed;
   }
-}
-
-/** The most upstream pages one field may read: a runaway or hostile chain stops here. */
-export const MAX_PAGES_PER_WALK = 1000;
-
-/**
- * Wraps a page fetcher so a chain that comes back to a page it already gave, or
- * that never ends, is an UPSTREAM_BAD_RESPONSE instead of an endless walk.
- */
-export function guardPageChain<P>(fetchPage: (ref: PageRef | null, pageSize: number) => Promise<P>): (ref: PageRef | null, pageSize: number) => Promise<P> {
-  const seen = new Set<string>();
-  return (ref, pageSize) => {
-    const key = ref ?? '';
-    if (seen.has(key)) return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', 'the upstream page chain loops back to a page it already returned', { cause: 'broken_page_chain' }));
-    if (seen.size >= MAX_PAGES_PER_WALK) {
-      return Promise.reject(new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream list is longer than ${MAX_PAGES_PER_WALK} pages; page with first/after instead`, { cause: 'broken_page_chain' }));
-    }
-    seen.add(key);
-    return fetchPage(ref, pageSize);
-  };
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GraphQLError } from 'graphql';
-import { NO_OBSERVER, type RequestRecord } from '../../observability/events';
+import { NO_OBSERVER, type RequestRecord } from '../../upstream/observer';
 import { createTenantData, type DataServices, type TenantData } from './tenantData';
 
 /** The typed context every resolver receives. */

@@ -1,21 +1,17 @@
 /**
  * The per-request entity DataLoaders: one per resource and request, created on first
- * use. A batch of ids is checked against the tenant's grant, then looked up in the
- * tenant's entity index, which reads (through the request's page cache) only as many
- * list pages as the missing ids need.
+ * use. A batch of ids is one lookup of the request's TenantReader (the tenant's grant
+ * checked, then its entity index, which reads only as many list pages as the missing
+ * ids need).
  */
 import DataLoader from 'dataloader';
 import type { AnyResource, Resource, ResourceSet, UpstreamRecord } from '../../upstream/resources';
-import type { EntityIndex } from './entityIndex';
-import type { RequestPages } from './pageCache';
+import type { TenantReader } from '../../upstream/reading/tenantReader';
 
 export interface EntityLoadersOptions {
   readonly resources: ResourceSet;
-  readonly pages: RequestPages;
-  /** The tenant's entity index of a list, for this request. */
-  readonly indexOf: <R extends UpstreamRecord>(resource: Resource<R, any>) => EntityIndex<R>;
-  /** Resolves once the tenant may read the resource (undefined: already known). */
-  readonly authorize: (resource: AnyResource) => Promise<void> | undefined;
+  /** The request's reads of its tenant. */
+  readonly reader: TenantReader;
 }
 
 /** The loader of a resource (by resource, list name or GraphQL type name), for one request. */
@@ -27,7 +23,7 @@ export interface RequestLoaders {
   release(): void;
 }
 
-export function createEntityLoaders({ resources, pages, indexOf, authorize }: EntityLoadersOptions): RequestLoaders {
+export function createEntityLoaders({ resources, reader }: EntityLoadersOptions): RequestLoaders {
   const resourceOf = (resource: AnyResource | string): AnyResource => {
     const found = typeof resource === 'string' ? (resources.named(resource) ?? resources.typed(resource)) : resource;
     if (!found) throw new Error(`no resource "${String(resource)}" is registered`);
@@ -41,8 +37,7 @@ export function createEntityLoaders({ resources, pages, indexOf, authorize }: En
       loader = new DataLoader<string, R | null>(
         async (ids) => {
           try {
-            await authorize(resource);
-            return await indexOf(resource).lookup(ids, (ref, pageSize) => pages.read(resource, ref, pageSize, undefined, true));
+            return await reader.lookup(resource, ids);
           } catch (error) {
             return ids.map(() => error as Error);
           }

@@ -1,6 +1,6 @@
 import type { LocationResolvers } from '../../__generated__/resolvers-types';
 import { shifts } from '../../upstream/resources';
-import { childConnection } from '../data/resourceResolvers';
+import { childConnection } from './resourceResolvers';
 
 /** Location's relations; its connection, lookup and `__resolveReference` come from the registry. */
 export const Location: LocationResolvers = {

@@ -1,7 +1,7 @@
 import type { ShiftResolvers } from '../../__generated__/resolvers-types';
 import { UpstreamError } from '../../upstream/errors';
 import { locations, normalizeDateTime, type ShiftRecord } from '../../upstream/resources';
-import { loadEntity } from '../data/resourceResolvers';
+import { loadEntity } from './resourceResolvers';
 
 /** A date-time the upstream sent in a form we cannot serve fails that field alone. */
 function dateTime(shift: ShiftRecord, field: 'start' | 'end'): string | null {

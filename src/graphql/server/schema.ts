@@ -11,7 +11,7 @@ import { gql } from 'graphql-tag';
 import { RESOURCES } from '../../upstream/resources';
 import type { GraphQLContext } from '../data/context';
 import { nodeResolvers } from '../data/node';
-import { mergeResolvers, resourceResolvers } from '../data/resourceResolvers';
+import { mergeResolvers, resourceResolvers } from '../resolvers/resourceResolvers';
 import { resolvers } from '../resolvers';
 
 /**

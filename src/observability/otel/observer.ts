@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Observer } from '../events';
+import type { Observer } from '../../upstream/observer';
 import type { Tracing } from './tracing';
 
 /**

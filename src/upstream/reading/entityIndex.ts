@@ -3,12 +3,12 @@
  * set of them (`EntityIndexes`), with its time to live, record bound and sweep: how
  * references are resolved without a detail endpoint (docs/upstream.md).
  */
-import type { ListPage } from '../../upstream/client';
-import type { PageRef } from '../../upstream/pageReference';
-import { isMalformed } from '../../upstream/resources';
-import { UPSTREAM_PAGE_SIZE } from '../../upstream/endpoints';
-import { guardPageChain } from './connections';
-import { NO_OBSERVER, type Observer } from '../../observability/events';
+import type { ListPage } from '../client';
+import type { PageRef } from '../pageReference';
+import { isMalformed } from '../resources';
+import { UPSTREAM_PAGE_SIZE } from '../endpoints';
+import { guardPageChain } from './pageChain';
+import { NO_OBSERVER, type Observer } from '../observer';
 
 /** How long, in ms, an index may answer from what it has seen. Default 30 s (`WFS_ENTITY_INDEX_TTL_SECONDS`). */
 export const ENTITY_INDEX_TTL_MS = 30_000;
@@ -291,6 +291,14 @@ const LARGE_RELEASE_INTERVAL_MS = 60_000;
  * together. Past it, the least recently used tenant's indexes are dropped first; a
  * tenant alone over the budget starts its growing index over. An idle tenant's
  * index is released by a sweep once its lifetime ends, not only when touched again.
+ *
+ * Why not lru-cache (its `maxSize` and `sizeCalculation`): an entry's size is fixed
+ * when it is set, while a tenant's indexes grow page by page during a scan (re-setting
+ * the tenant on every kept page would re-run its eviction on the hot path); and an
+ * entry larger than the budget is dropped whole, while here the tenant alone over the
+ * budget keeps its other lists and starts only its growing index over, and the tenant
+ * that is growing is never the one evicted. The recency order itself is a Map
+ * re-inserted on use (`for`), and eviction 10 lines (`evictFor`).
  */
 export class EntityIndexes implements IndexHolder {
   /** Per tenant, its lists' indexes; in the order of last use, least recent first. */

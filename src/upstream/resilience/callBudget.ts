@@ -1,4 +1,4 @@
-import { UpstreamError } from './errors';
+import { UpstreamError } from '../errors';
 
 /** The documented default of `WFS_UPSTREAM_CALL_BUDGET`: upstream pages one GraphQL request may ask for. */
 export const DEFAULT_UPSTREAM_CALL_BUDGET = 200;

@@ -1,5 +1,5 @@
 import { request, type Dispatcher } from 'undici';
-import { causeOfNetworkError } from './failureCause';
+import { causeOfNetworkError } from '../failureCause';
 import { TOKEN_PATH, tokenUrl } from './tokenEndpoint';
 
 /**

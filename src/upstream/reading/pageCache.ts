@@ -1,26 +1,29 @@
 /**
  * The per-request page cache: every page of an upstream list that one GraphQL request
- * reads goes through `RequestPages.read`, so within the request the same page is
- * fetched once however many fields need it, comes from the tenant's entity index when
- * it may, counts against the request's call budget, and is not worked out at all once
- * the request is over (client gone, deadline passed).
+ * reads goes through `RequestPages`, so within the request the same page is fetched
+ * once however many fields need it, comes from the tenant's entity index when it may,
+ * counts against the request's call budget, and is not worked out at all once the
+ * request is over (client gone, deadline passed).
  */
-import type { ListPage, WfsClient } from '../../upstream/client';
-import { UpstreamError } from '../../upstream/errors';
-import { isTimeoutReason } from '../../upstream/failureCause';
-import { filterKey, pageKey } from '../../upstream/pageKey';
-import type { PageRef } from '../../upstream/pageReference';
-import type { Resource, UpstreamRecord } from '../../upstream/resources';
-import type { Observer } from '../../observability/events';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { ListPage, WfsClient } from '../client';
+import { UpstreamError } from '../errors';
+import { isTimeoutReason } from '../failureCause';
+import { filterKey, pageKey } from '../pageKey';
+import type { PageRef } from '../pageReference';
+import type { Resource, UpstreamRecord } from '../resources';
+import type { Observer } from '../observer';
 import type { EntityIndex } from './entityIndex';
+
+/** An upstream filter, as query parameters of the list call. */
+export type UpstreamQuery = Readonly<Record<string, string>>;
 
 /** The pages one request reads, for one tenant. */
 export interface RequestPages {
-  /**
-   * One page for this request: from the request's own pages, else (`fromIndex`, no
-   * upstream query) from the tenant's index, else from the upstream.
-   */
-  read<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query: Readonly<Record<string, string>> | undefined, fromIndex: boolean): Promise<ListPage<R>>;
+  /** One page as the upstream has it now (filtered upstream by `query`): from the request's own pages, else from the upstream. */
+  fresh<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query?: UpstreamQuery): Promise<ListPage<R>>;
+  /** One page of the whole list: from the request's own pages, else from the tenant's index, else from the upstream. */
+  held<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number): Promise<ListPage<R>>;
   /** Throws once the request is over: nothing it works out in memory would reach anyone. */
   stillWanted(): void;
   /** Forgets the pages read (the request's response is out). */
@@ -51,7 +54,7 @@ export function createRequestPages({ client, tenantId, signal, observer, indexOf
    * request, as a shared page does), so in-memory walks are bounded too; and every
    * read checks that the request is still wanted.
    */
-  const read = <R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query: Readonly<Record<string, string>> | undefined, fromIndex: boolean): Promise<ListPage<R>> => {
+  const read = <R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query: UpstreamQuery | undefined, fromIndex: boolean): Promise<ListPage<R>> => {
     try {
       stillWanted();
     } catch (error) {
@@ -61,7 +64,7 @@ export function createRequestPages({ client, tenantId, signal, observer, indexOf
     let page = pages.get(key);
     observer.cacheLookup('request_pages', page ? 1 : 0, page ? 0 : 1);
     if (!page) {
-      const held = fromIndex && !query ? indexOf(resource).page(ref, pageSize) : undefined;
+      const held = fromIndex ? indexOf(resource).page(ref, pageSize) : undefined;
       if (held) {
         try {
           budget.take(resource.name);
@@ -81,15 +84,16 @@ export function createRequestPages({ client, tenantId, signal, observer, indexOf
     return page as Promise<ListPage<R>>;
   };
 
-  return { read, stillWanted, release: () => pages.clear() };
+  return {
+    fresh: (resource, ref, pageSize, query) => read(resource, ref, pageSize, query, false),
+    held: (resource, ref, pageSize) => read(resource, ref, pageSize, undefined, true),
+    stillWanted,
+    release: () => pages.clear(),
+  };
 }
 
 /** Pages read from memory between two turns of the event loop. */
 const HELD_PAGES_PER_TURN = 32;
-
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** The error of work stopped because its request is over: the client left, or the deadline passed. */
 function requestOver(signal: AbortSignal): UpstreamError {

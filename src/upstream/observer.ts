@@ -1,5 +1,5 @@
-import type { BreakerState } from '../upstream/breaker';
-import type { CallOutcome } from '../upstream/failureCause';
+import type { BreakerState } from './resilience/breaker';
+import type { CallOutcome } from './failureCause';
 
 /**
  * What the domain reports about itself: the one interface between the code that does

@@ -1,4 +1,4 @@
-import { cancelledError } from './errors';
+import { cancelledError } from '../errors';
 
 /**
  * The key of one upstream page for one tenant: the tenant and the exact URL the call

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { checkAddress, hostMatches, isLoopbackName, rangeAllows } from './addressPolicy';
-import { UpstreamError } from './errors';
+import { UpstreamError } from '../errors';
 
 /**
  * The `api_base` claim decides where our bearer token goes, so it is checked before

@@ -1,5 +1,5 @@
 import { BulkheadRejectedError, TaskCancelledError, bulkhead, type BulkheadPolicy } from 'cockatiel';
-import { UpstreamError, cancelledError } from './errors';
+import { UpstreamError, cancelledError } from '../errors';
 
 export interface TenantBulkheadOptions {
   /** Concurrent upstream calls one tenant may have in flight. Default 16. */

@@ -1,8 +1,11 @@
-import { createHash } from 'node:crypto';
-import type { TenantCredentials } from '../config';
-import { NO_OBSERVER, type Observer } from '../observability/events';
-import { UpstreamError, isUpstreamError } from './errors';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { TenantCredentials } from '../../config';
+import { NO_OBSERVER, type Observer } from '../observer';
+import { UpstreamError, isUpstreamError } from '../errors';
 import type { TokenGrant } from './tokenEndpoint';
+import { RefusedTokens, type TokenRenewal } from './unauthorized';
+
+export { UNAUTHORIZED_COOLDOWN_MS } from './unauthorized';
 
 /**
  * Where replicas share tokens (Redis in production). Without one, each process
@@ -57,32 +60,25 @@ interface TenantState {
   seq: number;
   appliedSeq: number;
   /**
-   * Tokens the upstream answered 401 to, by SHA-256, with when each expires: never
-   * taken back from the shared store while they live, whatever token came since.
+   * Tokens the upstream answered 401 to (unauthorized.ts): never taken back from the
+   * shared store while they live, whatever token came since; and the 401 cool-down count.
    */
-  rejected: Map<string, number>;
+  readonly refused: RefusedTokens;
   /** The newest `obtainedAt` of any token this replica has held: an older shared record is a replay. */
   newestObtainedAt: number;
   /** While `until` is ahead, no token request is sent and a query without a usable token fails fast. */
   failure: { error: UpstreamError; until: number } | undefined;
   /** Consecutive failed token requests (transient), for the backoff. */
   failedAttempts: number;
-  /** Consecutive tokens refused (401) before serving a single call, for the 401 cool-down. */
-  refusedUnused: number;
   /** How long, in ms, the last few successful token requests took. */
   answerTimes: number[];
 }
-
-/** Rejected tokens remembered per tenant at most (the oldest go first). */
-const MAX_REJECTED = 32;
 
 /** At most this much of a token's life, in ms, is given up as safety margin. */
 const MAX_EXPIRY_MARGIN_MS = 30_000;
 /** The share of a token's life after which a request triggers a background refresh. */
 const REFRESH_AHEAD_FRACTION = 0.75;
 
-/** First and longest cool-down, in ms, after consecutive tokens were refused (401) on their first use. */
-export const UNAUTHORIZED_COOLDOWN_MS = { first: 1_000, max: 10_000 } as const;
 /**
  * Backoff, in ms, between token requests after transient failures (5xx, timeouts,
  * unusable answers). It grows to `max` while a still-usable token serves the queries,
@@ -153,7 +149,7 @@ function failureWindowMs(error: UpstreamError, failedAttempts: number, waiting: 
  * and a query that has no usable token does not wait on a request that has outlived
  * the endpoint's usual answer time (that request goes on, and serves the next query).
  */
-export class TokenCache {
+export class TokenCache implements TokenRenewal {
   private readonly states = new Map<string, TenantState>();
   private readonly now: () => number;
 
@@ -167,11 +163,10 @@ export class TokenCache {
         pending: undefined,
         seq: 0,
         appliedSeq: 0,
-        rejected: new Map(),
+        refused: new RefusedTokens(),
         newestObtainedAt: 0,
         failure: undefined,
         failedAttempts: 0,
-        refusedUnused: 0,
         answerTimes: [],
       });
     }
@@ -202,7 +197,7 @@ export class TokenCache {
     const state = this.states.get(grant.tenantId);
     if (!state) return;
     if (state.current?.accessToken === grant.accessToken) state.currentUsed = true;
-    state.refusedUnused = 0;
+    state.refused.served();
   }
 
   /**
@@ -246,9 +241,8 @@ export class TokenCache {
     this.dropCurrent(state);
     await this.options.store?.discard(state.tenant.tenantId, rejected.accessToken).catch(() => undefined);
     if (wasUsed) return undefined;
-    state.refusedUnused += 1;
-    if (state.refusedUnused < 2) return undefined;
-    const ms = Math.min(UNAUTHORIZED_COOLDOWN_MS.max, UNAUTHORIZED_COOLDOWN_MS.first * 2 ** (state.refusedUnused - 2));
+    const ms = state.refused.refusedUnusedToken();
+    if (ms === undefined) return undefined;
     const error = new UpstreamError('UPSTREAM_UNAUTHORIZED', `the upstream refuses freshly issued tokens for tenant ${state.tenant.tenantId} (401)`, { status: 401 });
     state.failure = { error, until: this.now() + ms };
     return error;
@@ -263,18 +257,11 @@ export class TokenCache {
 
   /** Remembers a refused token until it expires (a replayed copy of it is refused too). */
   private remember(state: TenantState, grant: TokenGrant): void {
-    const now = this.now();
-    for (const [hash, expiresAt] of state.rejected) if (expiresAt <= now) state.rejected.delete(hash);
-    for (const hash of state.rejected.keys()) {
-      if (state.rejected.size < MAX_REJECTED) break;
-      state.rejected.delete(hash);
-    }
-    state.rejected.set(tokenHash(grant.accessToken), grant.expiresAt);
+    state.refused.remember(grant, this.now());
   }
 
   private isRejected(state: TenantState, accessToken: string): boolean {
-    const expiresAt = state.rejected.get(tokenHash(accessToken));
-    return expiresAt !== undefined && expiresAt > this.now();
+    return state.refused.has(accessToken, this.now());
   }
 
   private state(tenantId: string): TenantState {
@@ -401,7 +388,7 @@ export class TokenCache {
       if (this.now() >= deadline) {
         throw new UpstreamError('UPSTREAM_UNAVAILABLE', `timed out waiting for another replica to refresh the token of tenant ${tenantId}`, { momentary: true });
       }
-      await new Promise((resolve) => setTimeout(resolve, this.options.lockPollMs ?? 50));
+      await delay(this.options.lockPollMs ?? 50);
     }
   }
 
@@ -432,7 +419,7 @@ export class TokenCache {
   /** Refused tokens remembered now, over all tenants (tests check they stay bounded). */
   get rejectedCount(): number {
     let count = 0;
-    for (const state of this.states.values()) count += state.rejected.size;
+    for (const state of this.states.values()) count += state.refused.size;
     return count;
   }
 
@@ -451,9 +438,4 @@ export class TokenCache {
       throw error;
     }
   }
-}
-
-/** A token is remembered by its hash: the list of refused tokens holds no bearer token. */
-function tokenHash(accessToken: string): string {
-  return createHash('sha256').update(accessToken).digest('base64url');
 }

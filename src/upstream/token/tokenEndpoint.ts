@@ -1,9 +1,9 @@
 import { decodeJwt } from 'jose';
 import { request, type Dispatcher } from 'undici';
-import type { TenantCredentials } from '../config';
-import { checkApiBase } from './apiBase';
-import { UpstreamError } from './errors';
-import { describeNetworkError, readJson, retryAfterSeconds } from './http';
+import type { TenantCredentials } from '../../config';
+import { checkApiBase } from '../transport/apiBase';
+import { UpstreamError } from '../errors';
+import { describeNetworkError, readJson, retryAfterSeconds } from '../transport/http';
 import { tokenLifetime } from './tokenLifetime';
 
 /** A token as we keep it: what the token response and its claims told us. */

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { UpstreamError } from './errors';
+import { UpstreamError } from '../errors';
 
 /*
  * Where a bearer token may be sent (docs/upstream.md, "api_base claim"). The

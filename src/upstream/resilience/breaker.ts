@@ -1,5 +1,5 @@
 import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleType, type CircuitBreakerPolicy } from 'cockatiel';
-import { UpstreamError } from './errors';
+import { UpstreamError } from '../errors';
 
 /** What a breaker reports to metrics: one of these per shard origin. */
 export type BreakerState = 'closed' | 'open' | 'half-open';

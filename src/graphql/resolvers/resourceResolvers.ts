@@ -5,10 +5,10 @@
  */
 import type { GraphQLResolverMap } from '@apollo/subgraph';
 import type { AnyResource, Resource, UpstreamRecord } from '../../upstream/resources';
-import type { ConnectionArgs, ConnectionPage } from './connections';
-import type { GraphQLContext } from './context';
+import type { ConnectionArgs, ConnectionPage } from '../data/connections';
+import type { GraphQLContext } from '../data/context';
 import { badUserInput } from '../errors';
-import { nodeIdOf } from './node';
+import { nodeIdOf } from '../data/node';
 
 type Resolvers = GraphQLResolverMap<GraphQLContext>;
 

@@ -12,7 +12,7 @@ import { waitFor } from '../helpers/waitFor';
 
 /**
  * The built server as a deployment runs it: `node dist/index.js` with the
- * environment of README, "Configuration". `scripts/test.sh` builds before jest runs.
+ * environment of docs/configuration.md, "Settings". `scripts/test.sh` builds before jest runs.
  */
 const root = join(__dirname, '..', '..');
 const entry = join(root, 'dist', 'index.js');

@@ -8,7 +8,7 @@ import { shippedOperations } from '../helpers/shippedOperations';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
- * Issue 11 item 2: every limit counts every field, introspection included; only a
+ * docs/limits.md, "Query limits": every limit counts every field, introspection included; only a
  * real `__schema`/`__type` field has its own (looser) depth bound, never a fragment
  * by its name. A refused document is HTTP 400 GRAPHQL_VALIDATION_FAILED and costs
  * the upstream nothing.
@@ -90,7 +90,7 @@ describe('query limits', () => {
 });
 
 /**
- * Issue 17: a document whose answer multiplies through nested connections is refused
+ * The cost limit (docs/limits.md, "Query limits"): a document whose answer multiplies through nested connections is refused
  * before any upstream call, whatever its aliases, fragments or variables; every
  * document we ship is served.
  */
@@ -155,7 +155,7 @@ describe('cost limit', () => {
   it('takes its budget from WFS_MAX_COST', async () => {
     const strict = await startTestSubgraph({}, { WFS_MAX_COST: '300' }, {}, subgraph.emulator);
     try {
-      // LocationPicker (operations/) is estimated at 304 (README "Query limits").
+      // LocationPicker (operations/) is estimated at 304 (docs/limits.md, "Query limits").
       const picker = shippedOperations().find((op) => op.source === 'operations/LocationPicker.graphql')!;
       const response = await strict.query(print(picker.document), picker.variables, as);
       expect(response.status).toBe(400);

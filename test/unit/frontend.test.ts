@@ -90,7 +90,7 @@ describe('for frontend teams', () => {
     expect(diagnostics(path.join(frontendDir, 'tsconfig.json'), [path.join(frontendDir, 'apollo.ts')])).toEqual([]);
   });
 
-  it('compiles every TypeScript snippet of docs/frontend.md, with hooks from @apollo/client/react", () => {
+  it('compiles every TypeScript snippet of docs/frontend.md, with hooks from @apollo/client/react', () => {
     const snippets = pageSnippets();
     expect(snippets.length).toBeGreaterThanOrEqual(2);
     expect(snippets.join('\n')).toMatch(/from '@apollo\/client\/react'/);

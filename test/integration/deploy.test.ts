@@ -115,6 +115,19 @@ describe('deploy/ examples', () => {
     for (const name of components) expect(text).toMatch(new RegExp(`^#\\s+- components/${name}$`, 'm'));
   });
 
+  it("starts the server, wherever a start line is written out, with the Dockerfile's CMD and its heap flags", () => {
+    const cmd = dockerfile().cmd.join(' ');
+    expect(cmd).toMatch(/--max-old-space-size=\d+/);
+    expect(JSON.parse(read('package.json')).scripts.start).toBe(cmd);
+    // Command lines in the manual's shell blocks and in the deploy files' comments.
+    const manual = ['README.md', ...readdirSync(path.join(root, 'docs')).map((file) => `docs/${file}`)];
+    const blocks = manual.flatMap((file) => [...read(file).matchAll(/^```sh\n([\s\S]*?)^```/gm)].map((match) => ({ file, text: match[1]!.replace(/\\\n\s*/g, '') })));
+    const comments = ['deploy/k8s/deployment.yaml', 'deploy/compose.yaml'].map((file) => ({ file, text: read(file).split('\n').filter((line) => line.trimStart().startsWith('#')).join(' ').replace(/#\s*/g, '') }));
+    const lines = [...blocks, ...comments].flatMap(({ file, text }) => [...text.matchAll(/\bnode(?: --?[\w-]+(?:=\S+)?)* dist\/index\.js/g)].map((match) => ({ file, line: match[0] })));
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.filter(({ line }) => line !== cmd)).toEqual([]);
+  });
+
   it('cites only test files that exist', () => {
     const files = ['README.md', ...readdirSync(path.join(root, 'docs')).map((file) => `docs/${file}`), 'deploy/compose.yaml', ...k8sFiles.map((file) => `deploy/k8s/${file}`), 'deploy/prometheus/alerts.yaml', 'scripts/prometheusrule.mjs'];
     const cited = files.flatMap((file) => [...read(file).matchAll(/\btest\/[\w/.-]+\.test\.ts\b/g)].map((match) => ({ file, cited: match[0] })));

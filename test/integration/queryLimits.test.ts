@@ -3,9 +3,11 @@ import { Kind, getIntrospectionQuery, print } from 'graphql';
 import { request } from 'undici';
 import { makeTenant } from '../../src/emulator';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
+import { sleep } from '../helpers/fixtures';
 import { nestedBomb } from '../helpers/nestedBomb';
 import { shippedOperations } from '../helpers/shippedOperations';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
 
 /**
  * docs/limits.md, "Query limits": every limit counts every field, introspection included; only a
@@ -200,10 +202,11 @@ describe('request bodies', () => {
     const socket = connect(port, '127.0.0.1');
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
     socket.write(`POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-tenant-id: ${A.tenantId}\r\ncontent-length: 1000\r\n\r\n{"query":`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The request is in flight once the server has its headers and is reading the body.
+    const inFlight = async () => (await metrics.graphqlInFlight.get()).values[0]?.value ?? 0;
+    await waitFor(async () => (await inFlight()) === 1, 'the request being read');
     socket.destroy();
-    const deadline = Date.now() + 5_000;
-    while ((await abortedNow()) === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor(async () => (await abortedNow()) > before, 'the abort counted');
     expect(await abortedNow()).toBe(before + 1);
     expect((await metrics.graphqlInFlight.get()).values[0]!.value).toBe(0);
     expect(upstreamCalls()).toBe(0);
@@ -231,7 +234,8 @@ describe('request bodies', () => {
       });
       for (let at = 0; at < BODY; at += STEP) {
         for (const { socket } of clients) if (!socket.destroyed) socket.write(body.subarray(at, at + STEP));
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        // Time is the subject: slow clients pace their bytes, so the bodies are read side by side.
+        await sleep(100);
       }
       return Promise.all(clients.map(({ closed }) => closed));
     };

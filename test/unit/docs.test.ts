@@ -38,6 +38,16 @@ describe('the manual (README.md and docs/*.md)', () => {
     expect(broken).toEqual([]);
   });
 
+  it('names only files of the repository that exist (src/, test/, scripts/, deploy/, ...)', () => {
+    const missing = pages.flatMap((page) =>
+      [...readDoc(page).matchAll(/`((?:src|test|scripts|deploy|router|examples|operations|bench|docs)\/[\w./-]+\.(?:ts|mts|mjs|cjs|js|json|ya?ml|toml|md|graphql))`/g)]
+        .map((match) => match[1]!)
+        .filter((file) => !file.includes('timesheet') && !file.includes('Timesheet') && !existsSync(path.join(repoRoot, file)))
+        .map((file) => `${page}: ${file}`),
+    );
+    expect(missing).toEqual([]);
+  });
+
   it('gives no two sections of one page the same heading', () => {
     for (const page of pages) {
       const headings = [...readDoc(page).replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6}\s+(.+?)\s*$/gm)].map((match) => match[1]!);
@@ -113,5 +123,23 @@ describe('docs/runbook.md', () => {
   it('keeps a stable runbook-<code> anchor for every error code the subgraph sends', () => {
     expect(runbookCodes.length).toBeGreaterThan(8);
     for (const code of runbookCodes) expect({ code, anchored: anchors.has(`runbook-${code}`) }).toEqual({ code, anchored: true });
+  });
+});
+
+describe('docs/upstream.md', () => {
+  const page = readDoc('docs/upstream.md');
+
+  it('holds each assumption once, each with the modules that hold it', () => {
+    const assumptions = section(page, 'What we assume where the documentation is silent');
+    const headings = [...assumptions.matchAll(/^### (.+)$/gm)].map((match) => match[1]!);
+    expect(headings.length).toBeGreaterThanOrEqual(15);
+    for (const heading of headings) expect({ heading, where: /^Where: `src\//m.test(section(assumptions, heading)) }).toEqual({ heading, where: true });
+    // No other page repeats them as a table.
+    for (const other of manualPages().filter((file) => file !== 'docs/upstream.md')) expect({ other, table: readDoc(other).includes('| open point | assumption |') }).toEqual({ other, table: false });
+  });
+
+  it("points the operator's hint at the module that writes it", () => {
+    const where = /^Where: `([^`]+)`/m.exec(section(page, 'Error messages'))![1]!;
+    expect(readFileSync(path.join(repoRoot, where), 'utf8')).toMatch(/configuration error: [^']*check its entry in WFS_TENANTS_FILE/);
   });
 });

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { KNOWN_ENV_VARIABLES, loadConfig, NUMERIC_SETTINGS } from '../../src/config';
+import { KNOWN_ENV_VARIABLES, loadConfig, NUMERIC_SETTINGS, UPSTREAM_SETTINGS } from '../../src/config';
 import { headingAnchors, links, manualPages, readDoc, repoRoot, section } from '../helpers/markdown';
 
 /**
@@ -78,6 +78,11 @@ describe('docs/configuration.md', () => {
     expect(named.filter((name) => !name.startsWith('WFS_')).sort()).toEqual(
       ['HOST', 'LOG_LEVEL', 'NODE_ENV', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'OTEL_TRACES_EXPORTER', 'OTEL_', 'PORT'].sort(),
     );
+  });
+
+  it('names, under "Demo mode", every setting that stops a start-up without WFS_AUTH_URL', () => {
+    const demo = section(readDoc('docs/configuration.md'), 'Demo mode');
+    expect(UPSTREAM_SETTINGS.filter((name) => !demo.includes(`\`${name}\``))).toEqual([]);
   });
 
   it("states each numeric setting's default and range as src/config.ts applies them", () => {

@@ -92,6 +92,18 @@ describe('docs/configuration.md', () => {
       expect({ name, default: row.default.trim() }).toEqual({ name, default: `\`${fallback}\`` });
       expect({ name, range: row.meaning.includes(`1 to ${spaced(max)}`) }).toEqual({ name, range: true });
     }
+    // Where another page restates a default beside its setting, it is the same number.
+    for (const page of manualPages()) {
+      const text = readDoc(page);
+      for (const [name, { default: fallback }] of Object.entries(NUMERIC_SETTINGS)) {
+        const restated = [
+          ...text.matchAll(new RegExp(`\`${name}\`\\s*\\((?:default\\s+)?(\\d[\\d ]*)`, 'g')),
+          ...text.matchAll(new RegExp(`\\(\`${name}\`,\\s*(\\d[\\d ]*)`, 'g')),
+          ...text.matchAll(new RegExp(`(\\d[\\d ]*?)\\s*\\(\`${name}\`\\)`, 'g')),
+        ].map((match) => Number(match[1]!.replace(/ /g, '')));
+        expect({ page, name, restated: restated.filter((value) => value !== fallback) }).toEqual({ page, name, restated: [] });
+      }
+    }
     // The other defaults a plain start applies.
     const defaults = loadConfig({});
     const stated = (name: string) => rows.find((row) => row.names[0] === name)!.default;

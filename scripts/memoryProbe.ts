@@ -1,7 +1,7 @@
 /**
  * `npm run probe:memory`: how much memory the built subgraph (`node dist/index.js`, with
  * the Docker image's runtime flags) needs for N companies of a given size, for sizing
- * (README, "Memory and sizing"; issue 17 item 5).
+ * (docs/operations.md, "Memory per company").
  *
  * The upstream emulator runs in this process with N generated companies; the subgraph
  * runs as a child process against it. Each company is browsed once: all its locations

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's one test line (README "Development", and .ci/run): on a fresh Debian
+# The project's one test line (README.md, "The test line", and .ci/run): on a fresh Debian
 # machine it installs what is missing, system packages included, then runs every
 # suite: unit, integration (real HTTP emulator, real redis-server), the built server
 # as a process, the explorer in a real headless Chromium, and the alert rules in promtool.

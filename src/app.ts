@@ -101,6 +101,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
         ...(overrides.now && { now: overrides.now }),
       }).then((token) => {
         // A real token from the endpoint settles the start-up check, whatever it said.
+        if (tokenEndpoint.problem() !== undefined) logger.info('a token came from the token endpoint: ready');
         tokenEndpoint.confirmed();
         return token;
       }),
@@ -200,10 +201,11 @@ function tokenEndpointLogger(logger: Logger): (verdict: TokenEndpointVerdict) =>
     if (!verdict.ok) {
       if (verdict.problem !== lastProblem) logger.error({ tokenUrl: verdict.url }, `${verdict.problem} (/ready answers 503 until it answers like a token endpoint)`);
       lastProblem = verdict.problem;
-    } else if (lastProblem !== undefined) {
-      logger.info({ tokenUrl: verdict.url, status: verdict.status }, 'token endpoint answers like one now: ready');
+    } else {
+      // The check stops once right: this line is the moment the replica turns ready.
+      logger.info({ tokenUrl: verdict.url, status: verdict.status }, lastProblem === undefined ? 'token endpoint answers like one: ready' : 'token endpoint answers like one now: ready');
       lastProblem = undefined;
-    } else logger.debug({ tokenUrl: verdict.url, status: verdict.status }, 'token endpoint answers like one');
+    }
   };
 }
 

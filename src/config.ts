@@ -7,8 +7,8 @@ import ipaddr from 'ipaddr.js';
 /**
  * Every `WFS_*` variable this subgraph reads. Any other `WFS_*` name in the environment
  * stops start-up, naming the closest of these (a typo such as `WFS_AUTH_ULR` must not
- * silently start demo mode). Add a new variable here, in the README configuration
- * table, and where it is read.
+ * silently start demo mode). Add a new variable here, in the settings table of
+ * docs/configuration.md (test/unit/docs.test.ts holds the two equal), and where it is read.
  */
 export const KNOWN_ENV_VARIABLES = [
   'WFS_AUTH_URL',
@@ -37,8 +37,24 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_ENTITY_INDEX_TTL_SECONDS',
 ] as const;
 
+/**
+ * The numeric settings: default and largest value (the smallest is 1). The one place
+ * their defaults are written: loadConfig applies them, the modules that take these
+ * values as options fall back to them, and test/unit/docs.test.ts holds
+ * docs/configuration.md to them.
+ */
+export const NUMERIC_SETTINGS = {
+  WFS_UPSTREAM_CALL_BUDGET: { default: 200, max: 10_000 },
+  WFS_MAX_COST: { default: 50_000, max: 1_000_000_000 },
+  WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: { default: 8_000, max: 15_000 },
+  WFS_SHARD_RETRY_AFTER_MAX_S: { default: 60, max: 3_600 },
+  WFS_TENANT_RETRY_AFTER_MAX_S: { default: 300, max: 86_400 },
+  WFS_ENTITY_INDEX_MAX_RECORDS: { default: 200_000, max: 100_000_000 },
+  WFS_ENTITY_INDEX_TTL_SECONDS: { default: 30, max: 3_600 },
+} as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
+
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
-const UPSTREAM_SETTINGS = ['WFS_TENANTS_FILE', 'WFS_REDIS_URL', 'WFS_REDIS_KEY', 'WFS_JWKS_URL', 'WFS_JWT_ISSUER', 'WFS_JWT_AUDIENCE', 'WFS_TENANT_CLAIM', 'WFS_API_BASE_ALLOW'];
+export const UPSTREAM_SETTINGS = ['WFS_TENANTS_FILE', 'WFS_REDIS_URL', 'WFS_REDIS_KEY', 'WFS_JWKS_URL', 'WFS_JWT_ISSUER', 'WFS_JWT_AUDIENCE', 'WFS_JWT_NO_AUDIENCE', 'WFS_TENANT_CLAIM', 'WFS_API_BASE_ALLOW'] as const;
 
 /** One company's client credentials, from WFS_TENANTS_FILE. */
 export interface TenantCredentials {
@@ -87,19 +103,19 @@ export interface Config {
   /** Answer introspection queries (default: on unless NODE_ENV=production). */
   readonly introspection: boolean;
   readonly logLevel: string;
-  /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make (default 200). */
+  /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make. */
   readonly upstreamCallBudget: number;
-  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/server/cost.ts; default 50 000). */
+  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/server/cost.ts). Defaults: NUMERIC_SETTINGS. */
   readonly maxCost: number;
-  /** WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: how long one upstream HTTP attempt may take (default 8 000). */
+  /** WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: how long one upstream HTTP attempt may take. */
   readonly upstreamAttemptTimeoutMs: number;
-  /** WFS_SHARD_RETRY_AFTER_MAX_S: the longest shard (503) Retry-After window kept (default 60). */
+  /** WFS_SHARD_RETRY_AFTER_MAX_S: the longest shard (503) Retry-After window kept. */
   readonly shardRetryAfterMaxSeconds: number;
-  /** WFS_TENANT_RETRY_AFTER_MAX_S: the longest tenant (429) Retry-After window kept (default 300). */
+  /** WFS_TENANT_RETRY_AFTER_MAX_S: the longest tenant (429) Retry-After window kept. */
   readonly tenantRetryAfterMaxSeconds: number;
-  /** WFS_ENTITY_INDEX_MAX_RECORDS: records all tenants' entity indexes may hold together (default 200 000). */
+  /** WFS_ENTITY_INDEX_MAX_RECORDS: records all tenants' entity indexes may hold together. */
   readonly entityIndexMaxRecords: number;
-  /** WFS_ENTITY_INDEX_TTL_SECONDS: how long an entity index answers from what it has seen (default 30). */
+  /** WFS_ENTITY_INDEX_TTL_SECONDS: how long an entity index answers from what it has seen. */
   readonly entityIndexTtlSeconds: number;
 }
 
@@ -119,7 +135,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
- * Why no schema library (zod, envalid): of this file's 346 lines, the per-variable
+ * Why no schema library (zod, envalid): of this file's lines (346 before the settings table), the per-variable
  * parsers are about 110 (`secret` … `redisUrl` below), and each would stay a custom
  * refinement, since every message names the variable, the value seen and what to do;
  * what is left is cross-variable rules (demo mode against upstream settings, Redis and
@@ -130,8 +146,11 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  */
 
 /**
- * The only reader of `process.env`. Every check happens here, up front, so a bad
- * value stops start-up with a line that names the variable.
+ * Reads the subgraph's settings from the environment: every `WFS_*` variable, `PORT`,
+ * `HOST`, `LOG_LEVEL` and `NODE_ENV`. Every check happens here, up front, so a bad
+ * value stops start-up with a line that names the variable. (The other readers of
+ * `process.env` are OpenTelemetry's switch and SDK for `OTEL_*`, the compile cache and
+ * the heap-limit check: docs/configuration.md, "How settings are read".)
  */
 export function loadConfig(env: Env = process.env): Config {
   checkNames(env);
@@ -195,13 +214,13 @@ export function loadConfig(env: Env = process.env): Config {
     explorer: flag(env, 'WFS_EXPLORER', env.NODE_ENV !== 'production'),
     introspection: flag(env, 'WFS_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
-    upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET', 200, 10_000),
-    maxCost: positiveInteger(env, 'WFS_MAX_COST', 50_000, 1_000_000_000),
-    upstreamAttemptTimeoutMs: positiveInteger(env, 'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS', 8_000, 15_000),
-    shardRetryAfterMaxSeconds: positiveInteger(env, 'WFS_SHARD_RETRY_AFTER_MAX_S', 60, 3_600),
-    tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S', 300, 86_400),
-    entityIndexMaxRecords: positiveInteger(env, 'WFS_ENTITY_INDEX_MAX_RECORDS', 200_000, 100_000_000),
-    entityIndexTtlSeconds: positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS', 30, 3_600),
+    upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET'),
+    maxCost: positiveInteger(env, 'WFS_MAX_COST'),
+    upstreamAttemptTimeoutMs: positiveInteger(env, 'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS'),
+    shardRetryAfterMaxSeconds: positiveInteger(env, 'WFS_SHARD_RETRY_AFTER_MAX_S'),
+    tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S'),
+    entityIndexMaxRecords: positiveInteger(env, 'WFS_ENTITY_INDEX_MAX_RECORDS'),
+    entityIndexTtlSeconds: positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS'),
   };
   return Object.freeze(config);
 }
@@ -254,7 +273,8 @@ function port(value: string | undefined): number {
   return n;
 }
 
-function positiveInteger(env: Env, name: string, fallback: number, max: number): number {
+function positiveInteger(env: Env, name: keyof typeof NUMERIC_SETTINGS): number {
+  const { default: fallback, max } = NUMERIC_SETTINGS[name];
   const text = nonEmpty(env[name]);
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > max) throw new ConfigError(name, `must be an integer from 1 to ${max}, got "${text}"`);

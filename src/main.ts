@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig, type Config } from './config';
 import type * as DemoModule from './demo';
+import { heapLimit, heapWarning } from './heapLimit';
 import { createLogger } from './observability/logger';
 import { startServer } from './server';
 
@@ -22,6 +23,9 @@ async function start(): Promise<void> {
     config = demo.config;
   }
   const logger = createLogger(config.logLevel);
+  const heap = heapLimit();
+  const noHeapLimit = heapWarning(heap);
+  if (noHeapLimit) logger.warn({ heapLimitMiB: heap.limitMiB }, noHeapLimit);
   if (config.cursorSecretGenerated && !demo) {
     logger.warn('WFS_CURSOR_SECRET is not set: cursors are sealed with a random key and stop working on restart or on another replica');
   }
@@ -47,7 +51,12 @@ async function start(): Promise<void> {
     throw error;
   });
   if (demo && demoModule) process.stdout.write(demoModule.demoBanner(demo, server.url));
-  logger.info({ url: server.url, tenants: config.tenants.length, redis: Boolean(config.redisUrl) }, 'subgraph ready');
+  // Serving is not being ready: /ready waits for the token endpoint check (or a real
+  // token), and the line says which of the two this is.
+  const notReady = server.readinessProblem();
+  const started = { url: server.url, tenants: config.tenants.length, redis: Boolean(config.redisUrl), heapLimitMiB: heap.limitMiB };
+  if (notReady === undefined) logger.info({ ...started, ready: true }, 'subgraph ready');
+  else logger.info({ ...started, ready: false, reason: notReady }, 'subgraph listening, not ready yet: /ready answers 503 until the token endpoint answers like one');
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -51,6 +51,8 @@ export interface RunningServer {
   readonly port: number;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** What `/ready` would answer 503 with now, or undefined when it answers 200. */
+  readinessProblem(): string | undefined;
   close(): Promise<void>;
 }
 
@@ -148,6 +150,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     port,
     metrics,
     logger,
+    readinessProblem: () => (draining ? 'shutting down' : app.readinessProblem()),
     async close() {
       draining = true;
       metrics.ready.set(0);

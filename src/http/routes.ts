@@ -79,7 +79,7 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
       return;
     }
     if (options.explorer?.(req, res)) return;
-    // Clients learn that the explorer is off, not which setting turns it on (that is for the operator's README).
+    // Clients learn that the explorer is off, not which setting turns it on (that is for the operator's manual, docs/configuration.md).
     const hint = path === '/' && !options.explorer ? ' (the explorer is not served by this deployment)' : '';
     sendJson(res, 404, { error: `no route for ${req.method} ${path}; the GraphQL endpoint is ${graphqlPath}${hint}` });
   };

@@ -6,8 +6,8 @@ import { RESOURCES } from '../upstream/resources';
  * The Prometheus metrics served at `/metrics`; one registry per server, so tests do
  * not share counters. Names follow the Prometheus conventions (base units in the
  * name, `_total` on counters) and no label carries a tenant id: a deployment with
- * thousands of companies would otherwise grow thousands of series per metric. The
- * README's "Metrics" section lists each family and what to read it with.
+ * thousands of companies would otherwise grow thousands of series per metric.
+ * docs/operations.md, "Metrics", lists each family and what to read it with.
  */
 export interface Metrics {
   readonly registry: Registry;

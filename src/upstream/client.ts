@@ -17,6 +17,7 @@ import { CallBudget, DEFAULT_UPSTREAM_CALL_BUDGET } from './resilience/callBudge
 import { InFlight, coalescingKey, type SharedCallView } from './resilience/coalescer';
 import { RetryPolicy, type RetryPolicyOptions, type RetrySchedule } from './resilience/retry';
 import { RetryAfterWindows, type WindowScope } from './resilience/retryAfterWindows';
+import { NUMERIC_SETTINGS } from '../config';
 
 export type { ListPage } from './envelope';
 
@@ -45,14 +46,14 @@ export interface WfsClientOptions {
   readonly deadlineMs?: number;
   /**
    * How long, in ms, one HTTP attempt may take (`WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS`);
-   * an attempt that runs out of it counts against the shard's breaker. Default 8 000.
+   * an attempt that runs out of it counts against the shard's breaker. Default: its value in src/config.ts.
    */
   readonly attemptTimeoutMs?: number;
-  /** The longest shard (503) Retry-After window kept, in seconds (`WFS_SHARD_RETRY_AFTER_MAX_S`). Default 60. */
+  /** The longest shard (503) Retry-After window kept, in seconds (`WFS_SHARD_RETRY_AFTER_MAX_S`). Default: its value in src/config.ts. */
   readonly shardRetryAfterMaxSeconds?: number;
-  /** The longest tenant (429) Retry-After window kept, in seconds (`WFS_TENANT_RETRY_AFTER_MAX_S`). Default 300. */
+  /** The longest tenant (429) Retry-After window kept, in seconds (`WFS_TENANT_RETRY_AFTER_MAX_S`). Default: its value in src/config.ts. */
   readonly tenantRetryAfterMaxSeconds?: number;
-  /** Upstream page calls one GraphQL request may make (`WFS_UPSTREAM_CALL_BUDGET`). Default 200. */
+  /** Upstream page calls one GraphQL request may make (`WFS_UPSTREAM_CALL_BUDGET`). Default: its value in src/config.ts. */
   readonly callBudget?: number;
   readonly retry?: RetryPolicyOptions;
   readonly breaker?: Omit<ShardBreakerOptions, 'onStateChange' | 'onFailFast'>;
@@ -388,7 +389,7 @@ export class WfsClient {
     try {
       return await this.breakers.run(origin, () =>
         this.bulkheads.run(tenantId, signal, async () => {
-          const timed = attemptSignal(signal, this.options.attemptTimeoutMs ?? 8_000);
+          const timed = attemptSignal(signal, this.options.attemptTimeoutMs ?? NUMERIC_SETTINGS.WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS.default);
           try {
             const outcome = await this.send(caller, grant, page, timed.signal, attempts);
             // A shard fault (an attempt that ran out of time included) counts against the

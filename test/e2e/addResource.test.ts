@@ -8,23 +8,23 @@ import { errorCodes, postGraphQL } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
 
 /**
- * The proof of README "Adding a resource" (issue 20): in a copy of the repository, a
- * newcomer's timesheets written through the section's steps alone (no hook of any
- * kind), the commands the section lists, run as listed, and the built server started as
+ * The proof of docs/adding-a-resource.md: in a copy of the repository, a
+ * newcomer's timesheets written through the page's steps alone (no hook of any
+ * kind), the commands the page lists, run as listed, and the built server started as
  * a deployment starts it. The resource must then be served like the registry's own, and
  * `Location.shifts` must survive `Location.timesheets` being added by another file.
  */
 
 const root = join(__dirname, '..', '..');
-/** A command the README lists may take this long on a loaded 2-core machine; then it is killed. */
+/** A command the page lists may take this long on a loaded 2-core machine; then it is killed. */
 const COMMAND_TIMEOUT_MS = 240_000;
 jest.setTimeout(COMMAND_TIMEOUT_MS * 3);
 
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const section = /^## Adding a resource\n([\s\S]*?)^## /m.exec(readme)?.[1] ?? '';
+/** docs/adding-a-resource.md, the page these steps follow. */
+const section = readFileSync(join(root, 'docs', 'adding-a-resource.md'), 'utf8');
 const commands = (/```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '').split('\n').map((line) => line.replace(/#.*/, '').trim()).filter(Boolean);
 
-/** One step of the README: a file to write, or to edit at a place that must exist. */
+/** One step of the page: a file to write, or to edit at a place that must exist. */
 type Step = { file: string; write: string } | { file: string; edits: ReadonlyArray<readonly [anchor: string, replacement: string]> };
 
 const TIMESHEET_MODULE = `import { recordWithId, referenceId } from './fields';
@@ -217,7 +217,7 @@ function applyStep(dir: string, step: Step): void {
   writeFileSync(path, text);
 }
 
-/** Runs one command the README lists, as a shell runs it, in `dir`; its output on failure. */
+/** Runs one command the page lists, as a shell runs it, in `dir`; its output on failure. */
 function run(dir: string, command: string): Promise<void> {
   // Not the outer `npm test`'s own npm_* settings: the command runs as typed in a terminal.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_')));
@@ -279,7 +279,7 @@ afterAll(async () => {
   if (copy) rmSync(copy, { recursive: true, force: true });
 });
 
-describe('README "Adding a resource", followed to the letter in a copy of the repository', () => {
+describe('docs/adding-a-resource.md, followed to the letter in a copy of the repository', () => {
   it('lists the commands, and names every file they and the steps change', () => {
     expect(commands).toEqual(expect.arrayContaining(['npm run codegen', 'npm run compose', 'npm run build']));
     for (const step of STEPS) expect(section).toContain(`\`${step.file}\``);

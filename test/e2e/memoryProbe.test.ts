@@ -4,7 +4,7 @@ import { runMemoryProbe } from '../../scripts/memoryProbe';
  * `npm run probe:memory` end to end, small: the built server (`dist/index.js`, so
  * `npm run build` first) against the emulator with 3 generated companies, browsed once,
  * then idle past a 1 s index lifetime. The figures themselves are for sizing runs
- * (README, "Memory and sizing"); here the probe must run, read them and count no error.
+ * (docs/operations.md, "Memory per company"); here the probe must run, read them and count no error.
  */
 it('browses every company, reads the memory of the server at each moment, and reports no error', async () => {
   const report = await runMemoryProbe({ companies: 3, locations: 150, shifts: 400, concurrency: 2, idleSeconds: 2, ttlSeconds: 1, maxMinutes: 2 });

@@ -12,7 +12,7 @@ import { waitFor } from '../helpers/waitFor';
 
 /**
  * The built server as a deployment runs it: `node dist/index.js` with the
- * environment of README, "Configuration". `scripts/test.sh` builds before jest runs.
+ * environment of docs/configuration.md, "Settings". `scripts/test.sh` builds before jest runs.
  */
 const root = join(__dirname, '..', '..');
 const entry = join(root, 'dist', 'index.js');
@@ -24,9 +24,9 @@ interface Running {
   exit: Promise<number | null>;
 }
 
-function run(env: Record<string, string>): Running {
+function run(env: Record<string, string>, nodeFlags: readonly string[] = []): Running {
   if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
-  const child = spawn(process.execPath, [entry], { cwd: '/', env: { PATH: process.env.PATH ?? '', PORT: '0', ...env } });
+  const child = spawn(process.execPath, [...nodeFlags, entry], { cwd: '/', env: { PATH: process.env.PATH ?? '', PORT: '0', ...env } });
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk) => (out += String(chunk)));
@@ -200,6 +200,50 @@ describe('node dist/index.js', () => {
       expect(answer.data.locations.nodes).toEqual([{ id: tenant.locations[0]!.id }]);
       running.child.kill('SIGTERM');
       expect(await running.exit).toBe(0);
+    });
+
+    /** The JSON log lines the running server printed so far. */
+    const logLines = () =>
+      running!
+        .stdout()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { level: number; msg: string; ready?: boolean; reason?: string; heapLimitMiB?: number });
+
+    it('says "listening, not ready yet" (never "ready") while the token endpoint check fails, and states its heap limit, warning that none was given', async () => {
+      running = run({
+        WFS_AUTH_URL: `${emulator.authUrl}/not-the-provider`,
+        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+        WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
+      });
+      const url = await printed(/"url":"(http:[^"]+)"/, 'the start-up line');
+      const ready = await request(new URL('/ready', url));
+      expect(ready.statusCode).toBe(503);
+      await ready.body.dump();
+      await waitFor(() => logLines().some((line) => line.level === 50 && /answered 404/.test(line.msg)), 'the check failing', 15_000);
+      const started = logLines().find((line) => line.msg.startsWith('subgraph'))!;
+      expect(started).toMatchObject({ msg: expect.stringMatching(/^subgraph listening, not ready yet/), ready: false, reason: expect.any(String) });
+      expect(logLines().filter((line) => /ready$/.test(line.msg) && !/not ready/.test(line.msg))).toEqual([]);
+      expect(started.heapLimitMiB).toBeGreaterThan(0);
+      expect(logLines()).toContainEqual(expect.objectContaining({ level: 40, heapLimitMiB: started.heapLimitMiB, msg: expect.stringContaining('no --max-old-space-size') }));
+    });
+
+    it("started with the documented heap flags, states that limit, warns of nothing, and says when it turns ready", async () => {
+      running = run(
+        { WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants), WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij' },
+        ['--max-semi-space-size=8', '--max-old-space-size=256'],
+      );
+      const url = await printed(/"url":"(http:[^"]+)"/, 'the start-up line');
+      // Either the start-up line is the ready one, or the check's answer came after it and says so.
+      await waitFor(() => logLines().some((line) => line.msg === 'subgraph ready' || line.msg === 'token endpoint answers like one: ready'), 'a ready line', 15_000);
+      const ready = await request(new URL('/ready', url));
+      expect(ready.statusCode).toBe(200);
+      await ready.body.dump();
+      const started = logLines().find((line) => line.msg.startsWith('subgraph'))!;
+      // V8's limit is the old generation's 256 MiB plus the young generation's semi-spaces.
+      expect(started.heapLimitMiB).toBeGreaterThanOrEqual(256);
+      expect(started.heapLimitMiB).toBeLessThan(320);
+      expect(logLines().filter((line) => line.level >= 40)).toEqual([]);
     });
 
     /** `node dist/index.js` with a preload that records every module file the process loaded, read after it exits. */

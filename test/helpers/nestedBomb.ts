@@ -1,5 +1,5 @@
 /**
- * The document of issue 17: 38 fields, 11 deep, 6 aliases, nesting connections
+ * The nested bomb (docs/limits.md, "Query limits"): 38 fields, 11 deep, 6 aliases, nesting connections
  * through the cycle `Location.shifts` → `Shift.location` → `Location.shifts`. It
  * passes the depth, alias and field-count limits; its answer multiplies by every page
  * size on the way down. `alias` names the six aliases (a variant must be refused too).

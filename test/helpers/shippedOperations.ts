@@ -8,7 +8,7 @@ const repoRoot = path.resolve(__dirname, '../..');
 /** One operation we ship to clients, with the variables it is estimated at. */
 export interface ShippedOperation {
   readonly name: string;
-  /** Where it lives, as the README's cost table names it. */
+  /** Where it lives, as the cost table of docs/limits.md names it. */
   readonly source: string;
   /** The operation alone, with every fragment of its document. */
   readonly document: DocumentNode;

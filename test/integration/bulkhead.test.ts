@@ -7,7 +7,7 @@ import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
- * The bulkhead per tenant (issue 7), over real HTTP: one company's burst of distinct
+ * The bulkhead per tenant (docs/limits.md, "Upstream faults and limits"), over real HTTP: one company's burst of distinct
  * queries holds at most its concurrency limit of upstream calls, queues a bounded
  * number, refuses the rest at once, and another company is served meanwhile.
  */

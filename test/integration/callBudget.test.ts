@@ -7,7 +7,8 @@ import { LIST_PATHS, startForeignUpstream, type FaultContext, type ForeignUpstre
 import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 
 /**
- * One GraphQL request is bounded in what it costs the upstream (issue 11 item 4): an
+ * One GraphQL request is bounded in what it costs the upstream (docs/limits.md,
+ * "Upstream faults and limits"): an
  * upstream that answers empty pages with `has_more: true` forever, or unique pages
  * forever, is walked only as far as the request's call budget (default 200) or, for
  * empty pages, a few pages. Every kind of walk is tried: `first`, `last` (walks to the

@@ -8,7 +8,7 @@ import { foreignUpstreamEnv, postGraphQL } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
- * In-flight coalescing across GraphQL requests (issue 6 item 2), over real HTTP. The
+ * In-flight coalescing across GraphQL requests (docs/limits.md, "Upstream faults and limits"), over real HTTP. The
  * fake upstream holds each list call until the test releases it, so "concurrent" is
  * a fact the test waits for (the coalesced-hits counter), not a timing accident.
  */

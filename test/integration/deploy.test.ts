@@ -38,7 +38,7 @@ function namesTheServerReads(): Set<string> {
   return names;
 }
 
-/** Standard OpenTelemetry SDK variables the SDK itself reads (README, "Tracing (OpenTelemetry)": `OTEL_*`). */
+/** Standard OpenTelemetry SDK variables the SDK itself reads (docs/operations.md, "Tracing (OpenTelemetry)": `OTEL_*`). */
 const OTEL_SDK_NAMES = ['OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TIMEOUT'];
 
 const known = namesTheServerReads();
@@ -115,8 +115,21 @@ describe('deploy/ examples', () => {
     for (const name of components) expect(text).toMatch(new RegExp(`^#\\s+- components/${name}$`, 'm'));
   });
 
+  it("starts the server, wherever a start line is written out, with the Dockerfile's CMD and its heap flags", () => {
+    const cmd = dockerfile().cmd.join(' ');
+    expect(cmd).toMatch(/--max-old-space-size=\d+/);
+    expect(JSON.parse(read('package.json')).scripts.start).toBe(cmd);
+    // Command lines in the manual's shell blocks and in the deploy files' comments.
+    const manual = ['README.md', ...readdirSync(path.join(root, 'docs')).map((file) => `docs/${file}`)];
+    const blocks = manual.flatMap((file) => [...read(file).matchAll(/^```sh\n([\s\S]*?)^```/gm)].map((match) => ({ file, text: match[1]!.replace(/\\\n\s*/g, '') })));
+    const comments = ['deploy/k8s/deployment.yaml', 'deploy/compose.yaml'].map((file) => ({ file, text: read(file).split('\n').filter((line) => line.trimStart().startsWith('#')).join(' ').replace(/#\s*/g, '') }));
+    const lines = [...blocks, ...comments].flatMap(({ file, text }) => [...text.matchAll(/\bnode(?: --?[\w-]+(?:=\S+)?)* dist\/index\.js/g)].map((match) => ({ file, line: match[0] })));
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.filter(({ line }) => line !== cmd)).toEqual([]);
+  });
+
   it('cites only test files that exist', () => {
-    const files = ['README.md', 'deploy/compose.yaml', ...k8sFiles.map((file) => `deploy/k8s/${file}`), 'deploy/prometheus/alerts.yaml', 'scripts/prometheusrule.mjs'];
+    const files = ['README.md', ...readdirSync(path.join(root, 'docs')).map((file) => `docs/${file}`), 'deploy/compose.yaml', ...k8sFiles.map((file) => `deploy/k8s/${file}`), 'deploy/prometheus/alerts.yaml', 'scripts/prometheusrule.mjs'];
     const cited = files.flatMap((file) => [...read(file).matchAll(/\btest\/[\w/.-]+\.test\.ts\b/g)].map((match) => ({ file, cited: match[0] })));
     expect(cited.length).toBeGreaterThan(5);
     expect(cited.filter(({ cited: test }) => !existsSync(path.join(root, test)))).toEqual([]);
@@ -194,7 +207,7 @@ describe('deploy/ examples', () => {
       await waitFor(async () => (await status(container.readinessProbe.httpGet.path)) === 200, 'the readiness route to answer 200');
     });
 
-    it('stays ready with Redis down, so a Redis outage never empties the Service (README "Operations")', async () => {
+    it('stays ready with Redis down, so a Redis outage never empties the Service (docs/operations.md, "Health, readiness and shutdown")', async () => {
       const redis = await startRedisServer();
       const withRedis = await startTestSubgraph({}, { WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'deploy-test-redis-record-key-0123456789abcdef' });
       try {
@@ -263,15 +276,15 @@ describe('deploy/ examples', () => {
       }
     });
 
-    it('sizes memory and the autoscaler from the one measured figure in README "Sizing"', () => {
-      const readme = read('README.md');
-      const start = readme.indexOf('\n### Sizing');
-      const sizing = readme.slice(start, readme.indexOf('\n## ', start + 1));
+    it('sizes memory and the autoscaler from the one measured figure in docs/operations.md, "Sizing"', () => {
+      const page = read('docs/operations.md');
+      const start = page.indexOf('\n## Sizing');
+      const sizing = page.slice(start, page.indexOf('\n## ', start + 1));
       const peakRss = Number(/peak RSS \*\*(\d+) MiB\*\*/.exec(sizing)![1]);
       // Quoted from a measured run in bench/README.md, not made up here.
       expect(read('bench/README.md')).toContain(`Peak RSS in that run ${peakRss} MiB`);
-      // Every peak-RSS figure the README and deploy/ state is that one.
-      const stated = ['README.md', 'deploy/k8s/deployment.yaml', 'deploy/compose.yaml'].flatMap((file) =>
+      // Every peak-RSS figure the manual and deploy/ state is that one.
+      const stated = ['README.md', ...readdirSync(path.join(root, 'docs')).map((file) => `docs/${file}`), 'deploy/k8s/deployment.yaml', 'deploy/compose.yaml'].flatMap((file) =>
         [...read(file).matchAll(/(\d+) MiB peak RSS|peak RSS[^\d\n]{0,12}(\d+) MiB/g)].map((match) => ({ file, mib: Number(match[1] ?? match[2]) })),
       );
       expect(stated.filter(({ mib }) => mib !== peakRss)).toEqual([]);

@@ -7,7 +7,7 @@ import { errorCodes, postGraphQL, startTestSubgraph, writeTenantsFile, type Test
 
 /**
  * What the per-tenant entity index serves from memory is held to the same rules as
- * an upstream call (issues 17 and 18): the tenant's current scopes, the request's
+ * an upstream call (docs/operations.md, "Memory per company"): the tenant's current scopes, the request's
  * call budget, and the request's life (a client that left gets no more work).
  * Over real HTTP against the emulator; a subgraph per test, so every index starts cold.
  */

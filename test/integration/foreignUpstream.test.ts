@@ -26,7 +26,7 @@ import { counterTotal } from '../helpers/waitFor';
  * a token endpoint under a path prefix, HS256 JWTs with extra claims, page references
  * in formats the emulator never uses, page-size policies, foreign record shapes and
  * hostile responses. Everything runs over real HTTP on loopback, through the same
- * environment variables a deployment uses (README, "Configuration").
+ * environment variables a deployment uses (docs/configuration.md, "Settings").
  *
  * Every scenario is its own tenant of one fake upstream and one subgraph, so token
  * cool-downs and caches of one case never leak into another.
@@ -40,7 +40,7 @@ const SHIFTS = makeShifts(61, LOCATIONS);
 const SHIFT_IDS = SHIFTS.map(shiftId);
 const LOCATION_IDS = LOCATIONS.map(locationId);
 
-/** The router's timeout for this subgraph (router/router.yaml, README): an answer must come before it. */
+/** The router's timeout for this subgraph (router/router.yaml, docs/supergraph.md): an answer must come before it. */
 const ROUTER_SUBGRAPH_TIMEOUT_MS = 20_000;
 
 let up: ForeignUpstream;
@@ -657,7 +657,7 @@ describe('hostile statuses and bodies', () => {
     expect(await rateLimitRetries()).toBe(retriesBefore);
   });
 
-  it('a 500 then success is served (README: "5xx, timeouts, unreachable: one retry")', async () => {
+  it('a 500 then success is served (docs/upstream.md, "How REST maps onto GraphQL": 5xx, timeouts, unreachable: one retry)', async () => {
     const response = await gql('err500-then-ok', q);
     expect(codes(response)).toEqual([]);
     expect(response.data?.locations?.nodes).toHaveLength(5);

@@ -7,7 +7,7 @@ import { parse, type GraphQLInterfaceType } from 'graphql';
 
 /**
  * Our `Node` interface in a supergraph, and whether the people example's `User` can be
- * a `Node` too (README "Global object identification"). Composition with
+ * a `Node` too (docs/frontend.md, "Global object identification (`Node`)"). Composition with
  * @apollo/composition, and the router's query plan from @apollo/query-planner, the
  * planner Apollo Router and Gateway use.
  */

@@ -11,7 +11,7 @@ import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 import { errorCodes, foreignUpstreamEnv } from '../helpers/subgraph';
 
 /*
- * A shared token store someone else wrote to (issue 7): records planted in a real
+ * A shared token store someone else wrote to (docs/upstream.md, "Shared token records"): records planted in a real
  * redis-server for tenants whose replica has no token yet. Whatever is planted (garbage,
  * another tenant's token, a foreign api_base), the replica ignores it, fetches its own
  * token, answers the query, and no bearer token goes to a foreign host.

@@ -3,12 +3,14 @@ import { Kind, getIntrospectionQuery, print } from 'graphql';
 import { request } from 'undici';
 import { makeTenant } from '../../src/emulator';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
+import { sleep } from '../helpers/fixtures';
 import { nestedBomb } from '../helpers/nestedBomb';
 import { shippedOperations } from '../helpers/shippedOperations';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
 
 /**
- * Issue 11 item 2: every limit counts every field, introspection included; only a
+ * docs/limits.md, "Query limits": every limit counts every field, introspection included; only a
  * real `__schema`/`__type` field has its own (looser) depth bound, never a fragment
  * by its name. A refused document is HTTP 400 GRAPHQL_VALIDATION_FAILED and costs
  * the upstream nothing.
@@ -90,7 +92,7 @@ describe('query limits', () => {
 });
 
 /**
- * Issue 17: a document whose answer multiplies through nested connections is refused
+ * The cost limit (docs/limits.md, "Query limits"): a document whose answer multiplies through nested connections is refused
  * before any upstream call, whatever its aliases, fragments or variables; every
  * document we ship is served.
  */
@@ -155,7 +157,7 @@ describe('cost limit', () => {
   it('takes its budget from WFS_MAX_COST', async () => {
     const strict = await startTestSubgraph({}, { WFS_MAX_COST: '300' }, {}, subgraph.emulator);
     try {
-      // LocationPicker (operations/) is estimated at 304 (README "Query limits").
+      // LocationPicker (operations/) is estimated at 304 (docs/limits.md, "Query limits").
       const picker = shippedOperations().find((op) => op.source === 'operations/LocationPicker.graphql')!;
       const response = await strict.query(print(picker.document), picker.variables, as);
       expect(response.status).toBe(400);
@@ -200,10 +202,11 @@ describe('request bodies', () => {
     const socket = connect(port, '127.0.0.1');
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
     socket.write(`POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-tenant-id: ${A.tenantId}\r\ncontent-length: 1000\r\n\r\n{"query":`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The request is in flight once the server has its headers and is reading the body.
+    const inFlight = async () => (await metrics.graphqlInFlight.get()).values[0]?.value ?? 0;
+    await waitFor(async () => (await inFlight()) === 1, 'the request being read');
     socket.destroy();
-    const deadline = Date.now() + 5_000;
-    while ((await abortedNow()) === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor(async () => (await abortedNow()) > before, 'the abort counted');
     expect(await abortedNow()).toBe(before + 1);
     expect((await metrics.graphqlInFlight.get()).values[0]!.value).toBe(0);
     expect(upstreamCalls()).toBe(0);
@@ -231,7 +234,8 @@ describe('request bodies', () => {
       });
       for (let at = 0; at < BODY; at += STEP) {
         for (const { socket } of clients) if (!socket.destroyed) socket.write(body.subarray(at, at + STEP));
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        // Time is the subject: slow clients pace their bytes, so the bodies are read side by side.
+        await sleep(100);
       }
       return Promise.all(clients.map(({ closed }) => closed));
     };

@@ -384,7 +384,7 @@ describe('urql with Graphcache relayPagination()', () => {
   });
 });
 
-describe('the schema files clients compile against (README "The client-facing schema")', () => {
+describe('the schema files clients compile against (docs/frontend.md, "The client-facing schema")', () => {
   const schemaFile = (file: string) => buildSchema(readFileSync(path.join(__dirname, '..', '..', file), 'utf8'));
   const tenant = () => ({ 'x-tenant-id': harbourLane.tenantId });
 

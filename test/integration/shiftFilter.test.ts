@@ -4,7 +4,7 @@ import { as, testTenant } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
- * `shifts(filter:)` and `Location.shifts(startsFrom, startsBefore)` (README,
+ * `shifts(filter:)` and `Location.shifts(startsFrom, startsBefore)` (docs/upstream.md,
  * "How REST maps onto GraphQL") over several hundred shifts: exactly the matching shifts in upstream
  * order, every edge cursor resumes, a scan stops at its page bound with a cursor
  * that goes on, and the per-tenant index serves pages it holds without a call.

@@ -10,7 +10,7 @@ import { makeLocations, startForeignUpstream, type ForeignTenant, type ForeignTe
 import { errorCodes, foreignUpstreamEnv, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /*
- * The token's life over real HTTP (issues 7 and 11): odd lifetimes, a 503 storm and
+ * The token's life over real HTTP (docs/upstream.md, "Token lifetime" and "Token endpoint faults"): odd lifetimes, a 503 storm and
  * Retry-After from the token endpoint, a hanging token endpoint, revocations, and
  * api_base claims that lead to private networks. The subgraph runs on a frozen clock
  * (AppOverrides.now) that each test moves, against the independent fake upstream;

@@ -11,8 +11,8 @@ import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
  * Upstream faults over real HTTP against the emulator (two shards): the shard circuit
- * breaker (issue 7), Retry-After windows on 429 and 503 (issue 11 item 3), a hanging
- * shard, capped windows and deadlines of shared calls (issue 18).
+ * breaker, Retry-After windows on 429 and 503, a hanging shard, capped windows and
+ * deadlines of shared calls (docs/limits.md, "Upstream faults and limits").
  */
 
 const QUERY = '{ locations(first: 5) { nodes { id } } }';

@@ -5,7 +5,7 @@ import { TokenCache } from '../../src/upstream/token/tokenCache';
 import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 
 /*
- * Issue 17 item 4: every per-company (and per-origin) structure of the REST side is
+ * docs/operations.md, "Memory per company": every per-company (and per-origin) structure of the REST side is
  * bounded or cleaned when idle. Thousands of tenants, each told by a hostile token
  * endpoint that it lives on its own shard origin; then idle; then the sizes.
  */

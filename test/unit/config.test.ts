@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, KNOWN_ENV_VARIABLES, loadConfig } from '../../src/config';
+import { ConfigError, KNOWN_ENV_VARIABLES, loadConfig, UPSTREAM_SETTINGS } from '../../src/config';
 import { TENANT } from '../helpers/fixtures';
 
 const dir = mkdtempSync(join(tmpdir(), 'wfs-config-'));
@@ -137,6 +137,15 @@ describe('loadConfig', () => {
     }
     expect(failure({ ...upstream(), WFS_DEMO: 'true' }).variable).toBe('WFS_DEMO');
     expect(loadConfig(upstream()).demo).toBe(false);
+  });
+
+  it('stops a start-up without WFS_AUTH_URL for each upstream setting alone, WFS_JWT_NO_AUDIENCE and every WFS_JWT_* included', () => {
+    // docs/configuration.md, "Demo mode": any of these set, alone, is a mistake, not demo mode.
+    expect(UPSTREAM_SETTINGS).toEqual(expect.arrayContaining(KNOWN_ENV_VARIABLES.filter((name) => name.startsWith('WFS_JWT_'))));
+    for (const name of UPSTREAM_SETTINGS) {
+      const { variable, message } = failure({ [name]: name === 'WFS_JWT_NO_AUDIENCE' ? 'true' : 'x' });
+      expect({ name, variable, names: message.includes(name) }).toEqual({ name, variable: 'WFS_AUTH_URL', names: true });
+    }
   });
 
   it('needs WFS_REDIS_KEY (32+ characters) with WFS_REDIS_URL', () => {

@@ -23,7 +23,7 @@ const estimate = (query: string, variables: Record<string, unknown> = {}) => {
   return estimateCost(schema, document, operationOf(document), variables);
 };
 
-describe('cost estimate (issue 17: the size of the answer a document can produce)', () => {
+describe('cost estimate (docs/limits.md, "Query limits": the size of the answer a document can produce)', () => {
   it('counts every field once per time it can appear, a connection page-size times', () => {
     // locations 1 + 7 × (nodes 1 + id 1 + name 1)
     expect(estimate('{ locations(first: 7) { nodes { id name } } }')).toBe(1 + 7 * 3);
@@ -129,10 +129,10 @@ describe("the schema's cost directives give Apollo Router's static estimate our 
   });
 });
 
-describe("README's cost table", () => {
+describe('the cost table of docs/limits.md', () => {
   it('lists the estimate of every shipped operation, as computed', () => {
-    const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-    const listed = [...readme.matchAll(/^\| `(\w+)` \| ([^|]+?) \| ([\d ]+) \|$/gm)].map(([, name, source, cost]) => `${name} | ${source} | ${cost!.replace(/ /g, '')}`);
+    const page = readFileSync(path.join(repoRoot, 'docs', 'limits.md'), 'utf8');
+    const listed = [...page.matchAll(/^\| `(\w+)` \| ([^|]+?) \| ([\d ]+) \|$/gm)].map(([, name, source, cost]) => `${name} | ${source} | ${cost!.replace(/ /g, '')}`);
     const computed = shippedOperations().map((op) => `${op.name} | ${op.source} | ${estimateCost(schema, op.document, op.operation, op.variables)}`);
     expect(listed).toEqual(computed);
   });

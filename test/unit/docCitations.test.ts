@@ -3,9 +3,10 @@ import path from 'node:path';
 
 /**
  * Comments cite the repository's own documents by heading: docs/upstream.md for the
- * upstream's documented behaviour and our assumptions, the README for what the subgraph
- * promises. Documents kept outside the repository cannot be read by the next
- * person, so citing them fails here, as does a citation of a heading that does not exist.
+ * upstream's documented behaviour and our assumptions, the README and the other pages
+ * of docs/ for what the subgraph promises. Documents kept outside the repository and
+ * issue numbers cannot be read by the next person, so citing them fails here, as does
+ * a citation of a heading that does not exist (docs/development.md, "Conventions").
  */
 
 const repoRoot = path.resolve(__dirname, '../..');
@@ -35,10 +36,13 @@ const relative = (file: string) => path.relative(repoRoot, file);
 const OUTSIDE_DOCUMENTS = new RegExp(['CONTRACT', 'upstream-api'].map((name) => `\\b${name}\\.md\\b`).join('|'));
 
 /**
- * docs/upstream.md or the top README (`README` or `README.md`, not bench's), a comma, then
+ * A page of docs/ or the top README (`README` or `README.md`, not bench's), a comma, then
  * the heading in double quotes (perhaps on the next comment line).
  */
-const CITATION = /(?<![\w./-])(docs\/upstream\.md|README(?:\.md)?),\s+(?:(?:\*|\/\/)\s+)?"([^"\n]+)"/g;
+const CITATION = /(?<![\w./-])(docs\/[\w-]+\.md|README(?:\.md)?),\s+(?:(?:\*|\/\/)\s+)?"([^"\n]+)"/g;
+
+/** "issue 17", "issues 7 and 11": numbers of a tracker the repository does not carry. */
+const ISSUE_NUMBER = /\bissues? #?\d+/i;
 
 describe('citations in the repository', () => {
   it('finds the files it checks', () => {
@@ -54,6 +58,17 @@ describe('citations in the repository', () => {
     expect(offending).toEqual([]);
   });
 
+  it('cites no issue number: a reader cites the page of docs/ or the test instead', () => {
+    const offending = files
+      .filter((file) => file !== __filename)
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .flatMap((line, index) => (ISSUE_NUMBER.test(line) ? [`${relative(file)}:${index + 1}: ${line.trim()}`] : [])),
+      );
+    expect(offending).toEqual([]);
+  });
+
   it('names a heading that exists in the document it cites', () => {
     const known = new Map<string, Set<string>>();
     const headingsOf = (document: string) => {
@@ -63,7 +78,7 @@ describe('citations in the repository', () => {
     const citations = files.flatMap((file) =>
       [...readFileSync(file, 'utf8').matchAll(CITATION)].map((match) => ({
         where: relative(file),
-        document: match[1] === 'docs/upstream.md' ? match[1] : 'README.md',
+        document: match[1]!.startsWith('docs/') ? match[1]! : 'README.md',
         heading: match[2]!.replace(/`/g, ''),
       })),
     );

@@ -8,7 +8,7 @@ import type { PageRef } from '../../src/upstream/pageReference';
 import { RESOURCES, ResourceSet, shifts, type ShiftRecord } from '../../src/upstream/resources';
 
 /**
- * The entity indexes under one memory budget (issue 17 item 4): least recently used
+ * The entity indexes under one memory budget (docs/operations.md, "Memory per company"): least recently used
  * tenants evicted first, idle indexes released by the sweep, a scan that stays right
  * when its index is dropped under it; and the in-memory work of a request stopping
  * once the request is over (item 3). Frozen clocks and counters, no waiting.

@@ -7,7 +7,7 @@ import { buildSchema, isAbstractType, parse, print, type OperationDefinitionNode
 import ts from 'typescript';
 
 /**
- * What a frontend team meets, checked the way their tools check it: the README's
+ * What a frontend team meets, checked the way their tools check it: docs/frontend.md's
  * Apollo Client 4 snippets and examples/frontend/apollo.ts type-check; the generated
  * documents import from an ESM `nodenext` project and from a bundler project; and the
  * persisted documents manifests match the operations.
@@ -42,12 +42,10 @@ function diagnostics(configPath: string, rootNames?: string[], extra: ReadonlyMa
   });
 }
 
-/** The ```ts blocks of the README's "For frontend teams" section. */
-function readmeSnippets(): string[] {
-  const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## For frontend teams');
-  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
-  return [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
+/** The ```ts blocks of docs/frontend.md. */
+function pageSnippets(): string[] {
+  const page = readFileSync(path.join(repoRoot, 'docs', 'frontend.md'), 'utf8');
+  return [...page.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
 }
 
 /**
@@ -92,8 +90,8 @@ describe('for frontend teams', () => {
     expect(diagnostics(path.join(frontendDir, 'tsconfig.json'), [path.join(frontendDir, 'apollo.ts')])).toEqual([]);
   });
 
-  it("compiles every TypeScript snippet of the README's frontend section, with hooks from @apollo/client/react", () => {
-    const snippets = readmeSnippets();
+  it('compiles every TypeScript snippet of docs/frontend.md, with hooks from @apollo/client/react', () => {
+    const snippets = pageSnippets();
     expect(snippets.length).toBeGreaterThanOrEqual(2);
     expect(snippets.join('\n')).toMatch(/from '@apollo\/client\/react'/);
     expect(snippets.join('\n')).toMatch(/relayStylePagination\(/);
@@ -128,7 +126,7 @@ describe('for frontend teams', () => {
     const node = schema.getType('Node');
     if (!node || !isAbstractType(node)) throw new Error('no Node interface in supergraph.api.graphql');
     const implementations = schema.getPossibleTypes(node).map((type) => type.name).sort();
-    for (const source of [readmeSnippets().join('\n'), readFileSync(path.join(frontendDir, 'apollo.ts'), 'utf8')]) {
+    for (const source of [pageSnippets().join('\n'), readFileSync(path.join(frontendDir, 'apollo.ts'), 'utf8')]) {
       const listed = /possibleTypes: \{ Node: \[([^\]]*)\] \}/.exec(source)?.[1];
       expect(listed?.split(',').map((name) => name.trim().replace(/'/g, '')).sort()).toEqual(implementations);
     }

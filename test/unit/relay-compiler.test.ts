@@ -10,7 +10,7 @@ import path from 'node:path';
  * and `shifts`, `@refetchable` fragments on `Location` and `Shift` (which need the
  * `Node` interface and `node(nodeId:)`). `--validate` also fails when the committed
  * artifacts in examples/relay/src/__generated__ are stale. A frontend copies the
- * README's configuration into a project that has no artifacts yet: that must work too,
+ * configuration docs/frontend.md shows into a project that has no artifacts yet: that must work too,
  * against the router's schema and against the subgraph's own (the demo's).
  */
 
@@ -36,10 +36,10 @@ describe('relay-compiler on examples/relay', () => {
     expect(counts?.slice(1).map(Number)).toEqual([11, 6, 13]);
   });
 
-  it("uses the configuration the README shows, word for word", () => {
-    const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-    const start = readme.indexOf('\n### Relay');
-    const section = readme.slice(start, readme.indexOf('\n### ', start + 1));
+  it('uses the configuration docs/frontend.md shows, word for word', () => {
+    const page = readFileSync(path.join(repoRoot, 'docs', 'frontend.md'), 'utf8');
+    const start = page.indexOf('\n## Relay');
+    const section = page.slice(start, page.indexOf('\n## ', start + 1));
     const shown = /```json\n([\s\S]*?)```/.exec(section)![1]!;
     expect(JSON.parse(shown)).toEqual(JSON.parse(readFileSync(path.join(exampleDir, 'relay.config.json'), 'utf8')));
   });

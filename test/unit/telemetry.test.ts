@@ -2,7 +2,7 @@ import { composeObservers } from '../../src/observability';
 import { NO_OBSERVER, type Observer } from '../../src/upstream/observer';
 import { tracingEnabled } from '../../src/observability/otel';
 
-/** The switch of README, "Tracing (OpenTelemetry)", and the observer's pass-through when nothing watches. */
+/** The switch of docs/operations.md, "Tracing (OpenTelemetry)", and the observer's pass-through when nothing watches. */
 describe('telemetry switch', () => {
   it('is on only with the standard OTEL_* switch', () => {
     expect(tracingEnabled({})).toBe(false);

@@ -39,7 +39,7 @@ export interface ConnectionArgs {
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 100;
 
-/** Relay arguments, checked before any upstream call (README, "For frontend teams": paging). */
+/** Relay arguments, checked before any upstream call (docs/frontend.md, "For frontend teams": paging). */
 export type PagingRequest =
   | { readonly direction: 'forward'; readonly count: number; readonly cursor: string | null }
   | { readonly direction: 'backward'; readonly count: number; readonly cursor: string | null };
@@ -82,8 +82,8 @@ export interface ConnectionSource<T extends { id: string }> {
 }
 
 /**
- * The most upstream pages one filtered connection field scans (documented in the
- * README): a filter that matches little cannot make one request read a whole list.
+ * The most upstream pages one filtered connection field scans (docs/upstream.md,
+ * "How REST maps onto GraphQL"): a filter that matches little cannot make one request read a whole list.
  * Past it the field returns what it found with `hasNextPage: true` and an `endCursor`
  * (or, paging backward, a `startCursor`) that resumes the scan where it stopped.
  */

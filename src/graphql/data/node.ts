@@ -3,7 +3,7 @@ import type { GraphQLContext } from './context';
 import { badUserInput } from '../errors';
 
 /**
- * Relay's global object identification (README, "Global object identification (`Node`)": `interface Node { nodeId: ID! }`
+ * Relay's global object identification (docs/frontend.md, "Global object identification (`Node`)": `interface Node { nodeId: ID! }`
  * and `Query.node(nodeId: ID!)`, Hive Gateway's names).
  *
  * Why a second id beside `id`: `id` is the upstream's id and the federation key, and

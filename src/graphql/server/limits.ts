@@ -11,6 +11,7 @@ import {
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
+import { NUMERIC_SETTINGS } from '../../config';
 
 /**
  * What one GraphQL document may ask for. Every field counts, introspection fields
@@ -43,7 +44,7 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = Object.freeze({
   maxAliases: 30,
   maxDirectives: 50,
   maxFields: 20_000,
-  maxCost: 50_000,
+  maxCost: NUMERIC_SETTINGS.WFS_MAX_COST.default,
   maxTokens: 5_000,
 });
 

@@ -2,7 +2,7 @@ import type { Tracing } from './tracing';
 
 /**
  * OpenTelemetry tracing, off unless the standard switch is in the environment
- * (README, "Tracing (OpenTelemetry)": `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_TRACES_EXPORTER`).
+ * (docs/operations.md, "Tracing (OpenTelemetry)": `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_TRACES_EXPORTER`).
  * No `@opentelemetry/*` module is loaded until then: `./sdk` is required once, here.
  */
 

@@ -9,17 +9,18 @@ import { isMalformed } from '../resources';
 import { UPSTREAM_PAGE_SIZE } from '../endpoints';
 import { guardPageChain } from './pageChain';
 import { NO_OBSERVER, type Observer } from '../observer';
+import { NUMERIC_SETTINGS } from '../../config';
 
-/** How long, in ms, an index may answer from what it has seen. Default 30 s (`WFS_ENTITY_INDEX_TTL_SECONDS`). */
-export const ENTITY_INDEX_TTL_MS = 30_000;
+/** How long, in ms, an index may answer from what it has seen: the default of `WFS_ENTITY_INDEX_TTL_SECONDS` (src/config.ts). */
+export const ENTITY_INDEX_TTL_MS = NUMERIC_SETTINGS.WFS_ENTITY_INDEX_TTL_SECONDS.default * 1_000;
 
 /**
  * Records all tenants' indexes may hold together (`WFS_ENTITY_INDEX_MAX_RECORDS`):
- * at most about 60 MB of heap at the measured 300 bytes a record or less (README, "Memory and sizing";
+ * at most about 60 MB of heap at the measured 300 bytes a record or less (docs/operations.md, "Memory per company";
  * a record of longer texts counts as several, `recordUnits`),
  * which leaves a replica at the Kubernetes example's 256Mi request room for the rest.
  */
-export const ENTITY_INDEX_MAX_RECORDS = 200_000;
+export const ENTITY_INDEX_MAX_RECORDS = NUMERIC_SETTINGS.WFS_ENTITY_INDEX_MAX_RECORDS.default;
 
 /**
  * A record counts as one against the budget while its text (ids, names, dates) is at

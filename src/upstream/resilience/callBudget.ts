@@ -1,7 +1,8 @@
 import { UpstreamError } from '../errors';
+import { NUMERIC_SETTINGS } from '../../config';
 
-/** The documented default of `WFS_UPSTREAM_CALL_BUDGET`: upstream pages one GraphQL request may ask for. */
-export const DEFAULT_UPSTREAM_CALL_BUDGET = 200;
+/** The default of `WFS_UPSTREAM_CALL_BUDGET` (src/config.ts): upstream pages one GraphQL request may ask for. */
+export const DEFAULT_UPSTREAM_CALL_BUDGET = NUMERIC_SETTINGS.WFS_UPSTREAM_CALL_BUDGET.default;
 
 /** Empty pages in a row that still claim `has_more` before a chain counts as broken. */
 export const EMPTY_PAGES_TOLERATED = 3;

@@ -1,10 +1,12 @@
+import { NUMERIC_SETTINGS } from '../../config';
+
 /** Whose window it is: a tenant's (429) or a shard's (503). */
 export type WindowScope = 'tenant' | 'shard';
 
 export interface RetryAfterWindowsOptions {
-  /** The longest shard (503) window we keep, in seconds, whatever the shard asks. Default 60. */
+  /** The longest shard (503) window we keep, in seconds, whatever the shard asks. Default: its value in src/config.ts. */
   readonly shardMaxSeconds?: number;
-  /** The longest tenant (429) window we keep, in seconds. Default 300. */
+  /** The longest tenant (429) window we keep, in seconds. Default: its value in src/config.ts. */
   readonly tenantMaxSeconds?: number;
   /** Epoch ms. Default Date.now. */
   readonly now?: () => number;
@@ -57,7 +59,10 @@ export class RetryAfterWindows {
 
   constructor(options: RetryAfterWindowsOptions = {}) {
     this.now = options.now ?? Date.now;
-    this.maxSeconds = { shard: options.shardMaxSeconds ?? 60, tenant: options.tenantMaxSeconds ?? 300 };
+    this.maxSeconds = {
+      shard: options.shardMaxSeconds ?? NUMERIC_SETTINGS.WFS_SHARD_RETRY_AFTER_MAX_S.default,
+      tenant: options.tenantMaxSeconds ?? NUMERIC_SETTINGS.WFS_TENANT_RETRY_AFTER_MAX_S.default,
+    };
   }
 
   /** Windows kept now (for tests and diagnostics). */

@@ -6,7 +6,7 @@ import { shifts } from './shift';
  * The registry: every upstream list the product serves. The client's path and scope
  * check, the per-request loaders and connections, the generic resolvers, the metrics'
  * list labels and the emulator's endpoints are built from it; what it cannot generate
- * (schema types, relation resolvers, seed data) is listed in README, "Adding a resource".
+ * (schema types, relation resolvers, seed data) is listed in docs/adding-a-resource.md, "Adding a resource".
  */
 export const RESOURCES = [locations, shifts] as const;
 

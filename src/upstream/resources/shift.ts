@@ -11,7 +11,7 @@ export interface ShiftRecord {
 }
 
 /**
- * `ShiftFilter` (README, "How REST maps onto GraphQL"), checked: instants in epoch ms. `startsFrom`
+ * `ShiftFilter` (docs/upstream.md, "How REST maps onto GraphQL"), checked: instants in epoch ms. `startsFrom`
  * is inclusive, `startsBefore` exclusive.
  */
 export interface ShiftFilter {

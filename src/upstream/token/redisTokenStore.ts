@@ -13,7 +13,7 @@ import { openRecord, recordKey, sealRecord, verifyRecord, type ApiBasePolicy } f
  *
  * SECURITY: the token key holds a live bearer token for the tenant's data. Redis must
  * be private to the subgraph's replicas (no public network, AUTH/ACL restricted to
- * these key prefixes, TLS with rediss:// across untrusted networks). The README says so.
+ * these key prefixes, TLS with rediss:// across untrusted networks). docs/upstream.md, "Shared token records", says so.
  *
  * Redis is an optimisation, not a dependency of serving: when it is down, `read`
  * answers null, `tryLock` answers a no-op release, and `write`/`discard` do nothing,

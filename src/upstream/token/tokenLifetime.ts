@@ -41,7 +41,7 @@ function fromClaims(claims: Record<string, unknown>, nowMs: number): number | un
   return life > 0 ? life : undefined;
 }
 
-/** The lifetime to keep a token for, and where it came from (for the README's assumptions table and logs). */
+/** The lifetime to keep a token for, and where it came from (docs/upstream.md, "Token lifetime", and the logs). */
 export function tokenLifetime(expiresIn: unknown, claims: Record<string, unknown>, nowMs: number): TokenLifetime {
   const declared = fromExpiresIn(expiresIn);
   const claimed = fromClaims(claims, nowMs);

@@ -1,0 +1,162 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { KNOWN_ENV_VARIABLES, loadConfig, NUMERIC_SETTINGS, UPSTREAM_SETTINGS } from '../../src/config';
+import { headingAnchors, links, manualPages, readDoc, repoRoot, section } from '../helpers/markdown';
+
+/**
+ * The manual stays true to itself and to the code: every relative link and anchor of
+ * the README and docs/*.md resolves, the settings page lists exactly the settings the
+ * code knows with the defaults it applies, and every alert's runbook link lands on a
+ * section of the runbook.
+ */
+
+describe('the manual (README.md and docs/*.md)', () => {
+  const pages = manualPages();
+
+  it('is a README of at most 300 lines that links every page of docs/', () => {
+    const readme = readDoc('README.md');
+    expect(readme.split('\n').length).toBeLessThanOrEqual(300);
+    const linked = new Set(links(readme).map((target) => target.split('#')[0]));
+    expect(pages.filter((page) => page !== 'README.md' && !linked.has(page))).toEqual([]);
+  });
+
+  it('has no relative link or anchor that leads nowhere', () => {
+    const broken = pages.flatMap((page) =>
+      links(readDoc(page))
+        .filter((target) => !/^[a-z][a-z+.-]*:/i.test(target))
+        .flatMap((target) => {
+          const [file, anchor] = target.split('#') as [string, string | undefined];
+          const resolved = file === '' ? page : path.normalize(path.join(path.dirname(page), file));
+          const full = path.join(repoRoot, resolved);
+          if (!existsSync(full)) return [`${page}: ${target} (no such file)`];
+          if (anchor === undefined) return [];
+          if (!resolved.endsWith('.md') || statSync(full).isDirectory()) return [`${page}: ${target} (an anchor in a file that is no page)`];
+          return headingAnchors(readDoc(resolved)).has(anchor) ? [] : [`${page}: ${target} (no such anchor)`];
+        }),
+    );
+    expect(broken).toEqual([]);
+  });
+
+  it('names only files of the repository that exist (src/, test/, scripts/, deploy/, ...)', () => {
+    const missing = pages.flatMap((page) =>
+      [...readDoc(page).matchAll(/`((?:src|test|scripts|deploy|router|examples|operations|bench|docs)\/[\w./-]+\.(?:ts|mts|mjs|cjs|js|json|ya?ml|toml|md|graphql))`/g)]
+        .map((match) => match[1]!)
+        .filter((file) => !file.includes('timesheet') && !file.includes('Timesheet') && !existsSync(path.join(repoRoot, file)))
+        .map((file) => `${page}: ${file}`),
+    );
+    expect(missing).toEqual([]);
+  });
+
+  it('gives no two sections of one page the same heading', () => {
+    for (const page of pages) {
+      const headings = [...readDoc(page).replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6}\s+(.+?)\s*$/gm)].map((match) => match[1]!);
+      expect({ page, repeated: headings.filter((heading, index) => headings.indexOf(heading) !== index) }).toEqual({ page, repeated: [] });
+    }
+  });
+});
+
+describe('docs/configuration.md', () => {
+  const settings = section(readDoc('docs/configuration.md'), 'Settings');
+  /** Each row of the settings table: the names in its first column, and its default column. */
+  const rows = settings
+    .split('\n')
+    .filter((line) => line.startsWith('| `'))
+    .map((line) => {
+      const cells = line.slice(1, -1).split(' | ');
+      return { names: [...cells[0]!.matchAll(/`([A-Z][A-Z0-9_]*)\*?`/g)].map((match) => match[1]!), meaning: cells[1]!, default: cells[cells.length - 1]! };
+    });
+  const named = rows.flatMap((row) => row.names);
+
+  it('lists exactly the WFS_* settings of KNOWN_ENV_VARIABLES, each once', () => {
+    const wfs = named.filter((name) => name.startsWith('WFS_'));
+    expect([...wfs].sort()).toEqual([...KNOWN_ENV_VARIABLES].sort());
+    expect(new Set(wfs).size).toBe(wfs.length);
+  });
+
+  it('lists, besides them, only the standard variables the subgraph reads', () => {
+    expect(named.filter((name) => !name.startsWith('WFS_')).sort()).toEqual(
+      ['HOST', 'LOG_LEVEL', 'NODE_ENV', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'OTEL_TRACES_EXPORTER', 'OTEL_', 'PORT'].sort(),
+    );
+  });
+
+  it('names, under "Demo mode", every setting that stops a start-up without WFS_AUTH_URL', () => {
+    const demo = section(readDoc('docs/configuration.md'), 'Demo mode');
+    expect(UPSTREAM_SETTINGS.filter((name) => !demo.includes(`\`${name}\``))).toEqual([]);
+  });
+
+  it("states each numeric setting's default and range as src/config.ts applies them", () => {
+    const spaced = (n: number) => n.toLocaleString('en-US').replace(/,/g, ' ');
+    for (const [name, { default: fallback, max }] of Object.entries(NUMERIC_SETTINGS)) {
+      const row = rows.find((candidate) => candidate.names.includes(name))!;
+      expect({ name, default: row.default.trim() }).toEqual({ name, default: `\`${fallback}\`` });
+      expect({ name, range: row.meaning.includes(`1 to ${spaced(max)}`) }).toEqual({ name, range: true });
+    }
+    // Where another page restates a default beside its setting, it is the same number.
+    for (const page of manualPages()) {
+      const text = readDoc(page);
+      for (const [name, { default: fallback }] of Object.entries(NUMERIC_SETTINGS)) {
+        const restated = [
+          ...text.matchAll(new RegExp(`\`${name}\`\\s*\\((?:default\\s+)?(\\d[\\d ]*)`, 'g')),
+          ...text.matchAll(new RegExp(`\\(\`${name}\`,\\s*(\\d[\\d ]*)`, 'g')),
+          ...text.matchAll(new RegExp(`(\\d[\\d ]*?)\\s*\\(\`${name}\`\\)`, 'g')),
+        ].map((match) => Number(match[1]!.replace(/ /g, '')));
+        expect({ page, name, restated: restated.filter((value) => value !== fallback) }).toEqual({ page, name, restated: [] });
+      }
+    }
+    // The other defaults a plain start applies.
+    const defaults = loadConfig({});
+    const stated = (name: string) => rows.find((row) => row.names[0] === name)!.default;
+    expect(stated('PORT')).toContain(`\`${defaults.port}\``);
+    expect(stated('HOST')).toContain(`\`${defaults.host}\``);
+    expect(stated('LOG_LEVEL')).toContain(`\`${defaults.logLevel}\``);
+    expect(stated('WFS_TENANT_HEADER')).toContain(`\`${defaults.tenantHeader}\``);
+  });
+});
+
+describe('docs/runbook.md', () => {
+  type Rule = { alert?: string; annotations?: Record<string, string> };
+  const rules = (file: string): Rule[] =>
+    (parseYaml(readFileSync(path.join(repoRoot, file), 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((group) => group.rules);
+  const anchors = headingAnchors(readDoc('docs/runbook.md'));
+  const runbookCodes = [...readDoc('docs/runbook.md').matchAll(/^## ([A-Z_]+)$/gm)].map((match) => match[1]!);
+
+  it("has the section every alert's runbook_url names", () => {
+    const alerts = rules('deploy/prometheus/alerts.yaml').filter((rule) => rule.alert);
+    expect(alerts.length).toBeGreaterThan(5);
+    for (const rule of alerts) {
+      const url = rule.annotations?.['runbook_url'] ?? '';
+      expect({ alert: rule.alert, page: url.slice(0, url.indexOf('#')) }).toEqual({ alert: rule.alert, page: expect.stringMatching(/\/docs\/runbook\.md$/) });
+      const anchor = url.slice(url.indexOf('#') + 1);
+      // A templated anchor names the alert's error code: each code the rule can report has its section.
+      const matcher = /code=~\\?"([^"\\]+)\\?"/.exec(JSON.stringify(rule))?.[1];
+      const codes = matcher ? runbookCodes.filter((code) => new RegExp(`^(?:${matcher})$`).test(code)) : [];
+      if (anchor.includes('{{ $labels.code }}')) expect({ alert: rule.alert, codes: codes.length > 0 }).toEqual({ alert: rule.alert, codes: true });
+      const names = anchor.includes('{{ $labels.code }}') ? codes.map((code) => anchor.replace('{{ $labels.code }}', code)) : [anchor];
+      for (const name of names) expect({ alert: rule.alert, anchor: name, found: anchors.has(name) }).toEqual({ alert: rule.alert, anchor: name, found: true });
+    }
+  });
+
+  it('keeps a stable runbook-<code> anchor for every error code the subgraph sends', () => {
+    expect(runbookCodes.length).toBeGreaterThan(8);
+    for (const code of runbookCodes) expect({ code, anchored: anchors.has(`runbook-${code}`) }).toEqual({ code, anchored: true });
+  });
+});
+
+describe('docs/upstream.md', () => {
+  const page = readDoc('docs/upstream.md');
+
+  it('holds each assumption once, each with the modules that hold it', () => {
+    const assumptions = section(page, 'What we assume where the documentation is silent');
+    const headings = [...assumptions.matchAll(/^### (.+)$/gm)].map((match) => match[1]!);
+    expect(headings.length).toBeGreaterThanOrEqual(15);
+    for (const heading of headings) expect({ heading, where: /^Where: `src\//m.test(section(assumptions, heading)) }).toEqual({ heading, where: true });
+    // No other page repeats them as a table.
+    for (const other of manualPages().filter((file) => file !== 'docs/upstream.md')) expect({ other, table: readDoc(other).includes('| open point | assumption |') }).toEqual({ other, table: false });
+  });
+
+  it("points the operator's hint at the module that writes it", () => {
+    const where = /^Where: `([^`]+)`/m.exec(section(page, 'Error messages'))![1]!;
+    expect(readFileSync(path.join(repoRoot, where), 'utf8')).toMatch(/configuration error: [^']*check its entry in WFS_TENANTS_FILE/);
+  });
+});

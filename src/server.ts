@@ -113,6 +113,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
         ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
         ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
+        onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
       }),
       metrics,
       logger,

@@ -1,23 +1,27 @@
 /**
- * Runs in the browser, bundled by scripts/bundle/explorer.mjs (ES2017, no module
- * loader): mounts GraphiQL. React, ReactDOM and GraphiQL are globals by then (their
- * UMD files load first). The page's settings come from a JSON data block, not an
- * inline script, so the Content-Security-Policy can forbid inline scripts.
+ * Runs in the browser, bundled with React 19 and GraphiQL 5 by
+ * scripts/bundle/explorer.mjs (one script, no module loader): mounts GraphiQL. Its
+ * editors (Monaco) run their language services in web workers, built as files of
+ * their own; the page's config names them. The page's settings come from a JSON data
+ * block, not an inline script, so the Content-Security-Policy can forbid inline scripts.
  */
+import 'graphiql/style.css';
+import { GraphiQL } from 'graphiql';
 import type { IntrospectionQuery } from 'graphql';
+import { createElement } from 'react';
+import { createRoot } from 'react-dom/client';
 import { clientFacingIntrospection } from '../clientSchema';
 
 // The few browser globals used here (the project's tsconfig has no DOM types).
 declare const document: { getElementById(id: string): { textContent: string | null } | null };
-declare const React: { createElement(type: unknown, props: unknown, ...children: unknown[]): unknown };
-declare const ReactDOM: { createRoot(container: unknown): { render(element: unknown): void } };
-declare const GraphiQL: { Logo: unknown };
 
 interface PageConfig {
   graphqlPath: string;
   defaultQuery: string;
   defaultHeaders: string | null;
   logo: string;
+  /** Monaco's worker scripts by label (`editorWorker`, `json`, `graphql`), as URLs of this origin. */
+  workers: Record<string, string>;
 }
 
 interface GraphQLParams {
@@ -29,7 +33,15 @@ const INTROSPECTION_NAME = 'ExplorerSchema';
 
 const config = JSON.parse(document.getElementById('explorer-config')?.textContent ?? '{}') as PageConfig;
 
-// GraphiQL passes the headers editor's content as options.headers.
+// Monaco asks for a worker by label: our own files, so `script-src 'self'` covers them.
+(globalThis as { MonacoEnvironment?: unknown }).MonacoEnvironment = {
+  getWorkerUrl: (_moduleId: string, label: string) => config.workers[label] ?? config.workers['editorWorker'],
+};
+
+// GraphiQL passes the headers editor's content as options.headers. Subscriptions are
+// not wired yet: the server has no graphql-ws endpoint. When it has one at this path,
+// @graphiql/toolkit's createGraphiQLFetcher({ url, wsClient }) (graphql-ws) can replace
+// this fetcher for subscription operations, keeping the introspection filter below.
 async function fetcher(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> {
   const response = await fetch(config.graphqlPath, {
     method: 'POST',
@@ -66,6 +78,6 @@ const props: Record<string, unknown> = {
 };
 if (config.defaultHeaders) props['defaultHeaders'] = config.defaultHeaders;
 
-ReactDOM.createRoot(document.getElementById('explorer')).render(
-  React.createElement(GraphiQL, props, React.createElement(GraphiQL.Logo, null, config.logo)),
+createRoot(document.getElementById('explorer') as never).render(
+  createElement(GraphiQL, props as never, createElement(GraphiQL.Logo, null, config.logo)),
 );

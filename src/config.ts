@@ -35,6 +35,8 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_TENANT_RETRY_AFTER_MAX_S',
   'WFS_ENTITY_INDEX_MAX_RECORDS',
   'WFS_ENTITY_INDEX_TTL_SECONDS',
+  'WFS_POLL_INTERVAL_SECONDS',
+  'WFS_POLL_CALLS_PER_SECOND',
 ] as const;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -101,6 +103,10 @@ export interface Config {
   readonly entityIndexMaxRecords: number;
   /** WFS_ENTITY_INDEX_TTL_SECONDS: how long an entity index answers from what it has seen (default 30). */
   readonly entityIndexTtlSeconds: number;
+  /** WFS_POLL_INTERVAL_SECONDS: how often a list with live subscribers is polled, before jitter (default 15, at least 1). */
+  readonly pollIntervalSeconds: number;
+  /** WFS_POLL_CALLS_PER_SECOND: upstream page calls all of a replica's live polls may make per second together; past it, intervals stretch (default 50). */
+  readonly pollCallsPerSecond: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -191,6 +197,8 @@ export function loadConfig(env: Env = process.env): Config {
     tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S', 300, 86_400),
     entityIndexMaxRecords: positiveInteger(env, 'WFS_ENTITY_INDEX_MAX_RECORDS', 200_000, 100_000_000),
     entityIndexTtlSeconds: positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS', 30, 3_600),
+    pollIntervalSeconds: positiveInteger(env, 'WFS_POLL_INTERVAL_SECONDS', 15, 3_600),
+    pollCallsPerSecond: positiveInteger(env, 'WFS_POLL_CALLS_PER_SECOND', 50, 100_000),
   };
   return Object.freeze(config);
 }

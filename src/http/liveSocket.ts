@@ -215,6 +215,22 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     limits.keepAliveMs,
   );
 
+  // useServer reports a socket's errors (a frame over the size bound, a bad frame, a
+  // write to a peer that is gone) with console.error and "check your implementation":
+  // they are the client's doing, any client can cause them at will, so they go to the
+  // debug log instead, and the socket is closed as useServer would. A write to a peer
+  // that is gone settles quietly: its close follows and ends its subscriptions.
+  wss.on('connection', (socket) => {
+    socket.removeAllListeners('error');
+    socket.on('error', (error: Error) => {
+      logger.debug({ err: error.message }, 'live: a WebSocket connection failed');
+      if (socket.readyState === socket.OPEN) socket.close(1011, 'Internal error');
+      else socket.terminate();
+    });
+    const send = socket.send.bind(socket);
+    socket.send = ((data: string, callback?: (error?: Error) => void) => send(data, () => callback?.())) as typeof socket.send;
+  });
+
   // A client that stops reading while changes keep coming: its send buffer would grow
   // without end. Past the bound the connection is dropped (its subscriptions end).
   const bufferCheck = setInterval(() => {

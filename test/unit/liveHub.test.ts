@@ -2,6 +2,7 @@ import { LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent } from '../.
 import type { ListReader } from '../../src/live/listReader';
 import { PollBudget } from '../../src/live/pollBudget';
 import { diff, apply, fingerprint } from '../../src/live/snapshot';
+import { makeTenant, startShiftChurn } from '../../src/emulator';
 import { UpstreamError } from '../../src/upstream/errors';
 import { shifts, type ShiftRecord } from '../../src/upstream/resources';
 import { waitFor } from '../helpers/waitFor';
@@ -124,5 +125,20 @@ describe('live hub', () => {
     held.push(hub.subscribe('t2', shifts));
     expect(() => hub.subscribe('t3', shifts)).toThrow(expect.objectContaining({ reason: 'replica' }));
     await hub.close();
+  });
+});
+
+describe('demo churn', () => {
+  it("edits the demo company's shifts now and then: ends moved, an open shift posted and gone", async () => {
+    const tenant = makeTenant({ tenantId: 'churn', locationCount: 2, shiftCount: 20 });
+    const before = JSON.stringify(tenant.shifts);
+    const churn = startShiftChurn(tenant, 5);
+    try {
+      await waitFor(() => tenant.shifts.length === 21, 'an open shift posted');
+      expect(tenant.shifts[20]!.user).toBeNull();
+      await waitFor(() => tenant.shifts.length === 20 && JSON.stringify(tenant.shifts) !== before, 'the open shift gone, ends moved');
+    } finally {
+      churn.stop();
+    }
   });
 });

@@ -5,10 +5,12 @@
  * inline script, so the Content-Security-Policy can forbid inline scripts.
  */
 import type { IntrospectionQuery } from 'graphql';
+import { createClient } from 'graphql-ws';
 import { clientFacingIntrospection } from '../clientSchema';
 
 // The few browser globals used here (the project's tsconfig has no DOM types).
 declare const document: { getElementById(id: string): { textContent: string | null } | null };
+declare const location: { protocol: string; host: string };
 declare const React: { createElement(type: unknown, props: unknown, ...children: unknown[]): unknown };
 declare const ReactDOM: { createRoot(container: unknown): { render(element: unknown): void } };
 declare const GraphiQL: { Logo: unknown };
@@ -21,7 +23,9 @@ interface PageConfig {
 }
 
 interface GraphQLParams {
+  query: string;
   operationName?: string | null;
+  variables?: Record<string, unknown> | null;
 }
 
 /** The name GraphiQL gives its schema introspection query here, so the fetcher knows which answer to filter. */
@@ -29,8 +33,49 @@ const INTROSPECTION_NAME = 'ExplorerSchema';
 
 const config = JSON.parse(document.getElementById('explorer-config')?.textContent ?? '{}') as PageConfig;
 
+/**
+ * Whether the operation GraphiQL runs is a subscription (the named one, else the
+ * document's first): a look at the text is enough here, and keeps graphql-js out of
+ * the page.
+ */
+function isSubscription(params: GraphQLParams): boolean {
+  const text = params.query.replace(/#[^\n]*/g, '');
+  const name = params.operationName;
+  if (name) return new RegExp(`\\bsubscription\\s+${name.replace(/[^_A-Za-z0-9]/g, '')}\\b`).test(text);
+  return /^\s*subscription\b/.test(text);
+}
+
+/**
+ * A subscription runs over graphql-ws at the same path (wss: under https), the headers
+ * editor's content sent in `connection_init` (a browser's WebSocket cannot set
+ * headers): one connection per run, closed when GraphiQL stops it.
+ */
+function subscribe(params: GraphQLParams, headers: Record<string, string> = {}): AsyncIterable<unknown> {
+  const client = createClient({
+    url: `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}${config.graphqlPath}`,
+    connectionParams: { headers },
+    retryAttempts: 0,
+  });
+  const iterator = client.iterate({ query: params.query, ...(params.operationName && { operationName: params.operationName }), ...(params.variables && { variables: params.variables }) });
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => iterator.next(),
+      return: async () => {
+        const ended = await iterator.return?.();
+        void client.dispose();
+        return ended ?? { value: undefined, done: true };
+      },
+    }),
+  };
+}
+
 // GraphiQL passes the headers editor's content as options.headers.
-async function fetcher(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> {
+function fetcher(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> | AsyncIterable<unknown> {
+  if (isSubscription(params)) return subscribe(params, options?.headers);
+  return query(params, options);
+}
+
+async function query(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> {
   const response = await fetch(config.graphqlPath, {
     method: 'POST',
     headers: {

@@ -240,31 +240,50 @@ async function flood(interval: number): Promise<Record<string, unknown>> {
   const emulator = await startEmulator({ tenants: demoTenants(), host: '127.0.0.1' });
   const server = await replica(emulator, interval);
   const [hostile, other] = [emulator.tenants[0]!, emulator.tenants[1]!];
-  let stop = false;
-  const sockets: WebSocket[] = [];
   try {
     await queryP99(server.url, other.tenantId, 50);
     const quiet = await queryP99(server.url, other.tenantId, 300);
-    // Ten sockets, each sending subscribe messages as fast as they drain (past the per-connection bound most are refused).
-    for (let i = 0; i < 10; i++) sockets.push(await subscriber(server.url, hostile.tenantId, 0, () => undefined));
-    let sent = 0;
-    const pump = async (socket: WebSocket) => {
-      while (!stop && socket.readyState === socket.OPEN) {
-        for (let j = 0; j < 200; j++) socket.send(JSON.stringify({ id: `f${sent++}`, type: 'subscribe', payload: { query: QUERY } }));
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    };
-    const pumps = sockets.map(pump);
+    // Ten hostile clients in a process of their own (so the emulator in this one is not
+    // starved), each sending subscribe messages as fast as its socket drains and
+    // connecting again whenever the server closes it (past the message rate it does).
+    const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+    let flooderOutput = '';
+    flooder.stdout!.on('data', (chunk) => (flooderOutput += String(chunk)));
+    await sleep(2_000);
     const flooded = await queryP99(server.url, other.tenantId, 300);
-    stop = true;
-    await Promise.all(pumps);
-    return { quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, subscribeMessagesSent: sent, peakRssMiB: peakRssMiB(server.child.process.pid) };
+    flooder.kill('SIGTERM');
+    await new Promise((resolve) => flooder.once('exit', resolve));
+    const [sent, connections] = flooderOutput.trim().split(' ').map(Number);
+    return { quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, subscribeMessagesSent: sent, hostileConnections: connections, peakRssMiB: peakRssMiB(server.child.process.pid) };
   } finally {
-    for (const socket of sockets) socket.terminate();
     await server.stop();
     await emulator.close();
   }
 }
+
+/** The flooding clients' process: argv url, tenant, query; prints "messages connections" when stopped. */
+const FLOODER = `
+const WebSocket = require('ws');
+const [url, tenant, query] = process.argv.slice(1);
+let sent = 0, connections = 0, stop = false;
+process.on('SIGTERM', () => { stop = true; process.stdout.write(sent + ' ' + connections + '\\n', () => process.exit(0)); });
+async function one() {
+  while (!stop) {
+    const socket = new WebSocket(url, 'graphql-transport-ws');
+    socket.on('error', () => undefined);
+    const opened = await new Promise((resolve) => { socket.once('open', () => resolve(true)); socket.once('close', () => resolve(false)); });
+    if (!opened) continue;
+    connections += 1;
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': tenant } } }));
+    while (!stop && socket.readyState === socket.OPEN) {
+      for (let j = 0; j < 200; j++) socket.send(JSON.stringify({ id: 'f' + sent++, type: 'subscribe', payload: { query } }));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    socket.terminate();
+  }
+}
+for (let i = 0; i < 10; i++) one();
+`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

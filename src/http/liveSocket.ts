@@ -15,7 +15,6 @@
  * size, the time to `connection_init`, ping/pong liveness, and what a client that
  * does not read may have buffered.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError, getOperationAST, parse, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
@@ -28,6 +27,7 @@ import type { LiveHub } from '../live/hub';
 import type { LiveMetrics } from '../live/metrics';
 import type { Logger } from '../observability/logger';
 import type { AnyResource } from '../upstream/resources';
+import { digest, sameSecret } from './routes';
 
 /** Limits of the WebSocket side; every field has a default. */
 export interface LiveSocketLimits {
@@ -43,6 +43,9 @@ export interface LiveSocketLimits {
   readonly keepAliveMs: number;
   /** Bytes a connection may have waiting to be sent (a client that does not read); past it, it is dropped. */
   readonly bufferedBytes: number;
+  /** Messages a connection may send at once, then `messagesPerSecond`; past it, it is closed (1008). */
+  readonly messageBurst: number;
+  readonly messagesPerSecond: number;
 }
 
 export const DEFAULT_LIVE_SOCKET_LIMITS: LiveSocketLimits = Object.freeze({
@@ -52,6 +55,8 @@ export const DEFAULT_LIVE_SOCKET_LIMITS: LiveSocketLimits = Object.freeze({
   connectionInitMs: 3_000,
   keepAliveMs: 12_000,
   bufferedBytes: 1024 * 1024,
+  messageBurst: 500,
+  messagesPerSecond: 50,
 });
 
 /** At most this many `connection_init` headers are read, each at most this long. */
@@ -227,6 +232,22 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       if (socket.readyState === socket.OPEN) socket.close(1011, 'Internal error');
       else socket.terminate();
     });
+    // Messages are handled as they arrive, each a promise until its answer is written:
+    // a client sending faster than they are answered would pile them up in memory. A
+    // bucket per connection (a burst, then a steady rate well above what a client or a
+    // gateway sends: an init, its subscribes, completes, pings) closes it past that.
+    let tokens = limits.messageBurst;
+    let filledAt = performance.now();
+    socket.on('message', () => {
+      const now = performance.now();
+      tokens = Math.min(limits.messageBurst, tokens + ((now - filledAt) / 1000) * limits.messagesPerSecond);
+      filledAt = now;
+      if ((tokens -= 1) >= 0 || socket.readyState !== socket.OPEN) return;
+      metrics.refused.inc({ reason: 'rate' });
+      logger.debug('live: a connection sending messages faster than allowed was closed');
+      socket.close(1008, 'too many messages');
+      socket.terminate();
+    });
     const send = socket.send.bind(socket);
     socket.send = ((data: string, callback?: (error?: Error) => void) => send(data, () => callback?.())) as typeof socket.send;
   });
@@ -366,14 +387,4 @@ function closeReason(text: string): string {
 function refuseUpgrade(socket: Duplex, status: number, text: string): void {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n${status === 503 ? 'retry-after: 1\r\n' : ''}\r\n`);
   socket.destroy();
-}
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
-function sameSecret(header: string | string[] | undefined, expectedDigest: Buffer): boolean {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (!value) return false;
-  return timingSafeEqual(digest(value), expectedDigest);
 }

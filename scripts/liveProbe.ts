@@ -242,15 +242,17 @@ async function flood(interval: number): Promise<Record<string, unknown>> {
   const [hostile, other] = [emulator.tenants[0]!, emulator.tenants[1]!];
   try {
     await queryP99(server.url, other.tenantId, 50);
-    const quiet = await queryP99(server.url, other.tenantId, 300);
+    const quiet = await queryP99(server.url, other.tenantId, 200);
     // Ten hostile clients in a process of their own (so the emulator in this one is not
-    // starved), each sending subscribe messages as fast as its socket drains and
-    // connecting again whenever the server closes it (past the message rate it does).
+    // starved), each sending 100 subscribe messages every 100 ms (10 000 a second in
+    // all) and connecting again whenever the server closes it (past the message rate it does).
     const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
     let flooderOutput = '';
     flooder.stdout!.on('data', (chunk) => (flooderOutput += String(chunk)));
     await sleep(2_000);
-    const flooded = await queryP99(server.url, other.tenantId, 300);
+    process.stderr.write('live probe: flood running, measuring\n');
+    const flooded = await queryP99(server.url, other.tenantId, 200);
+    process.stderr.write('live probe: flood measured\n');
     flooder.kill('SIGTERM');
     await new Promise((resolve) => flooder.once('exit', resolve));
     const [sent, connections] = flooderOutput.trim().split(' ').map(Number);
@@ -276,8 +278,8 @@ async function one() {
     connections += 1;
     socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': tenant } } }));
     while (!stop && socket.readyState === socket.OPEN) {
-      for (let j = 0; j < 200; j++) socket.send(JSON.stringify({ id: 'f' + sent++, type: 'subscribe', payload: { query } }));
-      await new Promise((resolve) => setImmediate(resolve));
+      for (let j = 0; j < 100; j++) socket.send(JSON.stringify({ id: 'f' + sent++, type: 'subscribe', payload: { query } }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
     socket.terminate();
   }

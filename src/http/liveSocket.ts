@@ -50,13 +50,15 @@ export interface LiveSocketLimits {
 
 export const DEFAULT_LIVE_SOCKET_LIMITS: LiveSocketLimits = Object.freeze({
   connections: 20_000,
-  subscriptionsPerConnection: 100,
+  // A gateway multiplexes a company's subscriptions over one connection (Hive Gateway
+  // keeps one per caller identity), so this is well above one screen's few.
+  subscriptionsPerConnection: 1_000,
   messageBytes: 256 * 1024,
   connectionInitMs: 3_000,
   keepAliveMs: 12_000,
   bufferedBytes: 1024 * 1024,
-  messageBurst: 500,
-  messagesPerSecond: 50,
+  messageBurst: 2_000,
+  messagesPerSecond: 200,
 });
 
 /** At most this many `connection_init` headers are read, each at most this long. */
@@ -88,7 +90,10 @@ export interface LiveSocketOptions {
 interface Connection {
   /** The headers identity is read from: the upgrade request's, completed by `connection_init`'s. */
   headers: IncomingHttpHeaders;
+  /** Subscriptions accepted and not completed yet (each has its context here). */
   readonly contexts: Map<string, SubscriptionContext>;
+  /** Subscriptions accepted or being checked: taken before the first await, so a burst of subscribes cannot all pass the bound. */
+  slots: number;
 }
 
 export interface LiveSocket {
@@ -136,68 +141,20 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
           ctx.extra.socket.close(4403, closeReason(`${problem.code}: ${problem.message}`));
           return false;
         }
-        connections.set(ctx, { headers, contexts: new Map() });
+        connections.set(ctx, { headers, contexts: new Map(), slots: 0 });
         return true;
       },
       onSubscribe: async (ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
         const connection = connections.get(ctx);
         if (!connection) return refuse('identity', 'UNAUTHENTICATED', 'the connection was not initialised');
-        // graphql-ws has put this one among the connection's subscriptions already.
-        if (Object.keys(ctx.subscriptions).length > limits.subscriptionsPerConnection) {
+        if (connection.slots >= limits.subscriptionsPerConnection) {
           return refuse('connection', 'BAD_REQUEST', `at most ${limits.subscriptionsPerConnection} subscriptions may be open on one connection; complete some, or open another connection`);
         }
-        let tenantId: string;
-        try {
-          tenantId = await services.identify(connection.headers);
-        } catch (error) {
-          const { code, message } = errorOf(error);
-          return refuse('identity', code, message);
-        }
-        let document: DocumentNode;
-        try {
-          document = parse(payload.query, parseOptions);
-        } catch (error) {
-          const message = (error as Error).message;
-          const tokens = /more tha[nt] \d+ tokens/.test(message);
-          return refuse('document', tokens ? LIMIT_ERROR_CODE : 'GRAPHQL_PARSE_FAILED', tokens ? message.replace(/^Syntax Error: /, '') : message);
-        }
-        const invalid = validate(schema, document, rules);
-        if (invalid.length > 0) {
-          metrics.refused.inc({ reason: 'document' });
-          return invalid.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: LIMIT_ERROR_CODE, ...error.extensions } }));
-        }
-        const operation = getOperationAST(document, payload.operationName);
-        if (!operation) return refuse('document', 'BAD_REQUEST', 'the document has no operation of that name (name one with operationName)');
-        if (operation.operation !== 'subscription') {
-          return refuse('document', 'BAD_REQUEST', `only subscriptions are served over WebSocket; send ${operation.operation === 'query' ? 'queries' : 'mutations'} over HTTP POST to this path`);
-        }
-        const variables = payload.variables ?? {};
-        const estimated = estimateCost(schema, document, operation, variables);
-        if (estimated > options.queryLimits.maxCost) {
-          metrics.refused.inc({ reason: 'cost' });
-          const name = operation.name ? ` ${operation.name.value}` : '';
-          return [
-            new GraphQLError(`operation${name} is estimated at ${estimated} (the size of the answer it can produce); at most ${options.queryLimits.maxCost} are allowed`, {
-              extensions: { code: LIMIT_ERROR_CODE, 'cost.estimated': estimated, 'cost.max': options.queryLimits.maxCost },
-            }),
-          ];
-        }
-        const context = new SubscriptionContext(services, connection.headers, tenantId, options.budgetMs, {
-          hub: options.hub,
-          authorize: (tenant, list) => {
-            const resource = services.resources.named(list);
-            return resource ? options.authorize(tenant, resource) : Promise.resolve();
-          },
-        });
-        connection.contexts.get(id)?.close();
-        connection.contexts.set(id, context);
-        return {
-          schema,
-          document,
-          operationName: payload.operationName ?? null,
-          variableValues: variables,
-          contextValue: context,
-        };
+        connection.slots += 1;
+        const accepted = await checkSubscribe(connection, id, payload);
+        // A refusal gives its slot back at once; an accepted one when it completes (onComplete).
+        if (Array.isArray(accepted)) connection.slots -= 1;
+        return accepted;
       },
       onNext: (_ctx, _id, _payload, _args, result) => {
         if (!result.errors) return undefined;
@@ -206,19 +163,79 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       },
       onComplete: (ctx, id) => {
         const connection = connections.get(ctx);
-        connection?.contexts.get(id)?.close();
-        connection?.contexts.delete(id);
+        const context = connection?.contexts.get(id);
+        if (!connection || !context) return;
+        context.close();
+        connection.contexts.delete(id);
+        connection.slots -= 1;
       },
       onClose: (ctx) => {
         const connection = connections.get(ctx);
         if (!connection) return;
         for (const context of connection.contexts.values()) context.close();
         connection.contexts.clear();
+        connection.slots = 0;
       },
     },
     wss,
     limits.keepAliveMs,
   );
+
+  /** The checks of a subscribe after the connection's bound: identity, document, limits, cost; its execution arguments, or why not. */
+  async function checkSubscribe(connection: Connection, id: string, payload: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null }): Promise<ExecutionArgs | readonly GraphQLError[]> {
+    let tenantId: string;
+    try {
+      tenantId = await services.identify(connection.headers);
+    } catch (error) {
+      const { code, message } = errorOf(error);
+      return refuse('identity', code, message);
+    }
+    let document: DocumentNode;
+    try {
+      document = parse(payload.query, parseOptions);
+    } catch (error) {
+      const message = (error as Error).message;
+      const tokens = /more tha[nt] \d+ tokens/.test(message);
+      return refuse('document', tokens ? LIMIT_ERROR_CODE : 'GRAPHQL_PARSE_FAILED', tokens ? message.replace(/^Syntax Error: /, '') : message);
+    }
+    const invalid = validate(schema, document, rules);
+    if (invalid.length > 0) {
+      metrics.refused.inc({ reason: 'document' });
+      return invalid.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: LIMIT_ERROR_CODE, ...error.extensions } }));
+    }
+    const operation = getOperationAST(document, payload.operationName);
+    if (!operation) return refuse('document', 'BAD_REQUEST', 'the document has no operation of that name (name one with operationName)');
+    if (operation.operation !== 'subscription') {
+      return refuse('document', 'BAD_REQUEST', `only subscriptions are served over WebSocket; send ${operation.operation === 'query' ? 'queries' : 'mutations'} over HTTP POST to this path`);
+    }
+    const variables = payload.variables ?? {};
+    const estimated = estimateCost(schema, document, operation, variables);
+    if (estimated > options.queryLimits.maxCost) {
+      metrics.refused.inc({ reason: 'cost' });
+      const name = operation.name ? ` ${operation.name.value}` : '';
+      return [
+        new GraphQLError(`operation${name} is estimated at ${estimated} (the size of the answer it can produce); at most ${options.queryLimits.maxCost} are allowed`, {
+          extensions: { code: LIMIT_ERROR_CODE, 'cost.estimated': estimated, 'cost.max': options.queryLimits.maxCost },
+        }),
+      ];
+    }
+    const context = new SubscriptionContext(services, connection.headers, tenantId, options.budgetMs, {
+      hub: options.hub,
+      authorize: (tenant, list) => {
+        const resource = services.resources.named(list);
+        return resource ? options.authorize(tenant, resource) : Promise.resolve();
+      },
+    });
+    connection.contexts.get(id)?.close();
+    connection.contexts.set(id, context);
+    return {
+      schema,
+      document,
+      operationName: payload.operationName ?? null,
+      variableValues: variables,
+      contextValue: context,
+    };
+  }
 
   // useServer reports a socket's errors (a frame over the size bound, a bad frame, a
   // write to a peer that is gone) with console.error and "check your implementation":

@@ -43,6 +43,11 @@ export interface LiveSocketLimits {
   readonly keepAliveMs: number;
   /** Bytes a connection may have waiting to be sent (a client that does not read); past it, it is dropped. */
   readonly bufferedBytes: number;
+  /** Refused subscribes a connection may send; past it, it is closed (1008): a client that keeps asking past a bound is not a screen. */
+  readonly refusalsPerConnection: number;
+  /** New subscriptions one company may open at once on a replica, then `companySubscribesPerSecond`; past it a subscribe is refused (SERVICE_UNAVAILABLE). */
+  readonly companySubscribeBurst: number;
+  readonly companySubscribesPerSecond: number;
   /** Messages a connection may send at once, then `messagesPerSecond`; past it, it is closed (1008). */
   readonly messageBurst: number;
   readonly messagesPerSecond: number;
@@ -57,6 +62,9 @@ export const DEFAULT_LIVE_SOCKET_LIMITS: LiveSocketLimits = Object.freeze({
   connectionInitMs: 3_000,
   keepAliveMs: 12_000,
   bufferedBytes: 1024 * 1024,
+  refusalsPerConnection: 100,
+  companySubscribeBurst: 1_000,
+  companySubscribesPerSecond: 100,
   messageBurst: 2_000,
   messagesPerSecond: 200,
 });
@@ -94,6 +102,8 @@ interface Connection {
   readonly contexts: Map<string, SubscriptionContext>;
   /** Subscriptions accepted or being checked: taken before the first await, so a burst of subscribes cannot all pass the bound. */
   slots: number;
+  /** Subscribes refused so far. */
+  refusals: number;
 }
 
 export interface LiveSocket {
@@ -110,6 +120,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.messageBytes, perMessageDeflate: false });
   const connections = new WeakMap<object, Connection>();
   const parseOptions = limitParseOptions(options.queryLimits);
+  const companyRate = new RateBuckets(limits.companySubscribeBurst, limits.companySubscribesPerSecond);
   const rules = [...specifiedRules, ...limitRules(options.queryLimits)];
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -141,7 +152,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
           ctx.extra.socket.close(4403, closeReason(`${problem.code}: ${problem.message}`));
           return false;
         }
-        connections.set(ctx, { headers, contexts: new Map(), slots: 0 });
+        connections.set(ctx, { headers, contexts: new Map(), slots: 0, refusals: 0 });
         return true;
       },
       onSubscribe: async (ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
@@ -153,7 +164,13 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
         connection.slots += 1;
         const accepted = await checkSubscribe(connection, id, payload);
         // A refusal gives its slot back at once; an accepted one when it completes (onComplete).
-        if (Array.isArray(accepted)) connection.slots -= 1;
+        if (Array.isArray(accepted)) {
+          connection.slots -= 1;
+          if (++connection.refusals > limits.refusalsPerConnection) {
+            metrics.refused.inc({ reason: 'rate' });
+            ctx.extra.socket.close(1008, 'too many refused subscriptions');
+          }
+        }
         return accepted;
       },
       onNext: (_ctx, _id, _payload, _args, result) => {
@@ -189,6 +206,9 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     } catch (error) {
       const { code, message } = errorOf(error);
       return refuse('identity', code, message);
+    }
+    if (!companyRate.take(tenantId)) {
+      return refuse('company', 'SERVICE_UNAVAILABLE', `your company opened more than ${limits.companySubscribeBurst} subscriptions in a short time on this replica; retry in a moment`);
     }
     let document: DocumentNode;
     try {
@@ -404,4 +424,32 @@ function closeReason(text: string): string {
 function refuseUpgrade(socket: Duplex, status: number, text: string): void {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n${status === 503 ? 'retry-after: 1\r\n' : ''}\r\n`);
   socket.destroy();
+}
+
+/** A token bucket per key (a company), keys dropped once full again, so the map holds only the companies subscribing now. */
+class RateBuckets {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    private readonly burst: number,
+    private readonly perSecond: number,
+  ) {}
+
+  take(key: string): boolean {
+    const now = performance.now();
+    const bucket = this.buckets.get(key) ?? { tokens: this.burst, at: now };
+    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond);
+    bucket.at = now;
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    if (this.buckets.size > 10_000) this.sweep(now);
+    this.buckets.set(key, bucket);
+    return true;
+  }
+
+  private sweep(now: number): void {
+    for (const [key, bucket] of this.buckets) {
+      if (bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond >= this.burst) this.buckets.delete(key);
+    }
+  }
 }

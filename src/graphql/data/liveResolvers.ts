@@ -9,10 +9,9 @@ import type { GraphQLResolverMap } from '@apollo/subgraph';
 import { GraphQLError } from 'graphql';
 import { LiveClosedError, LiveLimitError, SlowConsumerError, type LiveEvent } from '../../live/hub';
 import type { AnyResource, ListFilter } from '../../upstream/resources';
-import { badUserInput } from '../errors';
 import type { GraphQLContext } from './context';
 import { encodeNodeId } from './node';
-import { lookupField } from './resourceResolvers';
+import { filterOf, lookupField } from './resourceResolvers';
 
 type Resolvers = GraphQLResolverMap<GraphQLContext>;
 
@@ -31,7 +30,7 @@ export function liveResolvers(resources: Iterable<AnyResource>): Resolvers {
         if (!live) throw new GraphQLError('subscriptions are served over WebSocket (graphql-ws, subprotocol graphql-transport-ws) at this path, not over HTTP', { extensions: { code: 'BAD_REQUEST' } });
         const tenant = await context.tenant();
         await live.authorize(tenant.tenantId, resource.name);
-        const filter = args.filter && resource.filterFrom ? filterOf(resource, args.filter) : undefined;
+        const filter = args.filter && resource.filterFrom ? (filterOf(resource, args.filter) as ListFilter) : undefined;
         try {
           return live.hub.subscribe(tenant.tenantId, resource, filter);
         } catch (error) {
@@ -53,12 +52,4 @@ export function liveResolvers(resources: Iterable<AnyResource>): Resolvers {
 function endOf(error: Error): Error {
   if (error instanceof SlowConsumerError || error instanceof LiveClosedError) return new GraphQLError(error.message, { extensions: { code: 'SERVICE_UNAVAILABLE' } });
   return error;
-}
-
-function filterOf(resource: AnyResource, input: Record<string, unknown>): ListFilter {
-  try {
-    return resource.filterFrom!(input) as ListFilter;
-  } catch (error) {
-    throw badUserInput(`invalid filter for ${resource.name}: ${(error as Error).message}`);
-  }
 }

@@ -134,9 +134,9 @@ describe('explorer in a real browser', () => {
     // Edited once the baseline is read (the demo's own edits may come first; any change will do).
     await waitFor(async () => (await counterTotal(server.metrics.registry.getSingleMetric('wfs_live_polls_total') as never, { outcome: 'ok' })) >= 1, 'the baseline poll');
     shift.end = shift.end.replace(/T(\d\d):(\d\d)/, (_m, hour: string, minutes: string) => `T${hour}:${minutes === '30' ? '00' : '30'}`);
-    await page.locator('.result-window').getByText('UPDATED').first().waitFor({ timeout: 20_000 });
+    await page.locator('.result-window').getByText('UPDATED').first().waitFor({ timeout: 60_000 });
     expect(problems).toEqual([]);
     await context.close();
     await waitFor(() => server.live.subscriptions === 0, 'the subscription ended with the page');
-  });
+  }, 90_000);
 });

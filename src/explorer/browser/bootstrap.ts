@@ -10,10 +10,12 @@ import { GraphiQL } from 'graphiql';
 import type { IntrospectionQuery } from 'graphql';
 import { createElement } from 'react';
 import { createRoot } from 'react-dom/client';
+import { createClient } from 'graphql-ws';
 import { clientFacingIntrospection } from '../clientSchema';
 
 // The few browser globals used here (the project's tsconfig has no DOM types).
 declare const document: { getElementById(id: string): { textContent: string | null } | null };
+declare const location: { protocol: string; host: string };
 
 interface PageConfig {
   graphqlPath: string;
@@ -25,7 +27,9 @@ interface PageConfig {
 }
 
 interface GraphQLParams {
+  query: string;
   operationName?: string | null;
+  variables?: Record<string, unknown> | null;
 }
 
 /** The name GraphiQL gives its schema introspection query here, so the fetcher knows which answer to filter. */
@@ -38,11 +42,49 @@ const config = JSON.parse(document.getElementById('explorer-config')?.textConten
   getWorkerUrl: (_moduleId: string, label: string) => config.workers[label] ?? config.workers['editorWorker'],
 };
 
-// GraphiQL passes the headers editor's content as options.headers. Subscriptions are
-// not wired yet: the server has no graphql-ws endpoint. When it has one at this path,
-// @graphiql/toolkit's createGraphiQLFetcher({ url, wsClient }) (graphql-ws) can replace
-// this fetcher for subscription operations, keeping the introspection filter below.
-async function fetcher(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> {
+/**
+ * Whether the operation GraphiQL runs is a subscription (the named one, else the
+ * document's first): a look at the text is enough here, and keeps graphql-js out of
+ * the page.
+ */
+function isSubscription(params: GraphQLParams): boolean {
+  const text = params.query.replace(/#[^\n]*/g, '');
+  const name = params.operationName;
+  if (name) return new RegExp(`\\bsubscription\\s+${name.replace(/[^_A-Za-z0-9]/g, '')}\\b`).test(text);
+  return /^\s*subscription\b/.test(text);
+}
+
+/**
+ * A subscription runs over graphql-ws at the same path (wss: under https), the headers
+ * editor's content sent in `connection_init` (a browser's WebSocket cannot set
+ * headers): one connection per run, closed when GraphiQL stops it.
+ */
+function subscribe(params: GraphQLParams, headers: Record<string, string> = {}): AsyncIterable<unknown> {
+  const client = createClient({
+    url: `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}${config.graphqlPath}`,
+    connectionParams: { headers },
+    retryAttempts: 0,
+  });
+  const iterator = client.iterate({ query: params.query, ...(params.operationName && { operationName: params.operationName }), ...(params.variables && { variables: params.variables }) });
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => iterator.next(),
+      return: async () => {
+        const ended = await iterator.return?.();
+        void client.dispose();
+        return ended ?? { value: undefined, done: true };
+      },
+    }),
+  };
+}
+
+// GraphiQL passes the headers editor's content as options.headers.
+function fetcher(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> | AsyncIterable<unknown> {
+  if (isSubscription(params)) return subscribe(params, options?.headers);
+  return query(params, options);
+}
+
+async function query(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> {
   const response = await fetch(config.graphqlPath, {
     method: 'POST',
     headers: {

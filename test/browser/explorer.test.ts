@@ -126,8 +126,12 @@ describe('explorer in a real browser', () => {
       if (message.type() === 'error') problems.push(`console error: ${message.text().slice(0, 300)}`);
     });
     await page.goto(`${baseUrl}/`);
-    await page.locator('.graphiql-query-editor .CodeMirror').waitFor();
-    await page.evaluate("document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.setValue('subscription { shiftChanges { kind shift { id end } } }')");
+    // GraphiQL 5's editor is Monaco: the document is replaced as a user would, select all and type (inserted as text, so no brackets are auto-closed).
+    const editor = page.locator('.graphiql-query-editor .monaco-editor').first();
+    await editor.waitFor();
+    await editor.click();
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.insertText('subscription { shiftChanges { kind shift { id end } } }');
     await page.getByRole('button', { name: /^Execute query/ }).click();
     await waitFor(() => server.live.subscriptions === 1, 'the explorer subscribed');
     const tenant = demo.emulator.tenants.find((candidate) => candidate.tenantId === demo.defaultTenant)!;

@@ -91,20 +91,24 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
     tenants: config.tenants,
     store: redis?.store,
     ...(overrides.now && { now: overrides.now }),
-    fetchToken: (tenant) =>
-      requestToken(tenant, {
+    fetchToken: (tenant) => {
+      // A time limit released with the request (AbortSignal.timeout would stay armed,
+      // and keep its request's handlers, for the whole 8 s after every token request).
+      const limit = timeLimit(TOKEN_REQUEST_TIMEOUT_MS);
+      return requestToken(tenant, {
         authUrl,
         dispatcher: authDispatcher,
         apiBaseAllow: config.apiBaseAllow,
         apiBaseLoopback: config.apiBaseLoopback,
-        signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
+        signal: limit.signal,
         ...(overrides.now && { now: overrides.now }),
-      }).then((token) => {
+      }).finally(limit.clear).then((token) => {
         // A real token from the endpoint settles the start-up check, whatever it said.
         if (tokenEndpoint.problem() !== undefined) logger.info('a token came from the token endpoint: ready');
         tokenEndpoint.confirmed();
         return token;
-      }),
+      });
+    },
     observer,
   });
 
@@ -216,4 +220,11 @@ function once(action: () => void): () => void {
     done = true;
     action();
   };
+}
+
+/** A signal that aborts with a TimeoutError after `ms`, and `clear` to disarm it once the work it limits is over. */
+function timeLimit(ms: number): { signal: AbortSignal; clear: () => void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')), ms);
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }

@@ -172,6 +172,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
         ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
         onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
+        onRefused: (reason) => metrics.requestsRefused.inc({ reason }),
       }),
       metrics,
       logger,

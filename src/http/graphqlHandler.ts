@@ -48,6 +48,8 @@ export interface GraphQLHandlerOptions {
   readonly maxBufferedBodyBytes?: number;
   /** Told the request-body bytes held whenever they change (the `wfs_graphql_request_body_bytes` gauge). */
   readonly onBodyBytes?: (held: number) => void;
+  /** Told each request answered 503 for a bound (the `wfs_graphql_requests_refused_total` counter). */
+  readonly onRefused?: (reason: 'body_bytes' | 'in_flight') => void;
 }
 
 /**
@@ -76,6 +78,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   let inFlight = 0;
   return async function handle(req, res, record) {
     if (inFlight >= maxInFlight) {
+      options.onRefused?.('in_flight');
       res.setHeader('connection', 'close');
       res.setHeader('retry-after', '1');
       return sendGraphQLError(res, 503, 'SERVICE_UNAVAILABLE', 'the server is serving too many requests at once; retry in a moment');
@@ -85,7 +88,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     let body: unknown;
     let text: string | null = null;
     if (req.method === 'POST') {
-      const read = await readBody(req, res, buffered);
+      const read = await readBody(req, res, buffered, options.onRefused);
       if (read === TOO_LARGE || read === BUSY) {
         // A body not read to its end: the connection closes after this answer.
         if (!req.complete) res.setHeader('connection', 'close');
@@ -223,13 +226,19 @@ class BodyBytes {
  * long); a refused or abandoned one gives them back at once. Read with stream events,
  * not `for await`: an async iterator over the request costs more than the small bodies it reads.
  */
-function readBody(req: IncomingMessage, res: ServerResponse, buffered: BodyBytes): Promise<string | typeof TOO_LARGE | typeof BUSY> {
+function readBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  buffered: BodyBytes,
+  onRefused?: (reason: 'body_bytes') => void,
+): Promise<string | typeof TOO_LARGE | typeof BUSY> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const stop = (outcome: typeof TOO_LARGE | typeof BUSY) => {
       cleanup();
       release();
+      if (outcome === BUSY) onRefused?.('body_bytes');
       if (outcome === BUSY && drainable(req)) {
         // A body of a size we accept is read to its end and dropped, nothing kept, before
         // the answer: a client still sending would otherwise meet a connection reset

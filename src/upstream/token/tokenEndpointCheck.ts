@@ -108,9 +108,14 @@ export function startTokenEndpointCheck(options: TokenEndpointCheckOptions): Tok
   let settled = false;
 
   const probe = async (): Promise<TokenEndpointVerdict> => {
-    const verdict = await probeTokenEndpoint(options.authUrl, {
-      dispatcher: options.dispatcher,
-      signal: AbortSignal.any([controller.signal, AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)]),
+    // The probe's own time limit, disarmed once it has its verdict (AbortSignal.timeout would stay armed).
+    const probeController = new AbortController();
+    const stop = () => probeController.abort(controller.signal.reason);
+    controller.signal.addEventListener('abort', stop, { once: true });
+    const probeTimer = setTimeout(() => probeController.abort(new DOMException('the probe timed out', 'TimeoutError')), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const verdict = await probeTokenEndpoint(options.authUrl, { dispatcher: options.dispatcher, signal: probeController.signal }).finally(() => {
+      clearTimeout(probeTimer);
+      controller.signal.removeEventListener('abort', stop);
     });
     if (controller.signal.aborted || settled) return verdict;
     problem = verdict.ok ? undefined : verdict.reason;

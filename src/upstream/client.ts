@@ -183,13 +183,30 @@ export class WfsClient {
     return this.observer.upstreamCall(call, () => this.sharedPage(call, resource, options));
   }
 
-  /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */
+  /**
+   * A call made with neither a signal nor a budget gets a deadline of its own, disarmed
+   * when the call ends (AbortSignal.timeout would stay armed, with whatever still
+   * listens to it, for the whole deadline).
+   */
   private async sharedPage<R extends UpstreamRecord>(call: UpstreamCall, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
+    if (options.budget || options.signal) return this.sharedPageWithin(call, resource, options);
+    const deadlineMs = this.options.deadlineMs ?? 10_000;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${deadlineMs} ms`, 'TimeoutError')), deadlineMs);
+    try {
+      return await this.sharedPageWithin(call, resource, { ...options, budget: this.budgetFor(controller.signal, deadlineMs) });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */
+  private async sharedPageWithin<R extends UpstreamRecord>(call: UpstreamCall, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
     const tenantId = call.tenantId;
     const page: PageRequest<R> = { resource, ref: options.ref ?? null, pageSize: options.pageSize ?? UPSTREAM_PAGE_SIZE, query: options.query };
     const list = resource.name;
     const deadlineMs = this.options.deadlineMs ?? 10_000;
-    const budget = options.budget ?? this.budgetFor(options.signal ?? AbortSignal.timeout(deadlineMs), deadlineMs);
+    const budget = options.budget ?? this.budgetFor(options.signal!, deadlineMs);
     const signal = options.signal ?? budget.signal;
     if (signal.aborted) throw cancelledError();
     try {

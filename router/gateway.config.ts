@@ -60,7 +60,10 @@ export function createGatewayConfig(env: Env) {
     },
     // Our subgraph may refresh a token, follow upstream pages and wait out a 429
     // within one request (15 s budget of its own).
-    upstreamTimeout: ({ subgraphName }) => (subgraphName === 'wfs' ? WFS_TIMEOUT_MS : OTHER_TIMEOUT_MS),
+    // Not for subscriptions: they are meant to stay open, and Hive's timeout would end
+    // one (and reject, unhandled, after the subscription is over).
+    upstreamTimeout: ({ subgraphName, executionRequest }) =>
+      executionRequest?.operationType === 'subscription' ? 0 : subgraphName === 'wfs' ? WFS_TIMEOUT_MS : OTHER_TIMEOUT_MS,
     // Clients use the operations they were built with; turn on only in development.
     disableIntrospection: { disableIf: () => env.NODE_ENV === 'production' },
     graphiql: env.NODE_ENV !== 'production',

@@ -16,6 +16,7 @@ import type * as RedisTokenStoreModule from './upstream/token/redisTokenStore';
 import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/token/tokenCache';
 import { requestToken } from './upstream/token/tokenEndpoint';
+import { timeLimit } from './upstream/transport/timeLimit';
 import { startTokenEndpointCheck, type TokenEndpointVerdict } from './upstream/token/tokenEndpointCheck';
 
 /** What tests and the demo may hand in instead of the production parts. */
@@ -102,7 +103,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
         apiBaseLoopback: config.apiBaseLoopback,
         signal: limit.signal,
         ...(overrides.now && { now: overrides.now }),
-      }).finally(limit.clear).then((token) => {
+      }).finally(limit.done).then((token) => {
         // A real token from the endpoint settles the start-up check, whatever it said.
         if (tokenEndpoint.problem() !== undefined) logger.info('a token came from the token endpoint: ready');
         tokenEndpoint.confirmed();
@@ -220,11 +221,4 @@ function once(action: () => void): () => void {
     done = true;
     action();
   };
-}
-
-/** A signal that aborts with a TimeoutError after `ms`, and `clear` to disarm it once the work it limits is over. */
-function timeLimit(ms: number): { signal: AbortSignal; clear: () => void } {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')), ms);
-  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }

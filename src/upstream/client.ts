@@ -18,6 +18,7 @@ import { InFlight, coalescingKey, type SharedCallView } from './resilience/coale
 import { RetryPolicy, type RetryPolicyOptions, type RetrySchedule } from './resilience/retry';
 import { RetryAfterWindows, type WindowScope } from './resilience/retryAfterWindows';
 import { NUMERIC_SETTINGS } from '../config';
+import { timeLimit } from './transport/timeLimit';
 
 export type { ListPage } from './envelope';
 
@@ -191,12 +192,11 @@ export class WfsClient {
   private async sharedPage<R extends UpstreamRecord>(call: UpstreamCall, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
     if (options.budget || options.signal) return this.sharedPageWithin(call, resource, options);
     const deadlineMs = this.options.deadlineMs ?? 10_000;
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${deadlineMs} ms`, 'TimeoutError')), deadlineMs);
+    const limit = timeLimit(deadlineMs);
     try {
-      return await this.sharedPageWithin(call, resource, { ...options, budget: this.budgetFor(controller.signal, deadlineMs) });
+      return await this.sharedPageWithin(call, resource, { ...options, budget: this.budgetFor(limit.signal, deadlineMs) });
     } finally {
-      clearTimeout(timer);
+      limit.done();
     }
   }
 
@@ -406,7 +406,8 @@ export class WfsClient {
     try {
       return await this.breakers.run(origin, () =>
         this.bulkheads.run(tenantId, signal, async () => {
-          const timed = attemptSignal(signal, this.options.attemptTimeoutMs ?? NUMERIC_SETTINGS.WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS.default);
+          // The shared call's signal, plus the attempt's own timeout.
+          const timed = timeLimit(this.options.attemptTimeoutMs ?? NUMERIC_SETTINGS.WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS.default, signal);
           try {
             const outcome = await this.send(caller, grant, page, timed.signal, attempts);
             // A shard fault (an attempt that ran out of time included) counts against the
@@ -488,25 +489,6 @@ function listUrl(grant: TokenGrant, { resource, ref, pageSize, query }: PageRequ
 function ranOutOfTime(list: string, signal: AbortSignal): Outcome<never> {
   if (!isTimeoutReason(signal.reason)) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled`, { momentary: true });
   return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream did not answer the ${list} call in time`, { cause: 'timeout' }) };
-}
-
-/**
- * The signal of one attempt: the shared call's, plus the attempt's own timeout (its
- * reason a TimeoutError, so the attempt reads as timed out). `done` clears the timer.
- */
-function attemptSignal(shared: AbortSignal, timeoutMs: number): { signal: AbortSignal; done(): void } {
-  const controller = new AbortController();
-  const onShared = () => controller.abort(shared.reason);
-  if (shared.aborted) onShared();
-  else shared.addEventListener('abort', onShared, { once: true });
-  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
-  return {
-    signal: controller.signal,
-    done() {
-      clearTimeout(timer);
-      shared.removeEventListener('abort', onShared);
-    },
-  };
 }
 
 /** undici's error for a body over `maxResponseSize`: a bad response, not worth a retry. */

@@ -1,6 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import { causeOfNetworkError } from '../failureCause';
 import { TOKEN_PATH, tokenUrl } from './tokenEndpoint';
+import { timeLimit } from '../transport/timeLimit';
 
 /**
  * Whether `WFS_AUTH_URL` leads to a token endpoint, known at start-up instead of at the
@@ -108,15 +109,9 @@ export function startTokenEndpointCheck(options: TokenEndpointCheckOptions): Tok
   let settled = false;
 
   const probe = async (): Promise<TokenEndpointVerdict> => {
-    // The probe's own time limit, disarmed once it has its verdict (AbortSignal.timeout would stay armed).
-    const probeController = new AbortController();
-    const stop = () => probeController.abort(controller.signal.reason);
-    controller.signal.addEventListener('abort', stop, { once: true });
-    const probeTimer = setTimeout(() => probeController.abort(new DOMException('the probe timed out', 'TimeoutError')), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    const verdict = await probeTokenEndpoint(options.authUrl, { dispatcher: options.dispatcher, signal: probeController.signal }).finally(() => {
-      clearTimeout(probeTimer);
-      controller.signal.removeEventListener('abort', stop);
-    });
+    // The probe's own time limit within the check's, disarmed once it has its verdict.
+    const limit = timeLimit(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, controller.signal);
+    const verdict = await probeTokenEndpoint(options.authUrl, { dispatcher: options.dispatcher, signal: limit.signal }).finally(limit.done);
     if (controller.signal.aborted || settled) return verdict;
     problem = verdict.ok ? undefined : verdict.reason;
     options.onVerdict?.(verdict);

@@ -17,7 +17,7 @@
  *
  *   npm run probe:live -- [--subscribers 1000] [--changes 5] [--interval 2]
  *                         [--spread-subscriptions 10000] [--spread-companies 1000]
- *                         [--only fanout,replicas,spread,flood]
+ *                         [--only fanout,replicas,spread,flood] [--profile DIR]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -86,11 +86,14 @@ function tenantsFile(tenants: readonly EmulatorTenant[]): string {
   return path;
 }
 
+/** `--profile DIR`: the replicas write V8 CPU profiles there (where a scenario's time goes). */
+let PROFILE_DIR: string | null = null;
+
 function replica(emulator: Emulator, interval: number, env: Record<string, string> = {}): Promise<ServerChild> {
   return startServerProcess('subgraph', {
     authUrl: emulator.authUrl,
     tenantsFile: tenantsFile(emulator.tenants),
-    profileDir: null,
+    profileDir: PROFILE_DIR,
     nodeOptions: DEPLOYED_NODE_OPTIONS,
     env: { WFS_POLL_INTERVAL_SECONDS: String(interval), ...env },
   });
@@ -243,9 +246,8 @@ async function flood(interval: number): Promise<Record<string, unknown>> {
   try {
     await queryP99(server.url, other.tenantId, 50);
     const quiet = await queryP99(server.url, other.tenantId, 200);
-    // Ten hostile clients in a process of their own (so the emulator in this one is not
-    // starved), each sending 100 subscribe messages every 100 ms (10 000 a second in
-    // all) and connecting again whenever the server closes it (past the message rate it does).
+    // Sixteen hostile clients in a process of their own (so the emulator in this one is
+    // not starved), connecting again whenever the server closes or refuses them (FLOODER).
     const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
     let flooderOutput = '';
     flooder.stdout!.on('data', (chunk) => (flooderOutput += String(chunk)));
@@ -255,36 +257,52 @@ async function flood(interval: number): Promise<Record<string, unknown>> {
     process.stderr.write('live probe: flood measured\n');
     flooder.kill('SIGTERM');
     await new Promise((resolve) => flooder.once('exit', resolve));
-    const [sent, connections] = flooderOutput.trim().split(' ').map(Number);
-    return { quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, subscribeMessagesSent: sent, hostileConnections: connections, peakRssMiB: peakRssMiB(server.child.process.pid) };
+    const [sent, connections, refusedUpgrades] = flooderOutput.trim().split(' ').map(Number);
+    return { quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, peakRssMiB: peakRssMiB(server.child.process.pid) };
   } finally {
     await server.stop();
     await emulator.close();
   }
 }
 
-/** The flooding clients' process: argv url, tenant, query; prints "messages connections" when stopped. */
+/**
+ * The flooding clients' process: argv url, tenant, query; prints "messages connections
+ * refusedUpgrades" when stopped. Sixteen hostile clients, each connecting again as soon
+ * as it is closed or refused (no back-off, whatever Retry-After says):
+ *   - ten subscribe flooders: a valid connection_init, then 100 subscribe messages
+ *     every 100 ms (10 000 a second in all);
+ *   - two send malformed graphql-ws messages (not JSON, unknown types, a subscribe
+ *     without an id), 100 every 100 ms;
+ *   - two skip connection_init and send subscribes at once;
+ *   - two send a forged connection_init (a company the subgraph does not serve) and
+ *     then subscribes.
+ */
 const FLOODER = `
 const WebSocket = require('ws');
 const [url, tenant, query] = process.argv.slice(1);
-let sent = 0, connections = 0, stop = false;
-process.on('SIGTERM', () => { stop = true; process.stdout.write(sent + ' ' + connections + '\\n', () => process.exit(0)); });
-async function one() {
+let sent = 0, connections = 0, refused = 0, stop = false;
+process.on('SIGTERM', () => { stop = true; process.stdout.write(sent + ' ' + connections + ' ' + refused + '\\n', () => process.exit(0)); });
+const MALFORMED = ['{not json', '{"type":"nope"}', '{"type":"subscribe","payload":{"query":"subscription { shiftChanges { kind } }"}}', '[]', '{"type":"next","id":"1"}'];
+const subscribe = () => JSON.stringify({ id: 'f' + sent++, type: 'subscribe', payload: { query } });
+async function one(kind) {
   while (!stop) {
     const socket = new WebSocket(url, 'graphql-transport-ws');
     socket.on('error', () => undefined);
+    socket.on('unexpected-response', (_req, res) => { refused += 1; res.resume(); socket.terminate(); });
     const opened = await new Promise((resolve) => { socket.once('open', () => resolve(true)); socket.once('close', () => resolve(false)); });
     if (!opened) continue;
     connections += 1;
-    socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': tenant } } }));
+    if (kind === 'subscribe') socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': tenant } } }));
+    if (kind === 'forged') socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': 'forged-' + connections } } }));
     while (!stop && socket.readyState === socket.OPEN) {
-      for (let j = 0; j < 100; j++) socket.send(JSON.stringify({ id: 'f' + sent++, type: 'subscribe', payload: { query } }));
+      for (let j = 0; j < 100; j++) socket.send(kind === 'malformed' ? MALFORMED[sent++ % MALFORMED.length] : subscribe());
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     socket.terminate();
   }
 }
-for (let i = 0; i < 10; i++) one();
+for (let i = 0; i < 10; i++) one('subscribe');
+for (let i = 0; i < 2; i++) { one('malformed'); one('noinit'); one('forged'); }
 `;
 
 async function main(): Promise<void> {
@@ -296,8 +314,10 @@ async function main(): Promise<void> {
       'spread-subscriptions': { type: 'string', default: '10000' },
       'spread-companies': { type: 'string', default: '1000' },
       only: { type: 'string', default: 'fanout,replicas,spread,flood' },
+      profile: { type: 'string' },
     },
   });
+  PROFILE_DIR = values.profile ?? null;
   const only = new Set(values.only!.split(','));
   const interval = Number(values.interval);
   const report: Record<string, unknown> = {};

@@ -15,7 +15,7 @@ import { attachLiveSocket } from './http/liveSocket';
 import { createRoutes } from './http/routes';
 import type { Coordinator } from './live/coordinator';
 import { LiveHub, type LiveLimits } from './live/hub';
-import { clientListReader } from './live/listReader';
+import { tenantListReader } from './live/listReader';
 import { createLiveMetrics } from './live/metrics';
 import type * as RedisCoordinatorModule from './live/redisCoordinator';
 import { SharedRequests } from './http/sharedRequests';
@@ -127,7 +127,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   let snapshotEntries = 0;
   let chargedUnits = 0;
   const hub = new LiveHub({
-    read: clientListReader(app.services.client, REQUEST_BUDGET_MS),
+    read: tenantListReader(app.services),
     intervalMs: config.pollIntervalSeconds * 1000,
     callsPerSecond: config.pollCallsPerSecond,
     metrics: liveMetrics,

@@ -1,13 +1,16 @@
 /**
  * The one place live polling reads the upstream: a whole list of one tenant, page by
- * page, through the same client as queries (token cache, shard breaker, Retry-After
- * windows, call budget, address policy, in-flight sharing with queries). Kept to this
- * small adapter so that it can be re-pointed when the reading side moves
- * (src/upstream/reading) without touching the pollers.
+ * page, through issue 27's `TenantReader` like a query's reads (one reader per poll):
+ * the company's grant checked first (a withdrawn scope ends the poller with
+ * FORBIDDEN), every page under one call budget and deadline (WFS_UPSTREAM_CALL_BUDGET
+ * pages and 15 s, a query's), the walk guarded against a page chain that loops or never
+ * ends, and the same client underneath (token cache, shard breaker, Retry-After
+ * windows, address policy, in-flight sharing with queries). The pages read also
+ * refresh the tenant's entity index, as a query's walk does.
  */
-import type { ListPage, WfsClient } from '../upstream/client';
-import type { PageRef } from '../upstream/pageReference';
+import { createTenantReader, type ReadingServices } from '../upstream/reading/tenantReader';
 import { isMalformed, type AnyResource, type UpstreamRecord } from '../upstream/resources';
+import type { PageRef } from '../upstream/pageReference';
 
 /** A list as one poll read it. */
 export interface ListRead {
@@ -23,22 +26,27 @@ export type ListReader = (tenantId: string, resource: AnyResource, signal: Abort
 export const POLL_PAGE_SIZE = 100;
 
 /**
- * A reader over `client`: one call budget per walk (WFS_UPSTREAM_CALL_BUDGET, like a
- * query's), a malformed item skipped (a query reports it; a poll has nobody to tell,
- * and the record simply is not part of the list it sees).
+ * A reader over the tenants' readers: a malformed item is skipped (a query reports it;
+ * a poll has nobody to tell, and the record simply is not part of the list it sees).
  */
-export function clientListReader(client: WfsClient, deadlineMs: number): ListReader {
+export function tenantListReader(services: ReadingServices): ListReader {
   return async (tenantId, resource, signal) => {
-    const budget = client.budgetFor(signal, deadlineMs);
-    const records: UpstreamRecord[] = [];
-    let calls = 0;
-    let ref: PageRef | null = null;
-    for (;;) {
-      const page: ListPage<UpstreamRecord> = await client.listPage<UpstreamRecord>(tenantId, resource, { ref, pageSize: POLL_PAGE_SIZE, signal, budget });
-      calls += 1;
-      for (const item of page.items) if (!isMalformed(item)) records.push(item);
-      if (!page.hasMore || !page.next) return { records, calls };
-      ref = page.next;
+    const reader = createTenantReader(services, tenantId, signal);
+    try {
+      await reader.authorize(resource);
+      const walk = reader.walk<UpstreamRecord>(resource);
+      const records: UpstreamRecord[] = [];
+      let calls = 0;
+      let ref: PageRef | null = null;
+      for (;;) {
+        const page = await walk(ref, POLL_PAGE_SIZE);
+        calls += 1;
+        for (const item of page.items) if (!isMalformed(item)) records.push(item);
+        if (!page.hasMore || !page.next) return { records, calls };
+        ref = page.next;
+      }
+    } finally {
+      reader.release();
     }
   };
 }

@@ -37,6 +37,8 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_ENTITY_INDEX_TTL_SECONDS',
   'WFS_POLL_INTERVAL_SECONDS',
   'WFS_POLL_CALLS_PER_SECOND',
+  'WFS_LIVE_ADDRESS_STRIKES',
+  'WFS_LIVE_ADDRESS_BLOCK_SECONDS',
 ] as const;
 
 /**
@@ -55,6 +57,8 @@ export const NUMERIC_SETTINGS = {
   WFS_ENTITY_INDEX_TTL_SECONDS: { default: 30, max: 3_600 },
   WFS_POLL_INTERVAL_SECONDS: { default: 15, max: 3_600 },
   WFS_POLL_CALLS_PER_SECOND: { default: 50, max: 100_000 },
+  WFS_LIVE_ADDRESS_STRIKES: { default: 20, max: 1_000_000 },
+  WFS_LIVE_ADDRESS_BLOCK_SECONDS: { default: 30, max: 3_600 },
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -125,6 +129,10 @@ export interface Config {
   readonly pollIntervalSeconds: number;
   /** WFS_POLL_CALLS_PER_SECOND: upstream page calls all of a replica's live polls may make per second together; past it, intervals stretch (default 50). */
   readonly pollCallsPerSecond: number;
+  /** WFS_LIVE_ADDRESS_STRIKES: WebSocket connections from one address closed for misbehaving within 10 s before its upgrades are refused (default 20). */
+  readonly liveAddressStrikes: number;
+  /** WFS_LIVE_ADDRESS_BLOCK_SECONDS: how long such an address's upgrades are refused (429, Retry-After; default 30). */
+  readonly liveAddressBlockSeconds: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -231,6 +239,8 @@ export function loadConfig(env: Env = process.env): Config {
     entityIndexTtlSeconds: positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS'),
     pollIntervalSeconds: positiveInteger(env, 'WFS_POLL_INTERVAL_SECONDS'),
     pollCallsPerSecond: positiveInteger(env, 'WFS_POLL_CALLS_PER_SECOND'),
+    liveAddressStrikes: positiveInteger(env, 'WFS_LIVE_ADDRESS_STRIKES'),
+    liveAddressBlockSeconds: positiveInteger(env, 'WFS_LIVE_ADDRESS_BLOCK_SECONDS'),
   };
   return Object.freeze(config);
 }

@@ -155,7 +155,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
     metrics: liveMetrics,
     logger,
-    ...(options.live?.socket && { limits: options.live.socket }),
+    limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
   });
 
   let draining = false;

@@ -11,22 +11,34 @@
  * reason) and again at each subscribe (a refusal is an `error` message with the query
  * error code). A subscribe document meets the query limits (tokens, depth, aliases,
  * directives, fields) and the cost bound of queries. Bounded: connections per replica,
- * subscriptions per connection (the hub bounds them per company and replica), message
- * size, the time to `connection_init`, ping/pong liveness, and what a client that
- * does not read may have buffered.
+ * misbehaving connections per remote address (liveAddressGuard.ts), subscriptions per
+ * connection (the hub bounds them per company and replica), message size and rate,
+ * the time to `connection_init`, ping/pong liveness, and what a client that does not
+ * read may have buffered.
+ *
+ * Hostile input is cheap to refuse, so that a flood of it leaves other companies'
+ * queries their event-loop turns: a connection's messages are handled one per turn
+ * (ws's `allowSynchronousEvents: false`), nothing it sent after its close is read, a
+ * subscribe's identity is checked once per connection and second, a document's
+ * parse, validation and cost estimate are kept per document text, and refusals that
+ * say the same every time are made once.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError, getOperationAST, parse, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { NUMERIC_SETTINGS } from '../config';
 import { createContext, type ContextServices, type GraphQLContext, type LiveContext } from '../graphql/data/context';
-import { estimateCost } from '../graphql/server/cost';
+import { CostEstimates } from '../graphql/server/cost';
+import { createDocumentStore } from '../graphql/server/documentStore';
 import { LIMIT_ERROR_CODE, limitParseOptions, limitRules, type QueryLimits } from '../graphql/server/limits';
 import type { LiveHub } from '../live/hub';
 import type { LiveMetrics } from '../live/metrics';
 import type { Logger } from '../observability/logger';
 import type { AnyResource } from '../upstream/resources';
+import { createAddressGuard } from './liveAddressGuard';
 import { digest, sameSecret } from './routes';
 
 /** Limits of the WebSocket side; every field has a default. */
@@ -51,6 +63,20 @@ export interface LiveSocketLimits {
   /** Messages a connection may send at once, then `messagesPerSecond`; past it, it is closed (1008). */
   readonly messageBurst: number;
   readonly messagesPerSecond: number;
+  /**
+   * Connections from one remote address the replica may close for misbehaving (a
+   * protocol violation, a refused identity, past a rate, or ending before its
+   * `connection_init` was accepted) within `addressWindowSeconds`; past it, upgrades
+   * from that address are refused (429, Retry-After) for `addressBlockSeconds`. An
+   * upgrade carrying the router secret is not counted (the router has many users on
+   * one address, and limits them itself).
+   */
+  readonly addressStrikes: number;
+  readonly addressWindowSeconds: number;
+  readonly addressBlockSeconds: number;
+  /** A refused upgrade is answered after this pause (a client that ignores Retry-After waits anyway), at most `heldRefusals` at once. */
+  readonly refusalDelayMs: number;
+  readonly heldRefusals: number;
 }
 
 export const DEFAULT_LIVE_SOCKET_LIMITS: LiveSocketLimits = Object.freeze({
@@ -67,6 +93,11 @@ export const DEFAULT_LIVE_SOCKET_LIMITS: LiveSocketLimits = Object.freeze({
   companySubscribesPerSecond: 100,
   messageBurst: 2_000,
   messagesPerSecond: 200,
+  addressStrikes: NUMERIC_SETTINGS.WFS_LIVE_ADDRESS_STRIKES.default,
+  addressWindowSeconds: 10,
+  addressBlockSeconds: NUMERIC_SETTINGS.WFS_LIVE_ADDRESS_BLOCK_SECONDS.default,
+  refusalDelayMs: 1_000,
+  heldRefusals: 1_000,
 });
 
 /** At most this many `connection_init` headers are read, each at most this long. */
@@ -74,6 +105,18 @@ const MAX_INIT_HEADERS = 50;
 const MAX_INIT_HEADER_CHARS = 8_192;
 /** How often connections are checked for a send buffer over the bound, in ms. */
 const BUFFER_CHECK_MS = 1_000;
+/** A connection's identity, once checked, serves its subscribes for this long (then it is checked again). */
+const IDENTITY_RECHECK_MS = 1_000;
+/** Parsed and validated subscription documents kept, by the memory they hold (documentStore.ts). */
+const DOCUMENT_CACHE_BYTES = 4 * 2 ** 20;
+/** A closed connection that does not answer the close is cut after this long (ws would wait 30 s). */
+const CLOSE_GRACE_MS = 1_000;
+/**
+ * Close codes that say the client broke the protocol or a bound: graphql-ws's (4400
+ * malformed, 4401 subscribe before ack, 4403 identity refused, 4408 no init in time,
+ * 4409 reused id, 4429 second init) and ours (1008 past a rate, 1009 too big).
+ */
+const VIOLATION_CLOSE_CODES: ReadonlySet<number> = new Set([1008, 1009, 4400, 4401, 4403, 4408, 4409, 4429]);
 
 export interface LiveSocketOptions {
   readonly httpServer: Server;
@@ -104,7 +147,22 @@ interface Connection {
   slots: number;
   /** Subscribes refused so far. */
   refusals: number;
+  /** The tenant of the last identity check, and when it was made (or the check under way). */
+  identity: { readonly tenantId: Promise<string>; readonly at: number } | undefined;
 }
+
+/** What the server keeps of one socket, from its upgrade to its close. */
+interface SocketState {
+  /** The remote address strikes count against; null when the upgrade carried the router secret. */
+  readonly address: string | null;
+  /** Its `connection_init` was accepted. */
+  acked: boolean;
+  /** It was closed for a protocol violation or past a bound. */
+  violated: boolean;
+}
+
+/** A parsed and validated document, or why it is refused. */
+type CheckedDocument = { readonly document: DocumentNode } | { readonly errors: readonly GraphQLError[] };
 
 export interface LiveSocket {
   /** Open WebSocket connections. */
@@ -117,11 +175,24 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   const limits = { ...DEFAULT_LIVE_SOCKET_LIMITS, ...options.limits };
   const { schema, services, metrics, logger } = options;
   const routerSecret = options.routerSecret ? digest(options.routerSecret) : null;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.messageBytes, perMessageDeflate: false });
+  // One message a turn per connection: a client's burst of messages in one packet is
+  // not handled in one go while other requests wait (ws defers the next message to
+  // setImmediate, and stops reading the socket while its messages wait).
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.messageBytes, perMessageDeflate: false, allowSynchronousEvents: false });
   const connections = new WeakMap<object, Connection>();
+  const sockets = new WeakMap<WebSocket, SocketState>();
   const parseOptions = limitParseOptions(options.queryLimits);
   const companyRate = new RateBuckets(limits.companySubscribeBurst, limits.companySubscribesPerSecond);
   const rules = [...specifiedRules, ...limitRules(options.queryLimits)];
+  const documents = createDocumentStore(DOCUMENT_CACHE_BYTES);
+  const estimates = new CostEstimates();
+  const guard = createAddressGuard({
+    strikes: limits.addressStrikes,
+    windowSeconds: limits.addressWindowSeconds,
+    blockSeconds: limits.addressBlockSeconds,
+    refusalDelayMs: limits.refusalDelayMs,
+    heldRefusals: limits.heldRefusals,
+  });
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = req.url ?? '/';
@@ -131,7 +202,19 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       metrics.refused.inc({ reason: 'replica' });
       return refuseUpgrade(socket, 503, 'Service Unavailable');
     }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    const accept = (address: string | null) =>
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        sockets.set(ws, { address, acked: false, violated: false });
+        wss.emit('connection', ws, req);
+      });
+    // The router is trusted with its own users' limits; only its secret proves it.
+    if (routerSecret && sameSecret(req.headers['router-authorization'], routerSecret)) return accept(null);
+    const address = req.socket.remoteAddress ?? '';
+    void guard.blockedFor(address).then((blockedMs) => {
+      if (blockedMs === 0) return socket.destroyed ? undefined : accept(address);
+      metrics.refused.inc({ reason: 'address' });
+      guard.refuse(socket, blockedMs);
+    });
   };
   options.httpServer.on('upgrade', onUpgrade);
 
@@ -139,6 +222,18 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     metrics.refused.inc({ reason });
     return [new GraphQLError(message, { extensions: { code } })];
   };
+  // Refusals that say the same every time are made once: a GraphQLError records a stack
+  // trace when made, the largest cost of refusing a flood of subscribes.
+  const sameRefusals = new Map<string, readonly GraphQLError[]>();
+  const refuseAlike = (reason: string, code: string, message: string): readonly GraphQLError[] => {
+    metrics.refused.inc({ reason });
+    let errors = sameRefusals.get(message);
+    if (!errors) sameRefusals.set(message, (errors = Object.freeze([new GraphQLError(message, { extensions: { code } })])));
+    return errors;
+  };
+  const notInitialised = 'the connection was not initialised';
+  const perConnection = `at most ${limits.subscriptionsPerConnection} subscriptions may be open on one connection; complete some, or open another connection`;
+  const companyRateExceeded = `your company opened more than ${limits.companySubscribeBurst} subscriptions in a short time on this replica; retry in a moment`;
 
   const server = useServer<Record<string, unknown> | undefined>(
     {
@@ -152,15 +247,15 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
           ctx.extra.socket.close(4403, closeReason(`${problem.code}: ${problem.message}`));
           return false;
         }
-        connections.set(ctx, { headers, contexts: new Map(), slots: 0, refusals: 0 });
+        connections.set(ctx, { headers, contexts: new Map(), slots: 0, refusals: 0, identity: undefined });
+        const state = sockets.get(ctx.extra.socket);
+        if (state) state.acked = true;
         return true;
       },
       onSubscribe: async (ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
         const connection = connections.get(ctx);
-        if (!connection) return refuse('identity', 'UNAUTHENTICATED', 'the connection was not initialised');
-        if (connection.slots >= limits.subscriptionsPerConnection) {
-          return refuse('connection', 'BAD_REQUEST', `at most ${limits.subscriptionsPerConnection} subscriptions may be open on one connection; complete some, or open another connection`);
-        }
+        if (!connection) return refuseAlike('identity', 'UNAUTHENTICATED', notInitialised);
+        if (connection.slots >= limits.subscriptionsPerConnection) return refuseAlike('connection', 'BAD_REQUEST', perConnection);
         connection.slots += 1;
         const accepted = await checkSubscribe(connection, id, payload);
         // A refusal gives its slot back at once; an accepted one when it completes (onComplete).
@@ -202,34 +297,29 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   async function checkSubscribe(connection: Connection, id: string, payload: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null }): Promise<ExecutionArgs | readonly GraphQLError[]> {
     let tenantId: string;
     try {
-      tenantId = await services.identify(connection.headers);
+      tenantId = await identityOf(connection);
     } catch (error) {
-      const { code, message } = errorOf(error);
-      return refuse('identity', code, message);
+      if (error instanceof GraphQLError && typeof error.extensions.code === 'string') {
+        metrics.refused.inc({ reason: 'identity' });
+        return [error];
+      }
+      return refuseAlike('identity', 'UNAUTHENTICATED', 'the identity could not be checked');
     }
-    if (!companyRate.take(tenantId)) {
-      return refuse('company', 'SERVICE_UNAVAILABLE', `your company opened more than ${limits.companySubscribeBurst} subscriptions in a short time on this replica; retry in a moment`);
-    }
-    let document: DocumentNode;
-    try {
-      document = parse(payload.query, parseOptions);
-    } catch (error) {
-      const message = (error as Error).message;
-      const tokens = /more tha[nt] \d+ tokens/.test(message);
-      return refuse('document', tokens ? LIMIT_ERROR_CODE : 'GRAPHQL_PARSE_FAILED', tokens ? message.replace(/^Syntax Error: /, '') : message);
-    }
-    const invalid = validate(schema, document, rules);
-    if (invalid.length > 0) {
+    if (!companyRate.take(tenantId)) return refuseAlike('company', 'SERVICE_UNAVAILABLE', companyRateExceeded);
+    if (typeof payload.query !== 'string') return refuseAlike('document', 'BAD_REQUEST', 'the subscribe payload has no query');
+    const checked = await checkedDocument(payload.query);
+    if ('errors' in checked) {
       metrics.refused.inc({ reason: 'document' });
-      return invalid.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: LIMIT_ERROR_CODE, ...error.extensions } }));
+      return checked.errors;
     }
+    const { document } = checked;
     const operation = getOperationAST(document, payload.operationName);
     if (!operation) return refuse('document', 'BAD_REQUEST', 'the document has no operation of that name (name one with operationName)');
     if (operation.operation !== 'subscription') {
       return refuse('document', 'BAD_REQUEST', `only subscriptions are served over WebSocket; send ${operation.operation === 'query' ? 'queries' : 'mutations'} over HTTP POST to this path`);
     }
     const variables = payload.variables ?? {};
-    const estimated = estimateCost(schema, document, operation, variables);
+    const estimated = estimates.of(schema, document, operation, variables);
     // No estimate: the variables do not coerce, and execution refuses them with their own error.
     if (estimated !== undefined && estimated > options.queryLimits.maxCost) {
       metrics.refused.inc({ reason: 'cost' });
@@ -258,14 +348,72 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     };
   }
 
+  /**
+   * The connection's tenant: checked again once IDENTITY_RECHECK_MS have passed since
+   * the last check (a token that expired, a tenant no longer configured), shared by the
+   * subscribes that arrive meanwhile. A failed check is not kept.
+   */
+  function identityOf(connection: Connection): Promise<string> {
+    const now = performance.now();
+    if (connection.identity && now - connection.identity.at < IDENTITY_RECHECK_MS) return connection.identity.tenantId;
+    const tenantId = services.identify(connection.headers);
+    const identity = (connection.identity = { tenantId, at: now });
+    tenantId.catch(() => {
+      if (connection.identity === identity) connection.identity = undefined;
+    });
+    return tenantId;
+  }
+
+  /**
+   * A subscribe document parsed and validated once per text (by its SHA-256, as Apollo
+   * Server keys its document store), within DOCUMENT_CACHE_BYTES; a refused one is
+   * worked out each time (a refusal counts against its connection, which is closed
+   * past `refusalsPerConnection`).
+   */
+  async function checkedDocument(query: string): Promise<CheckedDocument> {
+    const key = createHash('sha256').update(query).digest('hex');
+    const known = await documents.get(key);
+    if (known) return { document: known };
+    let document: DocumentNode;
+    try {
+      document = parse(query, parseOptions);
+    } catch (error) {
+      const message = (error as Error).message;
+      const tokens = /more tha[nt] \d+ tokens/.test(message);
+      return { errors: [new GraphQLError(tokens ? message.replace(/^Syntax Error: /, '') : message, { extensions: { code: tokens ? LIMIT_ERROR_CODE : 'GRAPHQL_PARSE_FAILED' } })] };
+    }
+    const invalid = validate(schema, document, rules);
+    if (invalid.length > 0) {
+      return { errors: invalid.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: LIMIT_ERROR_CODE, ...error.extensions } })) };
+    }
+    await documents.set(key, document);
+    return { document };
+  }
+
   // useServer reports a socket's errors (a frame over the size bound, a bad frame, a
   // write to a peer that is gone) with console.error and "check your implementation":
   // they are the client's doing, any client can cause them at will, so they go to the
   // debug log instead, and the socket is closed as useServer would. A write to a peer
   // that is gone settles quietly: its close follows and ends its subscriptions.
   wss.on('connection', (socket) => {
+    const state = sockets.get(socket) ?? { address: null, acked: false, violated: false };
+    // Closed for a violation (by graphql-ws or here): noted for its address's strikes,
+    // and cut if it does not answer the close soon (a hostile peer need not).
+    const close = socket.close.bind(socket);
+    socket.close = ((code?: number, reason?: string | Buffer) => {
+      if (code !== undefined && VIOLATION_CLOSE_CODES.has(code) && !state.violated) {
+        state.violated = true;
+        setTimeout(() => socket.terminate(), CLOSE_GRACE_MS).unref();
+      }
+      close(code, reason);
+    }) as typeof socket.close;
+    socket.once('close', () => {
+      if (state.address !== null && (state.violated || !state.acked)) guard.strike(state.address);
+    });
     socket.removeAllListeners('error');
     socket.on('error', (error: Error) => {
+      // A frame over the size bound or a broken frame: the client's doing.
+      state.violated = true;
       logger.debug({ err: error.message }, 'live: a WebSocket connection failed');
       if (socket.readyState === socket.OPEN) socket.close(1011, 'Internal error');
       else socket.terminate();
@@ -274,17 +422,26 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     // a client sending faster than they are answered would pile them up in memory. A
     // bucket per connection (a burst, then a steady rate well above what a client or a
     // gateway sends: an init, its subscribes, completes, pings) closes it past that.
+    // graphql-ws's own handler is called from here, so that nothing a client sent after
+    // its connection was closed (past the rate, or by graphql-ws for a malformed
+    // message) is read: ws still delivers the frames that had arrived.
+    const handlers = socket.listeners('message') as Array<(this: WebSocket, ...args: unknown[]) => void>;
+    socket.removeAllListeners('message');
     let tokens = limits.messageBurst;
     let filledAt = performance.now();
-    socket.on('message', () => {
+    socket.on('message', function (this: WebSocket, ...args: unknown[]) {
+      if (socket.readyState !== socket.OPEN) return;
       const now = performance.now();
       tokens = Math.min(limits.messageBurst, tokens + ((now - filledAt) / 1000) * limits.messagesPerSecond);
       filledAt = now;
-      if ((tokens -= 1) >= 0 || socket.readyState !== socket.OPEN) return;
-      metrics.refused.inc({ reason: 'rate' });
-      logger.debug('live: a connection sending messages faster than allowed was closed');
-      socket.close(1008, 'too many messages');
-      socket.terminate();
+      if ((tokens -= 1) < 0) {
+        metrics.refused.inc({ reason: 'rate' });
+        logger.debug('live: a connection sending messages faster than allowed was closed');
+        socket.close(1008, 'too many messages');
+        socket.terminate();
+        return;
+      }
+      for (const handler of handlers) handler.apply(this, args);
     });
     const send = socket.send.bind(socket);
     socket.send = ((data: string, callback?: (error?: Error) => void) => send(data, () => callback?.())) as typeof socket.send;
@@ -321,12 +478,16 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     },
     async close() {
       clearInterval(bufferCheck);
+      guard.close();
       options.httpServer.off('upgrade', onUpgrade);
       for (const client of wss.clients) client.close(1001, 'Going away');
       await server.dispose();
     },
   };
 }
+
+/** The abort reason of a subscription's work when it ends: one object, not a DOMException (and its stack) per subscription when a connection with many closes. */
+const SUBSCRIPTION_OVER = new DOMException('the subscription is over', 'AbortError');
 
 /**
  * The context of one subscription: the request context of queries, with the tenant
@@ -379,7 +540,7 @@ class SubscriptionContext implements GraphQLContext {
 
   close(): void {
     clearTimeout(this.timer);
-    this.controller.abort();
+    this.controller.abort(SUBSCRIPTION_OVER);
     this.current.release();
   }
 

@@ -249,7 +249,7 @@ interface CostVariables {
  * and a lookup, not a walk. The key holds only what coercion and clamping made of the
  * values (a page size from 0 to MAX_PAGE_SIZE, a list's length), never client text.
  */
-class CostEstimates {
+export class CostEstimates {
   private readonly byOperation = new WeakMap<OperationDefinitionNode, CostVariables>();
 
   of(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, inputs: Readonly<Record<string, unknown>>): number | undefined {

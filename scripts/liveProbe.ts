@@ -18,6 +18,7 @@
  *   npm run probe:live -- [--subscribers 1000] [--changes 5] [--interval 2]
  *                         [--spread-subscriptions 10000] [--spread-companies 1000]
  *                         [--only fanout,replicas,spread,flood] [--profile DIR]
+ *                         [--flood-addresses 1] (the hostile clients' source addresses, 127.0.0.2 up)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -239,7 +240,7 @@ async function queryP99(url: string, tenantId: string, count: number): Promise<n
   return Math.round(percentile(times, 99) * 10) / 10;
 }
 
-async function flood(interval: number): Promise<Record<string, unknown>> {
+async function flood(interval: number, addresses: number): Promise<Record<string, unknown>> {
   const emulator = await startEmulator({ tenants: demoTenants(), host: '127.0.0.1' });
   const server = await replica(emulator, interval);
   const [hostile, other] = [emulator.tenants[0]!, emulator.tenants[1]!];
@@ -248,7 +249,7 @@ async function flood(interval: number): Promise<Record<string, unknown>> {
     const quiet = await queryP99(server.url, other.tenantId, 200);
     // Sixteen hostile clients in a process of their own (so the emulator in this one is
     // not starved), connecting again whenever the server closes or refuses them (FLOODER).
-    const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+    const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY, String(addresses)], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
     let flooderOutput = '';
     flooder.stdout!.on('data', (chunk) => (flooderOutput += String(chunk)));
     await sleep(2_000);
@@ -258,7 +259,7 @@ async function flood(interval: number): Promise<Record<string, unknown>> {
     flooder.kill('SIGTERM');
     await new Promise((resolve) => flooder.once('exit', resolve));
     const [sent, connections, refusedUpgrades] = flooderOutput.trim().split(' ').map(Number);
-    return { quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, peakRssMiB: peakRssMiB(server.child.process.pid) };
+    return { hostileAddresses: addresses, quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, peakRssMiB: peakRssMiB(server.child.process.pid) };
   } finally {
     await server.stop();
     await emulator.close();
@@ -279,14 +280,17 @@ async function flood(interval: number): Promise<Record<string, unknown>> {
  */
 const FLOODER = `
 const WebSocket = require('ws');
-const [url, tenant, query] = process.argv.slice(1);
+const [url, tenant, query, addresses] = process.argv.slice(1);
 let sent = 0, connections = 0, refused = 0, stop = false;
 process.on('SIGTERM', () => { stop = true; process.stdout.write(sent + ' ' + connections + ' ' + refused + '\\n', () => process.exit(0)); });
 const MALFORMED = ['{not json', '{"type":"nope"}', '{"type":"subscribe","payload":{"query":"subscription { shiftChanges { kind } }"}}', '[]', '{"type":"next","id":"1"}'];
 const subscribe = () => JSON.stringify({ id: 'f' + sent++, type: 'subscribe', payload: { query } });
+let loops = 0;
 async function one(kind) {
+  // With more than one address, each hostile client connects from its own (127.0.0.2, ...).
+  const localAddress = Number(addresses) > 1 ? '127.0.0.' + (2 + (loops++ % Number(addresses))) : undefined;
   while (!stop) {
-    const socket = new WebSocket(url, 'graphql-transport-ws');
+    const socket = new WebSocket(url, 'graphql-transport-ws', localAddress ? { localAddress } : {});
     socket.on('error', () => undefined);
     socket.on('unexpected-response', (_req, res) => { refused += 1; res.resume(); socket.terminate(); });
     const opened = await new Promise((resolve) => { socket.once('open', () => resolve(true)); socket.once('close', () => resolve(false)); });
@@ -315,6 +319,7 @@ async function main(): Promise<void> {
       'spread-companies': { type: 'string', default: '1000' },
       only: { type: 'string', default: 'fanout,replicas,spread,flood' },
       profile: { type: 'string' },
+      'flood-addresses': { type: 'string', default: '1' },
     },
   });
   PROFILE_DIR = values.profile ?? null;
@@ -330,7 +335,7 @@ async function main(): Promise<void> {
   await step('fanout', () => fanout(Number(values.subscribers), Number(values.changes), interval));
   await step('replicas', () => replicas(Number(values.subscribers), interval, 3));
   await step('spread', () => spread(Number(values['spread-subscriptions']), Number(values['spread-companies']), 15));
-  await step('flood', () => flood(interval));
+  await step('flood', () => flood(interval, Number(values['flood-addresses'])));
 }
 
 main().catch((error: unknown) => {

@@ -18,8 +18,10 @@ import {
   type RefFormat,
   type SizePolicy,
 } from '../helpers/foreignUpstream';
+import type { Counter } from 'prom-client';
+import { collect, liveClient } from '../helpers/liveClient';
 import { foreignUpstreamEnv } from '../helpers/subgraph';
-import { counterTotal } from '../helpers/waitFor';
+import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
  * The subgraph against an upstream that is NOT our emulator (test/helpers/foreignUpstream.ts):
@@ -623,6 +625,21 @@ describe('hostile page references', () => {
     const response = await gql('loop-to-first', '{ shifts(first: 50) { nodes { id } } }');
     const ids: string[] = response.data?.shifts?.nodes?.map((n: { id: string }) => n.id) ?? [];
     expect({ duplicates: ids.length - new Set(ids).size, codes: codes(response) }).toEqual({ duplicates: 0, codes: ['UPSTREAM_BAD_RESPONSE'] });
+  });
+
+  it("a live poll walks the list through the tenant reader: a next that loops back ends the poll after two calls (the walk's guard), not at the call budget, and the subscription stays open", async () => {
+    const polls = () => counterTotal(server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'error' });
+    const before = await polls();
+    const callsBefore = listCalls('loop-to-first', 'shifts').length;
+    const client = liveClient(server.url, { 'x-tenant-id': tenant('loop-to-first').tenantId });
+    try {
+      const received = collect(client, 'subscription { shiftChanges { kind nodeId } }');
+      await waitFor(async () => (await polls()) > before, 'the first poll failed');
+      expect(listCalls('loop-to-first', 'shifts').length - callsBefore).toBe(2);
+      expect({ completed: received.completed, error: received.error, results: received.results }).toEqual({ completed: false, error: undefined, results: [] });
+    } finally {
+      await client.dispose();
+    }
   });
 
   it('a next that is the bare list URL (the first page again) with has_more: true is not read as the end of the list', async () => {

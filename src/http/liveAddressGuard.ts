@@ -2,7 +2,7 @@
  * The WebSocket side's bound per remote address: a hostile client that is closed for
  * what it sends (malformed messages, a missing or forged `connection_init`, a flood of
  * subscribes) and connects again at once would make the replica pay a handshake, an
- * identity check and its refusals over and over. Each such connection is a strike
+ * identity check and its refusals over and over. Each such connection earns strikes
  * against its address; past `strikes` within `windowSeconds`, that address's upgrade
  * requests are refused before the WebSocket handshake, with 429 and Retry-After, for
  * `blockSeconds`. Connections that behave cost nothing here, so a gateway (many users
@@ -20,7 +20,7 @@ import type { Duplex } from 'node:stream';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 
 export interface AddressGuardOptions {
-  /** Connections from one address the replica may close for misbehaving within `windowSeconds`. */
+  /** Strikes one address may earn within `windowSeconds` (liveSocket.ts weighs them). */
   readonly strikes: number;
   readonly windowSeconds: number;
   /** How long an address that went past `strikes` has its upgrades refused. */
@@ -34,8 +34,8 @@ export interface AddressGuardOptions {
 export interface AddressGuard {
   /** Milliseconds until `address` may open connections again (0: it may now). */
   blockedFor(address: string): Promise<number>;
-  /** A connection from `address` misbehaved (closed for what it sent, or ended before its `connection_init` was accepted). */
-  strike(address: string): void;
+  /** A connection from `address` misbehaved (closed for what it sent, or ended before its `connection_init` was accepted): `points` strikes. */
+  strike(address: string, points: number): void;
   /** Answers a refused upgrade with 429 and Retry-After, after the pause. */
   refuse(socket: Duplex, blockedMs: number): void;
   close(): void;
@@ -50,9 +50,9 @@ export function createAddressGuard(options: AddressGuardOptions): AddressGuard {
       const counted = await limiter.get(address);
       return counted && counted.consumedPoints > options.strikes && counted.msBeforeNext > 0 ? counted.msBeforeNext : 0;
     },
-    strike(address) {
+    strike(address, points) {
       // Past the points it rejects (and blocks the key): that rejection is the point.
-      limiter.consume(address).catch(() => undefined);
+      limiter.consume(address, points).catch(() => undefined);
     },
     refuse(socket, blockedMs) {
       const retryAfter = Math.max(1, Math.ceil(blockedMs / 1000));

@@ -64,9 +64,10 @@ export interface LiveSocketLimits {
   readonly messageBurst: number;
   readonly messagesPerSecond: number;
   /**
-   * Connections from one remote address the replica may close for misbehaving (a
-   * protocol violation, a refused identity, past a rate, or ending before its
-   * `connection_init` was accepted) within `addressWindowSeconds`; past it, upgrades
+   * Strikes one remote address may earn within `addressWindowSeconds`: a connection
+   * closed for a protocol violation or past a message or refusal bound earns 5, one
+   * that ended before its `connection_init` was accepted (a refused identity, none in
+   * time, a client that gave up) earns 1. Past it, upgrades
    * from that address are refused (429, Retry-After) for `addressBlockSeconds`. An
    * upgrade carrying the router secret is not counted (the router has many users on
    * one address, and limits them itself).
@@ -112,11 +113,15 @@ const DOCUMENT_CACHE_BYTES = 4 * 2 ** 20;
 /** A closed connection that does not answer the close is cut after this long (ws would wait 30 s). */
 const CLOSE_GRACE_MS = 1_000;
 /**
- * Close codes that say the client broke the protocol or a bound: graphql-ws's (4400
- * malformed, 4401 subscribe before ack, 4403 identity refused, 4408 no init in time,
- * 4409 reused id, 4429 second init) and ours (1008 past a rate, 1009 too big).
+ * Close codes that say the client broke the protocol or a bound, which no graphql-ws
+ * client library does: graphql-ws's (4400 malformed, 4401 subscribe before ack, 4409
+ * reused id, 4429 second init) and ours (1008 past a rate, 1009 too big). Each such
+ * connection counts VIOLATION_STRIKES against its address; one that merely ended
+ * before its `connection_init` was accepted (a refused identity, 4403; none in time,
+ * 4408; a client that gave up) counts 1, as an honest client can do that now and then.
  */
-const VIOLATION_CLOSE_CODES: ReadonlySet<number> = new Set([1008, 1009, 4400, 4401, 4403, 4408, 4409, 4429]);
+const VIOLATION_CLOSE_CODES: ReadonlySet<number> = new Set([1008, 1009, 4400, 4401, 4409, 4429]);
+const VIOLATION_STRIKES = 5;
 
 export interface LiveSocketOptions {
   readonly httpServer: Server;
@@ -408,7 +413,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       close(code, reason);
     }) as typeof socket.close;
     socket.once('close', () => {
-      if (state.address !== null && (state.violated || !state.acked)) guard.strike(state.address);
+      if (state.address !== null && (state.violated || !state.acked)) guard.strike(state.address, state.violated ? VIOLATION_STRIKES : 1);
     });
     socket.removeAllListeners('error');
     socket.on('error', (error: Error) => {

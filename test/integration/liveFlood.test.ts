@@ -62,7 +62,7 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
 
   beforeAll(async () => {
     subgraph = await startTestSubgraph({ tenants: demoTenants() }, { WFS_POLL_INTERVAL_SECONDS: '1', WFS_MAX_COST: '5000', LOG_LEVEL: 'warn' }, {
-      live: { socket: { addressStrikes: 3, addressBlockSeconds: 2, refusalDelayMs: 300 } },
+      live: { socket: { addressStrikes: 6, addressBlockSeconds: 2, refusalDelayMs: 300 } },
     });
     tenantId = subgraph.emulator.tenants[0]!.tenantId;
   });
@@ -74,7 +74,8 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
 
   it('refuses upgrades from an address past its strikes before the handshake (429, Retry-After, after a pause), from that address only, until the block ends', async () => {
     const before = await refused('address');
-    for (let i = 0; i < 4; i++) await misbehave(subgraph.server.url, '127.0.0.2');
+    // A protocol violation earns 5 strikes: two are past 6.
+    for (let i = 0; i < 2; i++) await misbehave(subgraph.server.url, '127.0.0.2');
     // The server counts a strike when the connection is over on its side.
     let refusal = await open(subgraph.server.url, '127.0.0.2');
     for (let i = 0; refusal.raw && i < 20; i++) {
@@ -99,6 +100,20 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
     expect(again.raw).toBeDefined();
     sockets.push(again.raw!.socket);
     await acked(again.raw!, tenantId);
+  });
+
+  it('counts a refused identity as 1 strike, not a violation\'s 5', async () => {
+    for (let i = 0; i < 6; i++) {
+      const { raw } = await open(subgraph.server.url, '127.0.0.9');
+      expect(raw).toBeDefined();
+      raw!.socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': 'no-such-company' } } }));
+      await waitFor(() => raw!.closed.code !== undefined, 'refused');
+      expect(raw!.closed.code).toBe(4403);
+    }
+    // Six strikes of six: still open.
+    const seventh = await open(subgraph.server.url, '127.0.0.9');
+    expect(seventh.raw).toBeDefined();
+    sockets.push(seventh.raw!.socket);
   });
 
   it('counts nothing against connections that behave: many from one address (a gateway, screens behind one NAT) all open', async () => {

@@ -19,6 +19,8 @@
  *                         [--spread-subscriptions 10000] [--spread-companies 1000]
  *                         [--only fanout,replicas,spread,flood] [--profile DIR]
  *                         [--flood-addresses 1] (the hostile clients' source addresses, 127.0.0.2 up)
+ *                         [--flood-queries 1000] (queries timed quiet, then as many flooded)
+ *                         [--subgraph dist/index.js] (another build's entry, for a before/after)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -89,12 +91,15 @@ function tenantsFile(tenants: readonly EmulatorTenant[]): string {
 
 /** `--profile DIR`: the replicas write V8 CPU profiles there (where a scenario's time goes). */
 let PROFILE_DIR: string | null = null;
+/** `--subgraph PATH`: the entry point of another build to measure (default dist/index.js), e.g. main's for a before/after. */
+let SUBGRAPH_ENTRY: string | null = null;
 
 function replica(emulator: Emulator, interval: number, env: Record<string, string> = {}): Promise<ServerChild> {
   return startServerProcess('subgraph', {
     authUrl: emulator.authUrl,
     tenantsFile: tenantsFile(emulator.tenants),
     profileDir: PROFILE_DIR,
+    subgraphEntry: SUBGRAPH_ENTRY,
     nodeOptions: DEPLOYED_NODE_OPTIONS,
     env: { WFS_POLL_INTERVAL_SECONDS: String(interval), ...env },
   });
@@ -240,26 +245,28 @@ async function queryP99(url: string, tenantId: string, count: number): Promise<n
   return Math.round(percentile(times, 99) * 10) / 10;
 }
 
-async function flood(interval: number, addresses: number): Promise<Record<string, unknown>> {
+async function flood(interval: number, addresses: number, queries: number): Promise<Record<string, unknown>> {
   const emulator = await startEmulator({ tenants: demoTenants(), host: '127.0.0.1' });
   const server = await replica(emulator, interval);
   const [hostile, other] = [emulator.tenants[0]!, emulator.tenants[1]!];
   try {
     await queryP99(server.url, other.tenantId, 50);
-    const quiet = await queryP99(server.url, other.tenantId, 200);
+    const quiet = await queryP99(server.url, other.tenantId, queries);
     // Sixteen hostile clients in a process of their own (so the emulator in this one is
     // not starved), connecting again whenever the server closes or refuses them (FLOODER).
     const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY, String(addresses)], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+    const floodStarted = performance.now();
     let flooderOutput = '';
     flooder.stdout!.on('data', (chunk) => (flooderOutput += String(chunk)));
     await sleep(2_000);
     process.stderr.write('live probe: flood running, measuring\n');
-    const flooded = await queryP99(server.url, other.tenantId, 200);
+    const flooded = await queryP99(server.url, other.tenantId, queries);
     process.stderr.write('live probe: flood measured\n');
     flooder.kill('SIGTERM');
     await new Promise((resolve) => flooder.once('exit', resolve));
-    const [sent, connections, refusedUpgrades] = flooderOutput.trim().split(' ').map(Number);
-    return { hostileAddresses: addresses, quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, peakRssMiB: peakRssMiB(server.child.process.pid) };
+    const floodMs = performance.now() - floodStarted;
+    const [sent, connections, refusedUpgrades, flooderCpuMs] = flooderOutput.trim().split(' ').map(Number);
+    return { hostileAddresses: addresses, queriesEach: queries, quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, flooderCpuShare: Math.round((flooderCpuMs! / floodMs) * 100) / 100, peakRssMiB: peakRssMiB(server.child.process.pid) };
   } finally {
     await server.stop();
     await emulator.close();
@@ -268,7 +275,7 @@ async function flood(interval: number, addresses: number): Promise<Record<string
 
 /**
  * The flooding clients' process: argv url, tenant, query; prints "messages connections
- * refusedUpgrades" when stopped. Sixteen hostile clients, each connecting again as soon
+ * refusedUpgrades cpuMs" when stopped. Sixteen hostile clients, each connecting again as soon
  * as it is closed or refused (no back-off, whatever Retry-After says):
  *   - ten subscribe flooders: a valid connection_init, then 100 subscribe messages
  *     every 100 ms (10 000 a second in all);
@@ -282,7 +289,8 @@ const FLOODER = `
 const WebSocket = require('ws');
 const [url, tenant, query, addresses] = process.argv.slice(1);
 let sent = 0, connections = 0, refused = 0, stop = false;
-process.on('SIGTERM', () => { stop = true; process.stdout.write(sent + ' ' + connections + ' ' + refused + '\\n', () => process.exit(0)); });
+const started = process.cpuUsage();
+process.on('SIGTERM', () => { stop = true; const cpu = process.cpuUsage(started); process.stdout.write(sent + ' ' + connections + ' ' + refused + ' ' + Math.round((cpu.user + cpu.system) / 1000) + '\\n', () => process.exit(0)); });
 const MALFORMED = ['{not json', '{"type":"nope"}', '{"type":"subscribe","payload":{"query":"subscription { shiftChanges { kind } }"}}', '[]', '{"type":"next","id":"1"}'];
 const subscribe = () => JSON.stringify({ id: 'f' + sent++, type: 'subscribe', payload: { query } });
 let loops = 0;
@@ -320,9 +328,12 @@ async function main(): Promise<void> {
       only: { type: 'string', default: 'fanout,replicas,spread,flood' },
       profile: { type: 'string' },
       'flood-addresses': { type: 'string', default: '1' },
+      'flood-queries': { type: 'string', default: '1000' },
+      subgraph: { type: 'string' },
     },
   });
   PROFILE_DIR = values.profile ?? null;
+  SUBGRAPH_ENTRY = values.subgraph ?? null;
   const only = new Set(values.only!.split(','));
   const interval = Number(values.interval);
   const report: Record<string, unknown> = {};
@@ -335,7 +346,7 @@ async function main(): Promise<void> {
   await step('fanout', () => fanout(Number(values.subscribers), Number(values.changes), interval));
   await step('replicas', () => replicas(Number(values.subscribers), interval, 3));
   await step('spread', () => spread(Number(values['spread-subscriptions']), Number(values['spread-companies']), 15));
-  await step('flood', () => flood(interval, Number(values['flood-addresses'])));
+  await step('flood', () => flood(interval, Number(values['flood-addresses']), Number(values['flood-queries'])));
 }
 
 main().catch((error: unknown) => {

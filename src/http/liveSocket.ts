@@ -215,11 +215,17 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     // The router is trusted with its own users' limits; only its secret proves it.
     if (routerSecret && sameSecret(req.headers['router-authorization'], routerSecret)) return accept(null);
     const address = req.socket.remoteAddress ?? '';
-    void guard.blockedFor(address).then((blockedMs) => {
-      if (blockedMs === 0) return socket.destroyed ? undefined : accept(address);
-      metrics.refused.inc({ reason: 'address' });
-      guard.refuse(socket, blockedMs);
-    });
+    guard
+      .blockedFor(address)
+      .then((blockedMs) => {
+        if (blockedMs === 0) return socket.destroyed ? undefined : accept(address);
+        metrics.refused.inc({ reason: 'address' });
+        guard.refuse(socket, blockedMs);
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'live: a WebSocket upgrade failed');
+        socket.destroy();
+      });
   };
   options.httpServer.on('upgrade', onUpgrade);
 

@@ -38,6 +38,6 @@ export function createLiveMetrics(registry: Registry): LiveMetrics {
     intervalsStretched: new Counter({ name: 'wfs_live_intervals_stretched_total', help: 'Poll delays stretched because all live polls together wanted more than WFS_POLL_CALLS_PER_SECOND', registers }),
     stretchFactor: new Gauge({ name: 'wfs_live_poll_stretch_factor', help: 'By how much every poll interval is stretched now (1: the poll budget holds)', registers }),
     slowConsumersDropped: new Counter({ name: 'wfs_live_slow_consumers_dropped_total', help: 'Subscriptions or connections dropped because their client did not read fast enough', registers }),
-    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions refused, by reason (connection, company or replica limit, identity, cost, document)', labelNames: ['reason'], registers }),
+    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions refused, by reason (connection, company or replica limit, identity, cost, document; rate: connections closed past a bound; address: upgrades refused for their address)', labelNames: ['reason'], registers }),
   };
 }

@@ -23,7 +23,7 @@
  *                         [--subgraph dist/index.js] (another build's entry, for a before/after)
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -234,6 +234,19 @@ async function spread(subscriptions: number, companies: number, interval: number
   }
 }
 
+/** CPU time (user + system) a process has used so far, in ms (Linux /proc; clock ticks of 10 ms). */
+function cpuMs(pid: number | undefined): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** The query p99, and the share of one core the replica used meanwhile. */
+async function measured(url: string, tenantId: string, count: number, pid: number | undefined): Promise<{ p99: number; serverCpuShare: number }> {
+  const [cpu, started] = [cpuMs(pid), performance.now()];
+  const p99 = await queryP99(url, tenantId, count);
+  return { p99, serverCpuShare: Math.round(((cpuMs(pid) - cpu) / (performance.now() - started)) * 100) / 100 };
+}
+
 async function queryP99(url: string, tenantId: string, count: number): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < count; i++) {
@@ -251,7 +264,8 @@ async function flood(interval: number, addresses: number, queries: number): Prom
   const [hostile, other] = [emulator.tenants[0]!, emulator.tenants[1]!];
   try {
     await queryP99(server.url, other.tenantId, 50);
-    const quiet = await queryP99(server.url, other.tenantId, queries);
+    const pid = server.child.process.pid;
+    const quiet = await measured(server.url, other.tenantId, queries, pid);
     // Sixteen hostile clients in a process of their own (so the emulator in this one is
     // not starved), connecting again whenever the server closes or refuses them (FLOODER).
     const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY, String(addresses)], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
@@ -260,13 +274,13 @@ async function flood(interval: number, addresses: number, queries: number): Prom
     flooder.stdout!.on('data', (chunk) => (flooderOutput += String(chunk)));
     await sleep(2_000);
     process.stderr.write('live probe: flood running, measuring\n');
-    const flooded = await queryP99(server.url, other.tenantId, queries);
+    const flooded = await measured(server.url, other.tenantId, queries, pid);
     process.stderr.write('live probe: flood measured\n');
     flooder.kill('SIGTERM');
     await new Promise((resolve) => flooder.once('exit', resolve));
     const floodMs = performance.now() - floodStarted;
     const [sent, connections, refusedUpgrades, flooderCpuMs] = flooderOutput.trim().split(' ').map(Number);
-    return { hostileAddresses: addresses, queriesEach: queries, quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, flooderCpuShare: Math.round((flooderCpuMs! / floodMs) * 100) / 100, peakRssMiB: peakRssMiB(server.child.process.pid) };
+    return { hostileAddresses: addresses, queriesEach: queries, quietP99Ms: quiet.p99, floodedP99Ms: flooded.p99, ratio: Math.round((flooded.p99 / quiet.p99) * 100) / 100, serverCpuShareQuiet: quiet.serverCpuShare, serverCpuShareFlooded: flooded.serverCpuShare, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, flooderCpuShare: Math.round((flooderCpuMs! / floodMs) * 100) / 100, peakRssMiB: peakRssMiB(server.child.process.pid) };
   } finally {
     await server.stop();
     await emulator.close();

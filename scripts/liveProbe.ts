@@ -21,6 +21,7 @@
  *                         [--flood-addresses 1] (the hostile clients' source addresses, 127.0.0.2 up)
  *                         [--flood-queries 1000] (queries timed quiet, then as many flooded)
  *                         [--subgraph dist/index.js] (another build's entry, for a before/after)
+ *                         [--replica-env NAME=VALUE ...] (settings for the replicas)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -93,6 +94,8 @@ function tenantsFile(tenants: readonly EmulatorTenant[]): string {
 let PROFILE_DIR: string | null = null;
 /** `--subgraph PATH`: the entry point of another build to measure (default dist/index.js), e.g. main's for a before/after. */
 let SUBGRAPH_ENTRY: string | null = null;
+/** `--replica-env NAME=VALUE` (repeatable): settings for every replica, e.g. WFS_LIVE_ADDRESS_STRIKES=1000000 to see a flood without the per-address bound. */
+let REPLICA_ENV: Record<string, string> = {};
 
 function replica(emulator: Emulator, interval: number, env: Record<string, string> = {}): Promise<ServerChild> {
   return startServerProcess('subgraph', {
@@ -101,7 +104,7 @@ function replica(emulator: Emulator, interval: number, env: Record<string, strin
     profileDir: PROFILE_DIR,
     subgraphEntry: SUBGRAPH_ENTRY,
     nodeOptions: DEPLOYED_NODE_OPTIONS,
-    env: { WFS_POLL_INTERVAL_SECONDS: String(interval), ...env },
+    env: { WFS_POLL_INTERVAL_SECONDS: String(interval), ...REPLICA_ENV, ...env },
   });
 }
 
@@ -280,7 +283,7 @@ async function flood(interval: number, addresses: number, queries: number): Prom
     await new Promise((resolve) => flooder.once('exit', resolve));
     const floodMs = performance.now() - floodStarted;
     const [sent, connections, refusedUpgrades, flooderCpuMs] = flooderOutput.trim().split(' ').map(Number);
-    return { hostileAddresses: addresses, queriesEach: queries, quietP99Ms: quiet.p99, floodedP99Ms: flooded.p99, ratio: Math.round((flooded.p99 / quiet.p99) * 100) / 100, serverCpuShareQuiet: quiet.serverCpuShare, serverCpuShareFlooded: flooded.serverCpuShare, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, flooderCpuShare: Math.round((flooderCpuMs! / floodMs) * 100) / 100, peakRssMiB: peakRssMiB(server.child.process.pid) };
+    return { hostileAddresses: addresses, queriesEach: queries, ...(Object.keys(REPLICA_ENV).length > 0 && { replicaEnv: REPLICA_ENV }), quietP99Ms: quiet.p99, floodedP99Ms: flooded.p99, ratio: Math.round((flooded.p99 / quiet.p99) * 100) / 100, serverCpuShareQuiet: quiet.serverCpuShare, serverCpuShareFlooded: flooded.serverCpuShare, hostileMessagesSent: sent, hostileConnections: connections, hostileUpgradesRefused: refusedUpgrades, flooderCpuShare: Math.round((flooderCpuMs! / floodMs) * 100) / 100, peakRssMiB: peakRssMiB(server.child.process.pid) };
   } finally {
     await server.stop();
     await emulator.close();
@@ -344,10 +347,12 @@ async function main(): Promise<void> {
       'flood-addresses': { type: 'string', default: '1' },
       'flood-queries': { type: 'string', default: '1000' },
       subgraph: { type: 'string' },
+      'replica-env': { type: 'string', multiple: true },
     },
   });
   PROFILE_DIR = values.profile ?? null;
   SUBGRAPH_ENTRY = values.subgraph ?? null;
+  REPLICA_ENV = Object.fromEntries((values['replica-env'] ?? []).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
   const only = new Set(values.only!.split(','));
   const interval = Number(values.interval);
   const report: Record<string, unknown> = {};

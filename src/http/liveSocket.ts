@@ -310,11 +310,8 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     try {
       tenantId = await identityOf(connection);
     } catch (error) {
-      if (error instanceof GraphQLError && typeof error.extensions.code === 'string') {
-        metrics.refused.inc({ reason: 'identity' });
-        return [error];
-      }
-      return refuseAlike('identity', 'UNAUTHENTICATED', 'the identity could not be checked');
+      const { code, message } = errorOf(error);
+      return refuse('identity', code, message);
     }
     if (!companyRate.take(tenantId)) return refuseAlike('company', 'SERVICE_UNAVAILABLE', companyRateExceeded);
     if (typeof payload.query !== 'string') return refuseAlike('document', 'BAD_REQUEST', 'the subscribe payload has no query');

@@ -1,6 +1,6 @@
 /**
  * The one place live polling reads the upstream: a whole list of one tenant, page by
- * page, through issue 27's `TenantReader` like a query's reads (one reader per poll):
+ * page, through the reading side's `TenantReader` like a query's reads (one reader per poll):
  * the company's grant checked first (a withdrawn scope ends the poller with
  * FORBIDDEN), every page under one call budget and deadline (WFS_UPSTREAM_CALL_BUDGET
  * pages and 15 s, a query's), the walk guarded against a page chain that loops or never

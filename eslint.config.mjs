@@ -1,4 +1,4 @@
-// ESLint 9 flat config. Today it lints the GraphQL schema only: every type, field,
+// ESLint 10 flat config. Today it lints the GraphQL schema only: every type, field,
 // argument, enum value and directive of our subgraph schema must carry a description,
 // because the explorer's docs pane, IDEs and relay-compiler's generated types show
 // those descriptions or nothing (`npm run lint`; test/unit/schema-lint.test.ts runs it).

@@ -24,7 +24,23 @@ export function createGatewayConfig(env: Env) {
     supergraph: env.SUPERGRAPH_PATH ?? './supergraph.graphql',
     // Where each subgraph runs here; the supergraph's routing URLs are for a laptop.
     transportEntries: {
-      ...(env.SUBGRAPH_WFS_URL && { wfs: { location: env.SUBGRAPH_WFS_URL } }),
+      wfs: {
+        ...(env.SUBGRAPH_WFS_URL && { location: env.SUBGRAPH_WFS_URL }),
+        options: {
+          // Live updates (`shiftChanges`, `locationChanges`): graphql-ws at the same path.
+          // The identity goes in the upgrade request's headers, one connection per
+          // caller's identity (the gateway keys its connections by these values); a
+          // WebSocket transport sends none of `propagateHeaders` below.
+          subscriptions: {
+            kind: 'ws',
+            headers: [
+              ['x-tenant-id', '{context.headers.x-tenant-id}'],
+              ['authorization', '{context.headers.authorization}'],
+              ['router-authorization', routerSecret],
+            ],
+          },
+        },
+      },
       ...(env.SUBGRAPH_PEOPLE_URL && { people: { location: env.SUBGRAPH_PEOPLE_URL } }),
     },
     propagateHeaders: {
@@ -44,7 +60,10 @@ export function createGatewayConfig(env: Env) {
     },
     // Our subgraph may refresh a token, follow upstream pages and wait out a 429
     // within one request (15 s budget of its own).
-    upstreamTimeout: ({ subgraphName }) => (subgraphName === 'wfs' ? WFS_TIMEOUT_MS : OTHER_TIMEOUT_MS),
+    // Not for subscriptions: they are meant to stay open, and Hive's timeout would end
+    // one (and reject, unhandled, after the subscription is over).
+    upstreamTimeout: ({ subgraphName, executionRequest }) =>
+      executionRequest?.operationType === 'subscription' ? 0 : subgraphName === 'wfs' ? WFS_TIMEOUT_MS : OTHER_TIMEOUT_MS,
     // Clients use the operations they were built with; turn on only in development.
     disableIntrospection: { disableIf: () => env.NODE_ENV === 'production' },
     graphiql: env.NODE_ENV !== 'production',

@@ -19,10 +19,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "==> npm ci (brings Node 24 as a devDependency)"
-# The packages need Node 22.15+ (package.json "engines"). An older system Node (CI's
+# The packages need Node 22.19+ (package.json "engines"). An older system Node (CI's
 # is 20) installs through npx with the project's own Node, the version of the `node`
 # devDependency that every npm script runs afterwards, so npm has no engine to warn about.
-if node -e "const [major, minor] = process.versions.node.split('.').map(Number); process.exit(major > 22 || (major === 22 && minor >= 15) ? 0 : 1)"; then
+if node -e "const [major, minor] = process.versions.node.split('.').map(Number); process.exit(major > 22 || (major === 22 && minor >= 19) ? 0 : 1)"; then
   npm ci --no-audit --no-fund
 else
   npx --yes -p "node@$(node -p "require('./package.json').devDependencies.node")" -c 'npm ci --no-audit --no-fund'

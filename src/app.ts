@@ -16,6 +16,7 @@ import type * as RedisTokenStoreModule from './upstream/token/redisTokenStore';
 import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/token/tokenCache';
 import { requestToken } from './upstream/token/tokenEndpoint';
+import { timeLimit } from './upstream/transport/timeLimit';
 import { startTokenEndpointCheck, type TokenEndpointVerdict } from './upstream/token/tokenEndpointCheck';
 
 /** What tests and the demo may hand in instead of the production parts. */
@@ -91,20 +92,24 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
     tenants: config.tenants,
     store: redis?.store,
     ...(overrides.now && { now: overrides.now }),
-    fetchToken: (tenant) =>
-      requestToken(tenant, {
+    fetchToken: (tenant) => {
+      // A time limit released with the request (AbortSignal.timeout would stay armed,
+      // and keep its request's handlers, for the whole 8 s after every token request).
+      const limit = timeLimit(TOKEN_REQUEST_TIMEOUT_MS);
+      return requestToken(tenant, {
         authUrl,
         dispatcher: authDispatcher,
         apiBaseAllow: config.apiBaseAllow,
         apiBaseLoopback: config.apiBaseLoopback,
-        signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
+        signal: limit.signal,
         ...(overrides.now && { now: overrides.now }),
-      }).then((token) => {
+      }).finally(limit.done).then((token) => {
         // A real token from the endpoint settles the start-up check, whatever it said.
         if (tokenEndpoint.problem() !== undefined) logger.info('a token came from the token endpoint: ready');
         tokenEndpoint.confirmed();
         return token;
-      }),
+      });
+    },
     observer,
   });
 

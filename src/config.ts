@@ -35,6 +35,8 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_TENANT_RETRY_AFTER_MAX_S',
   'WFS_ENTITY_INDEX_MAX_RECORDS',
   'WFS_ENTITY_INDEX_TTL_SECONDS',
+  'WFS_POLL_INTERVAL_SECONDS',
+  'WFS_POLL_CALLS_PER_SECOND',
 ] as const;
 
 /**
@@ -51,6 +53,8 @@ export const NUMERIC_SETTINGS = {
   WFS_TENANT_RETRY_AFTER_MAX_S: { default: 300, max: 86_400 },
   WFS_ENTITY_INDEX_MAX_RECORDS: { default: 200_000, max: 100_000_000 },
   WFS_ENTITY_INDEX_TTL_SECONDS: { default: 30, max: 3_600 },
+  WFS_POLL_INTERVAL_SECONDS: { default: 15, max: 3_600 },
+  WFS_POLL_CALLS_PER_SECOND: { default: 50, max: 100_000 },
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -117,6 +121,10 @@ export interface Config {
   readonly entityIndexMaxRecords: number;
   /** WFS_ENTITY_INDEX_TTL_SECONDS: how long an entity index answers from what it has seen. */
   readonly entityIndexTtlSeconds: number;
+  /** WFS_POLL_INTERVAL_SECONDS: how often a list with live subscribers is polled, before jitter (default 15, at least 1). */
+  readonly pollIntervalSeconds: number;
+  /** WFS_POLL_CALLS_PER_SECOND: upstream page calls all of a replica's live polls may make per second together; past it, intervals stretch (default 50). */
+  readonly pollCallsPerSecond: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -221,6 +229,8 @@ export function loadConfig(env: Env = process.env): Config {
     tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S'),
     entityIndexMaxRecords: positiveInteger(env, 'WFS_ENTITY_INDEX_MAX_RECORDS'),
     entityIndexTtlSeconds: positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS'),
+    pollIntervalSeconds: positiveInteger(env, 'WFS_POLL_INTERVAL_SECONDS'),
+    pollCallsPerSecond: positiveInteger(env, 'WFS_POLL_CALLS_PER_SECOND'),
   };
   return Object.freeze(config);
 }

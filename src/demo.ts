@@ -1,5 +1,5 @@
 import type { Config } from './config';
-import { startEmulator, type Emulator } from './emulator';
+import { startEmulator, startShiftChurn, type Emulator } from './emulator';
 import { EXAMPLE_QUERY } from './exampleQuery';
 
 export interface Demo {
@@ -12,8 +12,13 @@ export interface Demo {
  * Demo mode (no WFS_AUTH_URL): the embedded emulator plays the upstream, with its
  * seeded companies as the configured tenants. Everything else runs as in production.
  */
+/** How often the demo's first company has a shift edited (emulator/churn.ts), in ms. */
+export const DEMO_CHURN_MS = 10_000;
+
 export async function startDemo(config: Config): Promise<Demo> {
   const emulator = await startEmulator();
+  // A live rota: subscriptions (`shiftChanges`) see an edit every DEMO_CHURN_MS.
+  startShiftChurn(emulator.tenants[0]!, DEMO_CHURN_MS);
   const tenants = emulator.tenants.map((tenant) => ({
     tenantId: tenant.tenantId,
     clientId: tenant.clientId,
@@ -49,6 +54,9 @@ export function demoBanner(demo: Demo, graphqlUrl: string): string {
     'Try:',
     `  curl -s ${graphqlUrl} -H 'content-type: application/json' -H '${header}: ${demo.defaultTenant}'${routerHeader} \\`,
     `    -d '{"query":"{ locations(first: 5) { nodes { id name } } shifts(first: 3) { nodes { id start end location { name } } } }"}'`,
+    '',
+    `Live updates: subscribe in the explorer (graphql-ws, same URL) to see the first company's rota change every ${DEMO_CHURN_MS / 1000} s`,
+    `  subscription { shiftChanges { kind nodeId shift { id start end location { name } } } }`,
     '',
     'Or paste into the explorer:',
     ...EXAMPLE_QUERY.trimEnd().split('\n').map((line) => `  ${line}`),

@@ -1,10 +1,10 @@
 /**
  * The oldest Node.js the server runs on: the highest `engines` floor among its
- * production dependencies (`@whatwg-node/promise-helpers` says 22.15.0), and
+ * production dependencies (undici 8 says 22.19.0), and
  * package.json's `engines`. `node dist/index.js` loads this module first, so an older
  * Node stops with one clear line instead of failing somewhere inside a dependency.
  */
-export const MINIMUM_NODE_VERSION = '22.15.0';
+export const MINIMUM_NODE_VERSION = '22.19.0';
 
 export function isSupportedNodeVersion(version: string): boolean {
   const [major = 0, minor = 0, patch = 0] = version.replace(/^v/, '').split('.').map((part) => Number.parseInt(part, 10));

@@ -5,11 +5,19 @@ import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
+import { createErrorFormatter } from './graphql/errors';
 import { createApolloServer } from './graphql/server/apolloServer';
+import { createSubgraphSchema } from './graphql/server/schema';
 import { DEFAULT_QUERY_LIMITS } from './graphql/server/limits';
 import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
+import { attachLiveSocket } from './http/liveSocket';
 import { createRoutes } from './http/routes';
+import type { Coordinator } from './live/coordinator';
+import { LiveHub, type LiveLimits } from './live/hub';
+import { clientListReader } from './live/listReader';
+import { createLiveMetrics } from './live/metrics';
+import type * as RedisCoordinatorModule from './live/redisCoordinator';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { createObservability } from './observability';
@@ -27,6 +35,9 @@ export const GRAPHQL_PATH = '/graphql';
  */
 export const REQUEST_BUDGET_MS = 15_000;
 
+/** Live pollers' snapshot entries counted as one record unit of the entity indexes' memory budget. */
+const SNAPSHOT_ENTRIES_PER_UNIT = 3;
+
 export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
   /** Headers the explorer pre-fills (demo mode: the first demo tenant). */
@@ -43,6 +54,8 @@ export interface ServerOptions extends AppOverrides {
   readonly writeTimeoutMs?: number;
   /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
   readonly maxBufferedBodyBytes?: number;
+  /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts and http/liveSocket.ts. */
+  readonly live?: Partial<LiveLimits> & { readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>; readonly redisPrefix?: string };
 }
 
 export interface RunningServer {
@@ -53,6 +66,8 @@ export interface RunningServer {
   readonly logger: Logger;
   /** What `/ready` would answer 503 with now, or undefined when it answers 200. */
   readinessProblem(): string | undefined;
+  /** The live-update hub (its subscriptions and pollers). */
+  readonly live: LiveHub;
   close(): Promise<void>;
 }
 
@@ -100,6 +115,49 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     logger.warn('the explorer is on but introspection is off (WFS_INTROSPECTION): it will show no schema docs and no completion');
   }
 
+  // Live updates: one poller per company, list and filter, over the same client as
+  // queries; with Redis one replica of the fleet polls each (live/redisCoordinator.ts).
+  const liveMetrics = createLiveMetrics(metrics.registry);
+  const coordinator: Coordinator | undefined = config.redisUrl
+    ? (require('./live/redisCoordinator') as typeof RedisCoordinatorModule).createRedisCoordinator(config.redisUrl, {
+        ...(options.live?.redisPrefix && { prefix: options.live.redisPrefix }),
+        onDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
+      })
+    : undefined;
+  let snapshotEntries = 0;
+  let chargedUnits = 0;
+  const hub = new LiveHub({
+    read: clientListReader(app.services.client, REQUEST_BUDGET_MS),
+    intervalMs: config.pollIntervalSeconds * 1000,
+    callsPerSecond: config.pollCallsPerSecond,
+    metrics: liveMetrics,
+    ...(coordinator && { coordinator }),
+    ...(options.live && { limits: options.live }),
+    // A snapshot entry (an id and a number) is about a third of an index record unit.
+    charge: (entries) => {
+      snapshotEntries += entries;
+      const units = Math.ceil(snapshotEntries / SNAPSHOT_ENTRIES_PER_UNIT);
+      app.services.indexes.charge(units - chargedUnits);
+      chargedUnits = units;
+    },
+  });
+  liveMetrics.stretchFactor.set(1);
+  const liveSocket = attachLiveSocket({
+    httpServer,
+    path: GRAPHQL_PATH,
+    schema: createSubgraphSchema(),
+    services: app.services,
+    hub,
+    authorize: (tenantId, resource) => app.services.client.authorize(tenantId, resource),
+    routerSecret: config.routerSecret ?? null,
+    queryLimits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+    budgetMs: REQUEST_BUDGET_MS,
+    formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
+    metrics: liveMetrics,
+    logger,
+    ...(options.live?.socket && { limits: options.live.socket }),
+  });
+
   let draining = false;
   httpServer.on(
     'request',
@@ -113,6 +171,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
         ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
         ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
+        onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
+        onRefused: (reason) => metrics.requestsRefused.inc({ reason }),
       }),
       metrics,
       logger,
@@ -151,9 +211,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     metrics,
     logger,
     readinessProblem: () => (draining ? 'shutting down' : app.readinessProblem()),
+    live: hub,
     async close() {
       draining = true;
       metrics.ready.set(0);
+      // WebSocket connections are no longer the HTTP server's once upgraded: closed first.
+      await liveSocket.close();
+      await hub.close();
       await apollo.stop();
       await app.close();
       await observability.close();

@@ -4,10 +4,12 @@
 // CodeMirror are devDependencies). `node scripts/bundle/explorer.mjs <dir>` builds them
 // into another folder (the tests do).
 //
-// GraphiQL 3's UMD bundle expects React 18 and ReactDOM as globals: the page loads the
-// three UMD files as their packages ship them, then our bootstrap (src/explorer/browser/,
-// bundled here) mounts GraphiQL. Every file name carries a hash of its content, so the
-// server can let browsers cache it for a year; manifest.json maps each role to its file.
+// React 19 and GraphiQL 5 ship no UMD files: esbuild bundles them with our bootstrap
+// (src/explorer/browser/) into one script and one stylesheet (Monaco's and GraphiQL's
+// CSS, its icon font inlined), and Monaco's three web workers (the editor's, JSON's for
+// the variables and headers, GraphQL's) into a script each, which the bootstrap names
+// to Monaco. Every file name carries a hash of its content, so the server can let
+// browsers cache it for a year; manifest.json maps each role to its file.
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,37 +24,42 @@ const browserDir = join(root, 'src', 'explorer', 'browser');
 
 export const DEFAULT_OUT_DIR = join(root, 'dist', 'explorer', 'assets');
 
-/** A file of an installed package, found through its package.json (their `exports` maps hide the UMD builds). */
-function packageFile(name, file) {
-  return readFileSync(join(dirname(require_.resolve(`${name}/package.json`)), file));
-}
+const WORKERS = {
+  editorWorker: 'monaco-editor/esm/vs/editor/editor.worker.js',
+  jsonWorker: 'monaco-editor/esm/vs/language/json/json.worker.js',
+  graphqlWorker: 'monaco-graphql/esm/graphql.worker.js',
+};
 
-async function bootstrapScript() {
+/** One esbuild bundle for the browser: its script and, when it imports any, its stylesheet. */
+async function browserBundle(entryPoint) {
   const result = await build({
     absWorkingDir: root,
-    entryPoints: [join(browserDir, 'bootstrap.ts')],
+    entryPoints: [entryPoint],
     bundle: true,
     write: false,
+    outdir: 'explorer-out',
     format: 'iife',
     platform: 'browser',
-    target: 'es2017',
+    target: 'es2020',
     minify: true,
     legalComments: 'none',
     logLevel: 'warning',
+    define: { 'process.env.NODE_ENV': '"production"' },
+    loader: { '.ttf': 'dataurl', '.woff': 'dataurl', '.woff2': 'dataurl', '.svg': 'dataurl' },
   });
-  return Buffer.from(result.outputFiles[0].contents);
+  const of = (extension) => result.outputFiles.find((file) => file.path.endsWith(extension));
+  return { js: Buffer.from(of('.js').contents), css: of('.css') ? Buffer.from(of('.css').contents) : undefined };
 }
-
 /** Builds the files into `outDir` (emptied first) and returns the manifest. */
 export async function buildExplorerAssets(outDir = DEFAULT_OUT_DIR) {
+  const app = await browserBundle(join(browserDir, 'bootstrap.ts'));
+  const workers = await Promise.all(Object.values(WORKERS).map((entry) => browserBundle(require_.resolve(entry))));
   const files = {
-    react: ['react', '.production.min.js', packageFile('react', 'umd/react.production.min.js')],
-    reactDom: ['react-dom', '.production.min.js', packageFile('react-dom', 'umd/react-dom.production.min.js')],
-    graphiql: ['graphiql', '.min.js', packageFile('graphiql', 'graphiql.min.js')],
-    graphiqlCss: ['graphiql', '.min.css', packageFile('graphiql', 'graphiql.min.css')],
+    bootstrap: ['explorer', '.js', app.js],
+    graphiqlCss: ['graphiql', '.css', app.css],
     theme: ['explorer', '.css', readFileSync(join(browserDir, 'theme.css'))],
-    bootstrap: ['explorer', '.js', await bootstrapScript()],
     favicon: ['favicon', '.svg', readFileSync(join(browserDir, 'favicon.svg'))],
+    ...Object.fromEntries(Object.keys(WORKERS).map((role, i) => [role, [role.replace(/Worker$/, '.worker'), '.js', workers[i].js]])),
   };
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });

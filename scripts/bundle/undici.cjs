@@ -21,7 +21,7 @@ Object.assign(Dispatcher.prototype, api);
 
 /**
  * undici's `request(url, options)`, as its index.js builds it (its `makeDispatcher(api.request)`).
- * Copied from undici 7.30.2, whose `makeDispatcher` source has sha256 1dc8ed6aa6ee3c8f3c44c58c62189118c74e1a706ec7414b6b7b1c7852b49350.
+ * Copied from undici 8.13.1, whose `makeDispatcher` source has sha256 0ff605fda9307d5105f582f8a119cc914d17855cfb620fe8af8f549cc692e191.
  */
 function request(url, opts) {
   if (!url || (typeof url !== 'string' && typeof url !== 'object' && !(url instanceof URL))) throw new errors.InvalidArgumentError('invalid url');
@@ -33,10 +33,10 @@ function request(url, opts) {
     if (!opts) opts = typeof url === 'object' ? url : {};
     url = util.parseURL(url);
   }
-  const { agent, dispatcher = getGlobalDispatcher() } = opts;
+  const { agent, dispatcher = getGlobalDispatcher(), ...restOpts } = opts;
   if (agent) throw new errors.InvalidArgumentError('unsupported opts.agent. Did you mean opts.client?');
   return api.request.call(dispatcher, {
-    ...opts,
+    ...restOpts,
     origin: url.origin,
     path: url.search ? `${url.pathname}${url.search}` : url.pathname,
     method: opts.method || (opts.body ? 'PUT' : 'GET'),

@@ -5,6 +5,7 @@ import type { UserReference } from '../upstream/records';
 import type { GraphQLContext } from '../graphql/data/context';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
+export type Omit<T, K extends keyof T> = Pick<T, Exclude<keyof T, K>>;
 export type RequireFields<T, K extends keyof T> = Omit<T, K> & { [P in K]-?: NonNullable<T[P]> };
 /** All built-in and custom scalars, mapped to their actual values */
 export type Scalars = {
@@ -21,6 +22,15 @@ export type Scalars = {
   DateTime: { input: string; output: string; }
   _FieldSet: { input: unknown; output: unknown; }
 };
+
+/** What happened to a record between two polls of its list. */
+export type ChangeKind =
+  /** The record is new in the list (or newly matches the subscription's filter). */
+  | 'ADDED'
+  /** The record is gone from the list (or no longer matches the subscription's filter). */
+  | 'REMOVED'
+  /** The record is still there and some field changed. */
+  | 'UPDATED';
 
 /** A place where people work: a shop, a ward, a warehouse. */
 export type Location = Node & {
@@ -46,6 +56,17 @@ export type LocationShiftsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   startsBefore?: InputMaybe<Scalars['DateTime']['input']>;
   startsFrom?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+/** One change to the company's locations. */
+export type LocationChange = {
+  __typename?: 'LocationChange';
+  /** Whether the location was added, updated or removed. */
+  kind: ChangeKind;
+  /** The location as it is now; null when it was removed. */
+  location?: Maybe<Location>;
+  /** The location's `nodeId`; present for a removed location too. */
+  nodeId: Scalars['ID']['output'];
 };
 
 /** A page of the company's locations (a Relay connection). */
@@ -170,6 +191,17 @@ export type Shift = Node & {
   user?: Maybe<User>;
 };
 
+/** One change to the company's shifts. */
+export type ShiftChange = {
+  __typename?: 'ShiftChange';
+  /** Whether the shift was added, updated or removed. */
+  kind: ChangeKind;
+  /** The shift's `nodeId` (the key Relay, Apollo Client and urql normalise by); present for a removed shift too. */
+  nodeId: Scalars['ID']['output'];
+  /** The shift as it is now; null when it was removed. */
+  shift?: Maybe<Shift>;
+};
+
 /** A page of the company's shifts (a Relay connection). */
 export type ShiftConnection = {
   __typename?: 'ShiftConnection';
@@ -198,6 +230,36 @@ export type ShiftFilter = {
   startsBefore?: InputMaybe<Scalars['DateTime']['input']>;
   /** Only shifts starting at or after this instant (inclusive). */
   startsFrom?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+/**
+ * Live updates (graphql-ws at the GraphQL path, subprotocol `graphql-transport-ws`).
+ * Each subscription delivers the changes seen after it starts, not what already exists:
+ * query first, then subscribe. One upstream poll per company and list (and filter)
+ * serves every subscriber, every `WFS_POLL_INTERVAL_SECONDS` (jittered).
+ */
+export type Subscription = {
+  __typename?: 'Subscription';
+  /** Changes to the company's locations: added, updated or removed. */
+  locationChanges: LocationChange;
+  /**
+   * Changes to the company's shifts: added, updated (any field) or removed, those
+   * matching `filter` only (the same filter as `Query.shifts`; a shift that stops
+   * matching is `REMOVED`, one that starts matching is `ADDED`). Needs the
+   * `shifts.read` scope; a withdrawn scope ends the subscription with `FORBIDDEN`.
+   */
+  shiftChanges: ShiftChange;
+};
+
+
+/**
+ * Live updates (graphql-ws at the GraphQL path, subprotocol `graphql-transport-ws`).
+ * Each subscription delivers the changes seen after it starts, not what already exists:
+ * query first, then subscribe. One upstream poll per company and list (and filter)
+ * serves every subscriber, every `WFS_POLL_INTERVAL_SECONDS` (jittered).
+ */
+export type SubscriptionShiftChangesArgs = {
+  filter?: InputMaybe<ShiftFilter>;
 };
 
 /**
@@ -316,11 +378,13 @@ export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = 
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = ResolversObject<{
+  ChangeKind: ChangeKind;
   DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
   Location: ResolverTypeWrapper<LocationRecord>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  LocationChange: ResolverTypeWrapper<Omit<LocationChange, 'location'> & { location?: Maybe<ResolversTypes['Location']> }>;
   LocationConnection: ResolverTypeWrapper<ConnectionPage<LocationRecord>>;
   LocationEdge: ResolverTypeWrapper<Edge<LocationRecord>>;
   Node: ResolverTypeWrapper<ResolversInterfaceTypes<ResolversTypes>['Node']>;
@@ -328,9 +392,11 @@ export type ResolversTypes = ResolversObject<{
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Shift: ResolverTypeWrapper<ShiftRecord>;
+  ShiftChange: ResolverTypeWrapper<Omit<ShiftChange, 'shift'> & { shift?: Maybe<ResolversTypes['Shift']> }>;
   ShiftConnection: ResolverTypeWrapper<ConnectionPage<ShiftRecord>>;
   ShiftEdge: ResolverTypeWrapper<Edge<ShiftRecord>>;
   ShiftFilter: ShiftFilter;
+  Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   User: ResolverTypeWrapper<UserReference>;
 }>;
 
@@ -341,6 +407,7 @@ export type ResolversParentTypes = ResolversObject<{
   ID: Scalars['ID']['output'];
   String: Scalars['String']['output'];
   Int: Scalars['Int']['output'];
+  LocationChange: Omit<LocationChange, 'location'> & { location?: Maybe<ResolversParentTypes['Location']> };
   LocationConnection: ConnectionPage<LocationRecord>;
   LocationEdge: Edge<LocationRecord>;
   Node: ResolversInterfaceTypes<ResolversParentTypes>['Node'];
@@ -348,9 +415,11 @@ export type ResolversParentTypes = ResolversObject<{
   Boolean: Scalars['Boolean']['output'];
   Query: Record<PropertyKey, never>;
   Shift: ShiftRecord;
+  ShiftChange: Omit<ShiftChange, 'shift'> & { shift?: Maybe<ResolversParentTypes['Shift']> };
   ShiftConnection: ConnectionPage<ShiftRecord>;
   ShiftEdge: Edge<ShiftRecord>;
   ShiftFilter: ShiftFilter;
+  Subscription: Record<PropertyKey, never>;
   User: UserReference;
 }>;
 
@@ -365,6 +434,12 @@ export type LocationResolvers<ContextType = GraphQLContext, ParentType extends R
   nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   shifts?: Resolver<Maybe<ResolversTypes['ShiftConnection']>, ParentType, ContextType, Partial<LocationShiftsArgs>>;
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+}>;
+
+export type LocationChangeResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LocationChange'] = ResolversParentTypes['LocationChange']> = ResolversObject<{
+  kind?: Resolver<ResolversTypes['ChangeKind'], ParentType, ContextType>;
+  location?: Resolver<Maybe<ResolversTypes['Location']>, ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
 }>;
 
 export type LocationConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LocationConnection'] = ResolversParentTypes['LocationConnection']> = ResolversObject<{
@@ -408,6 +483,12 @@ export type ShiftResolvers<ContextType = GraphQLContext, ParentType extends Reso
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 }>;
 
+export type ShiftChangeResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ShiftChange'] = ResolversParentTypes['ShiftChange']> = ResolversObject<{
+  kind?: Resolver<ResolversTypes['ChangeKind'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  shift?: Resolver<Maybe<ResolversTypes['Shift']>, ParentType, ContextType>;
+}>;
+
 export type ShiftConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ShiftConnection'] = ResolversParentTypes['ShiftConnection']> = ResolversObject<{
   edges?: Resolver<Array<ResolversTypes['ShiftEdge']>, ParentType, ContextType>;
   nodes?: Resolver<Array<ResolversTypes['Shift']>, ParentType, ContextType>;
@@ -419,6 +500,11 @@ export type ShiftEdgeResolvers<ContextType = GraphQLContext, ParentType extends 
   node?: Resolver<ResolversTypes['Shift'], ParentType, ContextType>;
 }>;
 
+export type SubscriptionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = ResolversObject<{
+  locationChanges?: SubscriptionResolver<ResolversTypes['LocationChange'], "locationChanges", ParentType, ContextType>;
+  shiftChanges?: SubscriptionResolver<ResolversTypes['ShiftChange'], "shiftChanges", ParentType, ContextType, Partial<SubscriptionShiftChangesArgs>>;
+}>;
+
 export type UserResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['User'] = ResolversParentTypes['User']> = ResolversObject<{
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
 }>;
@@ -426,14 +512,17 @@ export type UserResolvers<ContextType = GraphQLContext, ParentType extends Resol
 export type Resolvers<ContextType = GraphQLContext> = ResolversObject<{
   DateTime?: GraphQLScalarType;
   Location?: LocationResolvers<ContextType>;
+  LocationChange?: LocationChangeResolvers<ContextType>;
   LocationConnection?: LocationConnectionResolvers<ContextType>;
   LocationEdge?: LocationEdgeResolvers<ContextType>;
   Node?: NodeResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   Shift?: ShiftResolvers<ContextType>;
+  ShiftChange?: ShiftChangeResolvers<ContextType>;
   ShiftConnection?: ShiftConnectionResolvers<ContextType>;
   ShiftEdge?: ShiftEdgeResolvers<ContextType>;
+  Subscription?: SubscriptionResolvers<ContextType>;
   User?: UserResolvers<ContextType>;
 }>;
 

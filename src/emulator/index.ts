@@ -7,6 +7,8 @@
 //   tokens.ts    HS256 JWT issue and verification, expiry, revocation
 //   shard.ts     the list endpoints of one shard; paging.ts their cursors and envelopes
 //   seed.ts      demo companies and makeTenant(); schedule.ts their rosters
+//   churn.ts     the demo's live edits to a company's shifts
+export { startShiftChurn, type ShiftChurn } from './churn';
 export { startEmulator } from './emulator';
 export { demoTenants, generatedTenants, makeTenant } from './seed';
 export type {

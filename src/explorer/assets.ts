@@ -10,7 +10,7 @@ const gzipAsync = promisify(gzip);
  * be cached for a year (`immutable`) and still change the day a dependency is updated.
  */
 export interface Asset {
-  /** Path under the asset prefix, for example `graphiql.3f2a9c1d0b4e.min.js`. */
+  /** Path under the asset prefix, for example `explorer.3f2a9c1d0b4e.js`. */
   readonly name: string;
   readonly contentType: string;
   readonly body: Buffer;
@@ -19,7 +19,7 @@ export interface Asset {
 }
 
 /** The files the page names, by role; `scripts/bundle/explorer.mjs` writes them and their manifest. */
-export const ASSET_ROLES = ['react', 'reactDom', 'graphiql', 'graphiqlCss', 'theme', 'bootstrap', 'favicon'] as const;
+export const ASSET_ROLES = ['bootstrap', 'graphiqlCss', 'theme', 'favicon', 'editorWorker', 'jsonWorker', 'graphqlWorker'] as const;
 export type ExplorerAssets = Record<(typeof ASSET_ROLES)[number], Asset>;
 
 /**
@@ -43,8 +43,8 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /**
- * Reads the built assets (React, ReactDOM and GraphiQL as their packages ship them,
- * our bootstrap, theme and icon). Built at `npm run build`, not read from
+ * Reads the built assets (our bootstrap bundled with React and GraphiQL, their
+ * stylesheet, Monaco's web workers, our theme and icon). Built at `npm run build`, not read from
  * node_modules: a production install carries no front-end package.
  */
 export function loadExplorerAssets(dir: string = DEFAULT_ASSETS_DIR): ExplorerAssets {

@@ -30,7 +30,7 @@ const COMMON_HEADERS = {
  * Returns a request handler that serves GET / (the page) and GET /explorer/assets/*;
  * it returns false for anything else so the caller can route on.
  *
- * The explorer is GraphiQL 3 with React 18, all served from this process, so it works
+ * The explorer is GraphiQL 5 with React 19, all served from this process, so it works
  * on a network with no internet access. The assets are built at `npm run build`
  * (scripts/bundle/explorer.mjs) and read on the first request for the page or an
  * asset, not at start-up (they are megabytes, and most processes never serve them),

@@ -4,14 +4,18 @@ import type { ExplorerAssets } from './assets';
 export const ASSET_PREFIX = '/explorer/assets/';
 
 /**
- * Only our own origin may provide scripts, styles and connections. GraphiQL needs no
- * `unsafe-eval` and no inline scripts (its settings travel in a JSON data block).
+ * Only our own origin may provide scripts (Monaco's web workers too), stylesheets and
+ * connections. GraphiQL needs no `unsafe-eval` and no inline scripts (its settings travel
+ * in a JSON data block).
  * Fonts and a few icons are data: URIs inside graphiql.min.css.
  */
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
-  "style-src 'self'",
+  // Monaco (GraphiQL 5's editor) writes style attributes as HTML and its theme's colours
+  // and icons into a <style> element it fills at run time (no nonce support), so inline
+  // styles are allowed; scripts stay our own files only.
+  "style-src 'self' 'unsafe-inline'",
   "font-src 'self' data:",
   "img-src 'self' data:",
   "connect-src 'self'",
@@ -42,6 +46,12 @@ export function renderPage(settings: PageSettings, assets: ExplorerAssets): stri
     defaultQuery: settings.defaultQuery,
     defaultHeaders: Object.keys(settings.defaultHeaders).length > 0 ? JSON.stringify(settings.defaultHeaders, null, 2) : null,
     logo: settings.title,
+    // Monaco's labels: `editorWorkerService` for the editor's own worker, `json`, `graphql`.
+    workers: {
+      editorWorker: ASSET_PREFIX + assets.editorWorker.name,
+      json: ASSET_PREFIX + assets.jsonWorker.name,
+      graphql: ASSET_PREFIX + assets.graphqlWorker.name,
+    },
   };
   const url = (asset: { name: string }) => escapeHtml(ASSET_PREFIX + asset.name);
   return `<!doctype html>
@@ -58,9 +68,6 @@ export function renderPage(settings: PageSettings, assets: ExplorerAssets): stri
 <body class="graphiql-dark">
 <div id="explorer"><noscript><p class="explorer-noscript">The explorer needs JavaScript. The GraphQL endpoint is ${escapeHtml(settings.graphqlPath)}.</p></noscript></div>
 <script type="application/json" id="explorer-config">${jsonForScript(config)}</script>
-<script src="${url(assets.react)}"></script>
-<script src="${url(assets.reactDom)}"></script>
-<script src="${url(assets.graphiql)}"></script>
 <script src="${url(assets.bootstrap)}"></script>
 </body>
 </html>

@@ -46,6 +46,10 @@ export interface GraphQLHandlerOptions {
   readonly writeTimeoutMs?: number;
   /** Default MAX_BUFFERED_BODY_BYTES. */
   readonly maxBufferedBodyBytes?: number;
+  /** Told the request-body bytes held whenever they change (the `wfs_graphql_request_body_bytes` gauge). */
+  readonly onBodyBytes?: (held: number) => void;
+  /** Told each request answered 503 for a bound (the `wfs_graphql_requests_refused_total` counter). */
+  readonly onRefused?: (reason: 'body_bytes' | 'in_flight') => void;
 }
 
 /**
@@ -70,10 +74,11 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   const { apollo, services, budgetMs, sharing } = options;
   const maxInFlight = options.maxRequestsInFlight ?? MAX_REQUESTS_IN_FLIGHT;
   const writeTimeoutMs = options.writeTimeoutMs ?? RESPONSE_WRITE_TIMEOUT_MS;
-  const buffered = new BodyBytes(options.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES);
+  const buffered = new BodyBytes(options.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES, options.onBodyBytes);
   let inFlight = 0;
   return async function handle(req, res, record) {
     if (inFlight >= maxInFlight) {
+      options.onRefused?.('in_flight');
       res.setHeader('connection', 'close');
       res.setHeader('retry-after', '1');
       return sendGraphQLError(res, 503, 'SERVICE_UNAVAILABLE', 'the server is serving too many requests at once; retry in a moment');
@@ -83,10 +88,10 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     let body: unknown;
     let text: string | null = null;
     if (req.method === 'POST') {
-      const read = await readBody(req, res, buffered);
+      const read = await readBody(req, res, buffered, options.onRefused);
       if (read === TOO_LARGE || read === BUSY) {
-        // The rest of the body is not read: the connection closes after this answer.
-        res.setHeader('connection', 'close');
+        // A body not read to its end: the connection closes after this answer.
+        if (!req.complete) res.setHeader('connection', 'close');
         if (read === BUSY) {
           res.setHeader('retry-after', '1');
           return sendGraphQLError(res, 503, 'SERVICE_UNAVAILABLE', 'the server is reading too many request bodies at once; retry in a moment');
@@ -183,6 +188,12 @@ function headerMap(req: IncomingMessage): HeaderMap {
   return headers;
 }
 
+/** A body that declares a length within MAX_BODY_BYTES: reading it to its end costs no memory (its bytes are dropped). */
+function drainable(req: IncomingMessage): boolean {
+  const length = Number(req.headers['content-length']);
+  return Number.isInteger(length) && length <= MAX_BODY_BYTES;
+}
+
 /** What `readBody` answers instead of the text: a body over MAX_BODY_BYTES, or no room among the bodies being read. */
 const TOO_LARGE = Symbol('too large');
 const BUSY = Symbol('busy');
@@ -190,15 +201,21 @@ const BUSY = Symbol('busy');
 /** The request-body bytes held by all requests being read, against their bound. */
 class BodyBytes {
   private held = 0;
-  constructor(private readonly max: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly onChange: (held: number) => void = () => undefined,
+  ) {}
   /** Holds `bytes` more if they fit. */
   take(bytes: number): boolean {
     if (this.held + bytes > this.max) return false;
     this.held += bytes;
+    this.onChange(this.held);
     return true;
   }
   give(bytes: number): void {
+    if (bytes === 0) return;
     this.held -= bytes;
+    this.onChange(this.held);
   }
 }
 
@@ -209,13 +226,28 @@ class BodyBytes {
  * long); a refused or abandoned one gives them back at once. Read with stream events,
  * not `for await`: an async iterator over the request costs more than the small bodies it reads.
  */
-function readBody(req: IncomingMessage, res: ServerResponse, buffered: BodyBytes): Promise<string | typeof TOO_LARGE | typeof BUSY> {
+function readBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  buffered: BodyBytes,
+  onRefused?: (reason: 'body_bytes') => void,
+): Promise<string | typeof TOO_LARGE | typeof BUSY> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const stop = (outcome: typeof TOO_LARGE | typeof BUSY) => {
       cleanup();
       release();
+      if (outcome === BUSY) onRefused?.('body_bytes');
+      if (outcome === BUSY && drainable(req)) {
+        // A body of a size we accept is read to its end and dropped, nothing kept, before
+        // the answer: a client still sending would otherwise meet a connection reset
+        // and lose the answer that tells it to retry.
+        const done = () => resolve(outcome);
+        req.once('end', done).once('close', done).once('error', done);
+        req.resume();
+        return;
+      }
       // The rest is not read: the answer ends the exchange.
       resolve(outcome);
     };

@@ -85,12 +85,12 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
   };
 }
 
-function digest(value: string): Buffer {
+export function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
 /** Compares digests, so neither the secret's length nor its content leaks through timing. */
-function sameSecret(header: string | string[] | undefined, expectedDigest: Buffer): boolean {
+export function sameSecret(header: string | string[] | undefined, expectedDigest: Buffer): boolean {
   const value = Array.isArray(header) ? header[0] : header;
   if (!value) return false;
   return timingSafeEqual(digest(value), expectedDigest);

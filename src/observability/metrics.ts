@@ -28,6 +28,8 @@ export interface Metrics {
   readonly graphqlErrors: Counter<'code'>;
   readonly graphqlAborted: Counter<'operation_type'>;
   readonly graphqlInFlight: Gauge;
+  readonly requestBodyBytes: Gauge;
+  readonly requestsRefused: Counter;
   /** 1 while `/ready` answers ready, 0 while draining. */
   readonly ready: Gauge;
   readonly logLinesSuppressed: Counter<'event'>;
@@ -127,6 +129,17 @@ export function createMetrics(): Metrics {
     graphqlInFlight: new Gauge({
       name: 'wfs_graphql_requests_in_flight',
       help: 'GraphQL requests being served',
+      registers,
+    }),
+    requestBodyBytes: new Gauge({
+      name: 'wfs_graphql_request_body_bytes',
+      help: 'Request-body bytes held by the GraphQL requests in flight (at 64 MiB, further requests are answered 503)',
+      registers,
+    }),
+    requestsRefused: new Counter({
+      name: 'wfs_graphql_requests_refused_total',
+      help: 'GraphQL requests answered 503 before any GraphQL work, by the bound reached (body_bytes, in_flight)',
+      labelNames: ['reason'],
       registers,
     }),
     ready: new Gauge({

@@ -18,6 +18,7 @@ import { InFlight, coalescingKey, type SharedCallView } from './resilience/coale
 import { RetryPolicy, type RetryPolicyOptions, type RetrySchedule } from './resilience/retry';
 import { RetryAfterWindows, type WindowScope } from './resilience/retryAfterWindows';
 import { NUMERIC_SETTINGS } from '../config';
+import { timeLimit } from './transport/timeLimit';
 
 export type { ListPage } from './envelope';
 
@@ -183,13 +184,29 @@ export class WfsClient {
     return this.observer.upstreamCall(call, () => this.sharedPage(call, resource, options));
   }
 
-  /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */
+  /**
+   * A call made with neither a signal nor a budget gets a deadline of its own, disarmed
+   * when the call ends (AbortSignal.timeout would stay armed, with whatever still
+   * listens to it, for the whole deadline).
+   */
   private async sharedPage<R extends UpstreamRecord>(call: UpstreamCall, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
+    if (options.budget || options.signal) return this.sharedPageWithin(call, resource, options);
+    const deadlineMs = this.options.deadlineMs ?? 10_000;
+    const limit = timeLimit(deadlineMs);
+    try {
+      return await this.sharedPageWithin(call, resource, { ...options, budget: this.budgetFor(limit.signal, deadlineMs) });
+    } finally {
+      limit.done();
+    }
+  }
+
+  /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */
+  private async sharedPageWithin<R extends UpstreamRecord>(call: UpstreamCall, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
     const tenantId = call.tenantId;
     const page: PageRequest<R> = { resource, ref: options.ref ?? null, pageSize: options.pageSize ?? UPSTREAM_PAGE_SIZE, query: options.query };
     const list = resource.name;
     const deadlineMs = this.options.deadlineMs ?? 10_000;
-    const budget = options.budget ?? this.budgetFor(options.signal ?? AbortSignal.timeout(deadlineMs), deadlineMs);
+    const budget = options.budget ?? this.budgetFor(options.signal!, deadlineMs);
     const signal = options.signal ?? budget.signal;
     if (signal.aborted) throw cancelledError();
     try {
@@ -389,7 +406,8 @@ export class WfsClient {
     try {
       return await this.breakers.run(origin, () =>
         this.bulkheads.run(tenantId, signal, async () => {
-          const timed = attemptSignal(signal, this.options.attemptTimeoutMs ?? NUMERIC_SETTINGS.WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS.default);
+          // The shared call's signal, plus the attempt's own timeout.
+          const timed = timeLimit(this.options.attemptTimeoutMs ?? NUMERIC_SETTINGS.WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS.default, signal);
           try {
             const outcome = await this.send(caller, grant, page, timed.signal, attempts);
             // A shard fault (an attempt that ran out of time included) counts against the
@@ -471,25 +489,6 @@ function listUrl(grant: TokenGrant, { resource, ref, pageSize, query }: PageRequ
 function ranOutOfTime(list: string, signal: AbortSignal): Outcome<never> {
   if (!isTimeoutReason(signal.reason)) throw new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} call was cancelled`, { momentary: true });
   return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream did not answer the ${list} call in time`, { cause: 'timeout' }) };
-}
-
-/**
- * The signal of one attempt: the shared call's, plus the attempt's own timeout (its
- * reason a TimeoutError, so the attempt reads as timed out). `done` clears the timer.
- */
-function attemptSignal(shared: AbortSignal, timeoutMs: number): { signal: AbortSignal; done(): void } {
-  const controller = new AbortController();
-  const onShared = () => controller.abort(shared.reason);
-  if (shared.aborted) onShared();
-  else shared.addEventListener('abort', onShared, { once: true });
-  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
-  return {
-    signal: controller.signal,
-    done() {
-      clearTimeout(timer);
-      shared.removeEventListener('abort', onShared);
-    },
-  };
 }
 
 /** undici's error for a body over `maxResponseSize`: a bad response, not worth a retry. */

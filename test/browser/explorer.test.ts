@@ -7,6 +7,7 @@ import { startDemo, type Demo } from '../../src/demo';
 import { createLogger } from '../../src/observability/logger';
 import { EXAMPLE_QUERY, startServer, type RunningServer } from '../../src/server';
 import { buildExplorerAssets } from '../helpers/explorerAssets';
+import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
  * The explorer in a real headless Chromium (Debian's `chromium`), on the real server
@@ -30,7 +31,7 @@ describe('explorer in a real browser', () => {
 
   beforeAll(async () => {
     assets = buildExplorerAssets();
-    demo = await startDemo(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' }));
+    demo = await startDemo(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', WFS_POLL_INTERVAL_SECONDS: '1' }));
     const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
     server = await startServer(demo.config, {
       logger: createLogger('warn', quiet),
@@ -80,12 +81,13 @@ describe('explorer in a real browser', () => {
     await page.locator('.graphiql-query-editor').getByText(firstOperationLine.replace(/\s*\{$/, '')).waitFor();
     await page.locator('.graphiql-editor-tool').getByText(tenant.tenantId).waitFor();
 
+    // Monaco renders only the lines in view: the whole response is read as it arrives.
+    const answered = page.waitForResponse((response) => response.url().endsWith('/graphql') && (response.request().postData() ?? '').includes('query Rota'));
     await page.getByRole('button', { name: /^Execute query/ }).click();
     const resultPane = page.locator('.result-window');
     const [firstLocation] = tenant.locations;
     await resultPane.getByText(firstLocation?.name ?? 'no demo location').first().waitFor();
-    // CodeMirror renders only the lines in view; read the whole response from the editor.
-    const resultText = String(await page.evaluate("document.querySelector('.result-window .CodeMirror').CodeMirror.getValue()"));
+    const resultText = await (await answered).text();
     expect(resultText).toContain('"shifts"');
     expect(resultText).toContain(tenant.shifts[0]?.id ?? 'no demo shift');
     expect(resultText).not.toContain('"errors"');
@@ -114,4 +116,32 @@ describe('explorer in a real browser', () => {
     expect(problems).toEqual([]);
     await context.close();
   });
+
+  it('runs a subscription over graphql-ws, with the Headers tab as its identity, and shows a change as it happens', async () => {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`console error: ${message.text().slice(0, 300)}`);
+    });
+    await page.goto(`${baseUrl}/`);
+    // GraphiQL 5's editor is Monaco: the document is replaced as a user would, select all and type (inserted as text, so no brackets are auto-closed).
+    const editor = page.locator('.graphiql-query-editor .monaco-editor').first();
+    await editor.waitFor();
+    await editor.click();
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.insertText('subscription { shiftChanges { kind shift { id end } } }');
+    await page.getByRole('button', { name: /^Execute query/ }).click();
+    await waitFor(() => server.live.subscriptions === 1, 'the explorer subscribed');
+    const tenant = demo.emulator.tenants.find((candidate) => candidate.tenantId === demo.defaultTenant)!;
+    const shift = tenant.shifts[1]!;
+    // Edited once the baseline is read (the demo's own edits may come first; any change will do).
+    await waitFor(async () => (await counterTotal(server.metrics.registry.getSingleMetric('wfs_live_polls_total') as never, { outcome: 'ok' })) >= 1, 'the baseline poll');
+    shift.end = shift.end.replace(/T(\d\d):(\d\d)/, (_m, hour: string, minutes: string) => `T${hour}:${minutes === '30' ? '00' : '30'}`);
+    await page.locator('.result-window').getByText('UPDATED').first().waitFor({ timeout: 60_000 });
+    expect(problems).toEqual([]);
+    await context.close();
+    await waitFor(() => server.live.subscriptions === 0, 'the subscription ended with the page');
+  }, 90_000);
 });

@@ -7,6 +7,7 @@ import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
 import { as, gatewayTenants } from '../helpers/fixtures';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
  * Hive Gateway as the second gateway: `@graphql-hive/gateway` runs the committed
@@ -32,6 +33,7 @@ interface Result {
 }
 
 interface RunningGateway {
+  readonly url: string;
   query(query: string, headers: Record<string, string>): Promise<Result>;
   close(): Promise<void>;
 }
@@ -46,6 +48,7 @@ async function startHiveGateway(urls: { wfs: string; people: string }, routerSec
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
   return {
+    url,
     async query(query, headers) {
       const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers }, body: JSON.stringify({ query }) });
       return (await response.body.json()) as Result;
@@ -67,7 +70,7 @@ describe('Hive Gateway in front of the subgraph and the people subgraph', () => 
   let gateway: RunningGateway;
 
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({ tenants: [WITH_SHIFTS, OTHER, NO_SHIFTS] }, { WFS_ROUTER_SECRET: ROUTER_SECRET });
+    subgraph = await startTestSubgraph({ tenants: [WITH_SHIFTS, OTHER, NO_SHIFTS] }, { WFS_ROUTER_SECRET: ROUTER_SECRET, WFS_POLL_INTERVAL_SECONDS: '1' });
     people = await startPeopleSubgraph();
     gateway = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, ROUTER_SECRET);
   });
@@ -76,6 +79,46 @@ describe('Hive Gateway in front of the subgraph and the people subgraph', () => 
     await gateway?.close();
     await people?.close();
     await subgraph?.close();
+  });
+
+  it('carries a live update: a shift changed upstream reaches a subscriber through the gateway, joined with people fields', async () => {
+    const events: any[] = [];
+    const controller = new AbortController();
+    // Server-Sent Events from the gateway (GraphQL over SSE, distinct connections mode);
+    // the gateway subscribes to our subgraph over graphql-ws.
+    const response = await request(gateway.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...as(WITH_SHIFTS) },
+      body: JSON.stringify({ query: 'subscription { shiftChanges { kind nodeId shift { id end location { name headcount } } } }' }),
+      signal: controller.signal,
+    });
+    expect(response.statusCode).toBe(200);
+    const reading = (async () => {
+      let buffer = '';
+      for await (const chunk of response.body) {
+        buffer += String(chunk);
+        for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = block.split('\n').find((line) => line.startsWith('data:'));
+          if (block.includes('event: next') && data) events.push(JSON.parse(data.slice(5)));
+        }
+      }
+    })().catch(() => undefined);
+    try {
+      await waitFor(() => subgraph.server.live.subscriptions === 1, 'the gateway subscribed to our subgraph');
+      await waitFor(async () => (await counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as never, { outcome: 'ok' })) >= 1, 'the baseline poll');
+      const shift = subgraph.emulator.tenants[0]!.shifts[2]!;
+      shift.end = shift.end.replace(/:00([+-])/, ':30$1');
+      await waitFor(() => events.length >= 1, 'the change through the gateway', 30_000);
+      expect(events[0]).toEqual({
+        data: { shiftChanges: { kind: 'UPDATED', nodeId: expect.any(String), shift: { id: shift.id, end: shift.end, location: { name: expect.any(String), headcount: expect.any(Number) } } } },
+      });
+    } finally {
+      controller.abort();
+      await reading;
+    }
+    await waitFor(() => subgraph.server.live.subscriptions === 0, 'the gateway ended its subscription');
   });
 
   it('joins across both subgraphs for the tenant the header names', async () => {

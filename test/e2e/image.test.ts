@@ -47,7 +47,7 @@ function installedPackages(nodeModules: string): Set<string> {
 }
 
 /** The explorer's front end: built into dist/explorer/assets/ at build time, never installed in production. */
-const FRONT_END_PACKAGES = ['react', 'react-dom', 'graphiql', '@graphiql/react', '@graphiql/toolkit', 'codemirror', 'codemirror-graphql', 'scheduler'];
+const FRONT_END_PACKAGES = ['react', 'react-dom', 'graphiql', '@graphiql/react', '@graphiql/toolkit', 'monaco-editor', 'monaco-graphql', 'scheduler'];
 
 beforeAll(async () => {
   if (!existsSync(join(root, 'dist', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (scripts/test.sh does)');
@@ -120,7 +120,8 @@ describe('the image, its runtime stage without Docker', () => {
       const page = await request(`${origin}/`);
       const html = await page.body.text();
       expect(page.statusCode).toBe(200);
-      const assetPaths = [...html.matchAll(/(?:src|href)="(\/explorer\/assets\/[^"]+)"/g)].map((match) => match[1]!);
+      // The page's scripts, stylesheets and icon, and Monaco's three workers named in its settings.
+      const assetPaths = [...html.matchAll(/(?:src|href|Worker|json|graphql)"?[=:]"(\/explorer\/assets\/[^"]+)"/g)].map((match) => match[1]!);
       expect(assetPaths.length).toBe(7);
       for (const assetPath of assetPaths) {
         const asset = await request(`${origin}${assetPath}`);

@@ -218,13 +218,20 @@ function tenant(name: string): ForeignTenant {
 }
 
 async function gql(name: string, query: string, variables?: Record<string, unknown>): Promise<GqlResponse> {
-  const response = await fetch(server.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-tenant-id': tenant(name).tenantId },
-    body: JSON.stringify({ query, variables }),
-    signal: AbortSignal.timeout(45_000),
-  });
-  return { status: response.status, ...((await response.json()) as Omit<GqlResponse, 'status'>) };
+  // A time limit disarmed with the request: no timer outlives the test.
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), 45_000);
+  try {
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tenant-id': tenant(name).tenantId },
+      body: JSON.stringify({ query, variables }),
+      signal: controller.signal,
+    });
+    return { status: response.status, ...((await response.json()) as Omit<GqlResponse, 'status'>) };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const codes = (response: GqlResponse) => (response.errors ?? []).map((error) => error.extensions?.code);

@@ -38,8 +38,10 @@ async function stop(server: Server): Promise<void> {
   await new Promise((resolve) => server.close(resolve));
 }
 
+/** The files the page names: its scripts, stylesheets and icon, and Monaco's workers from its settings. */
 function assetUrls(html: string): string[] {
-  return [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1] as string);
+  const workers = Object.values((pageConfig(html)['workers'] ?? {}) as Record<string, string>);
+  return [...[...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1] as string), ...workers];
 }
 
 /** The JSON settings block the bootstrap script reads. */
@@ -84,7 +86,8 @@ describe('createExplorer', () => {
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("connect-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
-    expect(csp).not.toContain('unsafe');
+    // Monaco needs inline styles (style attributes, and its theme's <style> element); scripts stay our own files.
+    expect(csp.split('; ').filter((directive) => directive.includes('unsafe'))).toEqual(["style-src 'self' 'unsafe-inline'"]);
     const html = await response.text();
     expect(html).toContain('<title>Workforce scheduling subgraph — explorer</title>');
     expect(html).not.toMatch(/<script>/); // no inline script: only src= scripts and the JSON block
@@ -97,6 +100,11 @@ describe('createExplorer', () => {
       defaultQuery: '{ locations { nodes { id } } }',
       defaultHeaders: JSON.stringify({ 'x-tenant-id': 'tnt_one' }, null, 2),
       logo: 'Workforce scheduling subgraph — explorer',
+      workers: {
+        editorWorker: expect.stringMatching(/^\/explorer\/assets\/editor\.worker\.[0-9a-f]{12}\.js$/),
+        json: expect.stringMatching(/^\/explorer\/assets\/json\.worker\.[0-9a-f]{12}\.js$/),
+        graphql: expect.stringMatching(/^\/explorer\/assets\/graphql\.worker\.[0-9a-f]{12}\.js$/),
+      },
     });
   });
 
@@ -117,10 +125,10 @@ describe('createExplorer', () => {
     }
   });
 
-  it('serves the GraphiQL bundle built from the installed package, gzipped for clients that accept it', async () => {
+  it('serves the bundle of React, GraphiQL and the bootstrap as built, gzipped for clients that accept it', async () => {
     const html = await (await fetch(`${base}/`)).text();
-    const graphiqlUrl = assetUrls(html).find((url) => /\/graphiql\.[0-9a-f]+\.min\.js$/.test(url));
-    const installed = readFileSync(path.join(path.dirname(require.resolve('graphiql/package.json')), 'graphiql.min.js'));
+    const graphiqlUrl = assetUrls(html).find((url) => /\/explorer\.[0-9a-f]+\.js$/.test(url)) ?? 'no bundle named';
+    const installed = readFileSync(path.join(assets.dir, path.basename(graphiqlUrl)));
     const response = await fetch(`${base}${graphiqlUrl}`, { headers: { 'accept-encoding': 'gzip' } });
     expect(response.headers.get('content-encoding')).toBe('gzip');
     expect(Number(response.headers.get('content-length'))).toBeLessThan(installed.length / 2);

@@ -1,27 +1,35 @@
 /**
- * Runs in the browser, bundled by scripts/bundle/explorer.mjs (ES2017, no module
- * loader): mounts GraphiQL. React, ReactDOM and GraphiQL are globals by then (their
- * UMD files load first). The page's settings come from a JSON data block, not an
- * inline script, so the Content-Security-Policy can forbid inline scripts.
+ * Runs in the browser, bundled with React 19 and GraphiQL 5 by
+ * scripts/bundle/explorer.mjs (one script, no module loader): mounts GraphiQL. Its
+ * editors (Monaco) run their language services in web workers, built as files of
+ * their own; the page's config names them. The page's settings come from a JSON data
+ * block, not an inline script, so the Content-Security-Policy can forbid inline scripts.
  */
+import 'graphiql/style.css';
+import { GraphiQL } from 'graphiql';
 import type { IntrospectionQuery } from 'graphql';
+import { createElement } from 'react';
+import { createRoot } from 'react-dom/client';
+import { createClient } from 'graphql-ws';
 import { clientFacingIntrospection } from '../clientSchema';
 
 // The few browser globals used here (the project's tsconfig has no DOM types).
 declare const document: { getElementById(id: string): { textContent: string | null } | null };
-declare const React: { createElement(type: unknown, props: unknown, ...children: unknown[]): unknown };
-declare const ReactDOM: { createRoot(container: unknown): { render(element: unknown): void } };
-declare const GraphiQL: { Logo: unknown };
+declare const location: { protocol: string; host: string };
 
 interface PageConfig {
   graphqlPath: string;
   defaultQuery: string;
   defaultHeaders: string | null;
   logo: string;
+  /** Monaco's worker scripts by label (`editorWorker`, `json`, `graphql`), as URLs of this origin. */
+  workers: Record<string, string>;
 }
 
 interface GraphQLParams {
+  query: string;
   operationName?: string | null;
+  variables?: Record<string, unknown> | null;
 }
 
 /** The name GraphiQL gives its schema introspection query here, so the fetcher knows which answer to filter. */
@@ -29,8 +37,54 @@ const INTROSPECTION_NAME = 'ExplorerSchema';
 
 const config = JSON.parse(document.getElementById('explorer-config')?.textContent ?? '{}') as PageConfig;
 
+// Monaco asks for a worker by label: our own files, so `script-src 'self'` covers them.
+(globalThis as { MonacoEnvironment?: unknown }).MonacoEnvironment = {
+  getWorkerUrl: (_moduleId: string, label: string) => config.workers[label] ?? config.workers['editorWorker'],
+};
+
+/**
+ * Whether the operation GraphiQL runs is a subscription (the named one, else the
+ * document's first): a look at the text is enough here, and keeps graphql-js out of
+ * the page.
+ */
+function isSubscription(params: GraphQLParams): boolean {
+  const text = params.query.replace(/#[^\n]*/g, '');
+  const name = params.operationName;
+  if (name) return new RegExp(`\\bsubscription\\s+${name.replace(/[^_A-Za-z0-9]/g, '')}\\b`).test(text);
+  return /^\s*subscription\b/.test(text);
+}
+
+/**
+ * A subscription runs over graphql-ws at the same path (wss: under https), the headers
+ * editor's content sent in `connection_init` (a browser's WebSocket cannot set
+ * headers): one connection per run, closed when GraphiQL stops it.
+ */
+function subscribe(params: GraphQLParams, headers: Record<string, string> = {}): AsyncIterable<unknown> {
+  const client = createClient({
+    url: `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}${config.graphqlPath}`,
+    connectionParams: { headers },
+    retryAttempts: 0,
+  });
+  const iterator = client.iterate({ query: params.query, ...(params.operationName && { operationName: params.operationName }), ...(params.variables && { variables: params.variables }) });
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => iterator.next(),
+      return: async () => {
+        const ended = await iterator.return?.();
+        void client.dispose();
+        return ended ?? { value: undefined, done: true };
+      },
+    }),
+  };
+}
+
 // GraphiQL passes the headers editor's content as options.headers.
-async function fetcher(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> {
+function fetcher(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> | AsyncIterable<unknown> {
+  if (isSubscription(params)) return subscribe(params, options?.headers);
+  return query(params, options);
+}
+
+async function query(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> {
   const response = await fetch(config.graphqlPath, {
     method: 'POST',
     headers: {
@@ -66,6 +120,6 @@ const props: Record<string, unknown> = {
 };
 if (config.defaultHeaders) props['defaultHeaders'] = config.defaultHeaders;
 
-ReactDOM.createRoot(document.getElementById('explorer')).render(
-  React.createElement(GraphiQL, props, React.createElement(GraphiQL.Logo, null, config.logo)),
+createRoot(document.getElementById('explorer') as never).render(
+  createElement(GraphiQL, props as never, createElement(GraphiQL.Logo, null, config.logo)),
 );

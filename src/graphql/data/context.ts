@@ -6,6 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GraphQLError } from 'graphql';
+import type { LiveHub } from '../../live/hub';
 import { NO_OBSERVER, type RequestRecord } from '../../upstream/observer';
 import { createTenantData, type DataServices, type TenantData } from './tenantData';
 
@@ -23,6 +24,22 @@ export interface GraphQLContext {
   readonly request?: RequestRecord;
   /** The response is out: the tenant's per-request data lets go of what it read (tenantData.ts, `release`). */
   release(): void;
+  /** Live updates: present in a graphql-ws subscription's context only (http/liveSocket.ts). */
+  readonly live?: LiveContext;
+}
+
+/** What a subscription's resolvers need beyond a request's context. */
+export interface LiveContext {
+  /** The replica's pollers and subscriptions. */
+  readonly hub: LiveHub;
+  /** Whether the tenant may read the list now (its grant), before subscribing; rejects with FORBIDDEN. */
+  authorize(tenantId: string, list: string): Promise<void>;
+  /**
+   * A new change is about to be resolved: the context's per-request data (page cache,
+   * loaders, deadline) starts afresh for it, so a long-lived subscription holds none
+   * of it between changes, and each change is resolved like a request of its own.
+   */
+  renew(): void;
 }
 
 /** Process-wide services the per-request context is built from. */

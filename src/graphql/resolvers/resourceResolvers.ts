@@ -60,7 +60,7 @@ export function resourceResolvers(resources: Iterable<AnyResource>): Resolvers {
 }
 
 /** A resource's filter from client arguments; one it refuses is BAD_USER_INPUT, before any upstream call. */
-function filterOf(resource: AnyResource, input: Record<string, unknown>): Record<string, unknown> {
+export function filterOf(resource: AnyResource, input: Record<string, unknown>): Record<string, unknown> {
   try {
     return resource.filterFrom!(input);
   } catch (error) {

@@ -10,6 +10,7 @@ import type { GraphQLSchema } from 'graphql';
 import { gql } from 'graphql-tag';
 import { RESOURCES } from '../../upstream/resources';
 import type { GraphQLContext } from '../data/context';
+import { liveResolvers } from '../data/liveResolvers';
 import { nodeResolvers } from '../data/node';
 import { mergeResolvers, resourceResolvers } from '../resolvers/resourceResolvers';
 import { resolvers } from '../resolvers';
@@ -37,7 +38,7 @@ export function createSubgraphSchema(): GraphQLSchema {
   return buildSubgraphSchema([
     {
       typeDefs: gql(loadTypeDefs()),
-      resolvers: mergeResolvers(resourceResolvers(RESOURCES), nodeResolvers as GraphQLResolverMap<GraphQLContext>, resolvers as GraphQLResolverMap<GraphQLContext>) as GraphQLResolverMap<unknown>,
+      resolvers: mergeResolvers(resourceResolvers(RESOURCES), liveResolvers(RESOURCES), nodeResolvers as GraphQLResolverMap<GraphQLContext>, resolvers as GraphQLResolverMap<GraphQLContext>) as GraphQLResolverMap<unknown>,
     },
   ]);
 }

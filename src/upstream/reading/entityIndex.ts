@@ -374,6 +374,20 @@ export class EntityIndexes implements IndexHolder {
     for (const [tenantId, lists] of this.tenants) this.drop(tenantId, lists);
   }
 
+  /**
+   * Counts (or, negative, gives back) `units` held outside the indexes against the same
+   * budget: the live pollers' snapshots (src/live). Past the budget the least recently
+   * used tenants' indexes are dropped, as for a growing index.
+   */
+  charge(units: number): void {
+    this.held += units;
+    if (units <= 0) return;
+    for (const [tenantId, lists] of this.tenants) {
+      if (this.held <= this.maxRecords) return;
+      this.drop(tenantId, lists);
+    }
+  }
+
   resized(index: EntityIndex<{ id: string }>, delta: number): void {
     this.held += delta;
     if (delta > 0 && this.held > this.maxRecords) this.evictFor(index);

@@ -1,6 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import { causeOfNetworkError } from '../failureCause';
 import { TOKEN_PATH, tokenUrl } from './tokenEndpoint';
+import { timeLimit } from '../transport/timeLimit';
 
 /**
  * Whether `WFS_AUTH_URL` leads to a token endpoint, known at start-up instead of at the
@@ -108,10 +109,9 @@ export function startTokenEndpointCheck(options: TokenEndpointCheckOptions): Tok
   let settled = false;
 
   const probe = async (): Promise<TokenEndpointVerdict> => {
-    const verdict = await probeTokenEndpoint(options.authUrl, {
-      dispatcher: options.dispatcher,
-      signal: AbortSignal.any([controller.signal, AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)]),
-    });
+    // The probe's own time limit within the check's, disarmed once it has its verdict.
+    const limit = timeLimit(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, controller.signal);
+    const verdict = await probeTokenEndpoint(options.authUrl, { dispatcher: options.dispatcher, signal: limit.signal }).finally(limit.done);
     if (controller.signal.aborted || settled) return verdict;
     problem = verdict.ok ? undefined : verdict.reason;
     options.onVerdict?.(verdict);

@@ -82,6 +82,9 @@ export function createUpstreamAgent(timeouts: HttpTimeouts = DEFAULT_TIMEOUTS, g
     headersTimeout: timeouts.headersMs,
     bodyTimeout: timeouts.bodyMs,
     maxResponseSize: MAX_BODY_BYTES,
+    // undici 8 would speak HTTP/2 to a TLS upstream that offers it (ALPN); the pool
+    // sizes, timeouts and connection bounds here are HTTP/1.1's, and only that is tested.
+    allowH2: false,
   });
 }
 

@@ -1,0 +1,319 @@
+/**
+ * `npm run probe:live`: the figures of live updates (docs/live.md, "Measured"), against
+ * the built subgraph (`node dist/index.js` with the Docker image's runtime flags) as
+ * child processes and the upstream emulator in this process. Subscribers are raw
+ * graphql-transport-ws sockets (what every graphql-ws client sends), light enough that
+ * thousands fit in this process.
+ *
+ *   1. fanout:   N subscribers of one company's shifts on one replica; K changes made
+ *                upstream; upstream polls per interval, delivery latency p50/p99
+ *                (from the edit upstream to each subscriber's message).
+ *   2. replicas: two replicas on a real redis-server, N/2 subscribers each; upstream
+ *                polls per interval for the fleet.
+ *   3. spread:   S subscriptions over C companies (plus companies with none): peak RSS
+ *                of the replica, polls of companies without a subscriber.
+ *   4. flood:    another company's query p99 with and without a flood of subscribe
+ *                messages on hostile sockets.
+ *
+ *   npm run probe:live -- [--subscribers 1000] [--changes 5] [--interval 2]
+ *                         [--spread-subscriptions 10000] [--spread-companies 1000]
+ *                         [--only fanout,replicas,spread,flood]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { request } from 'undici';
+import WebSocket from 'ws';
+import { DEPLOYED_NODE_OPTIONS } from '../bench/settings';
+import { freePort, peakRssMiB, startServerProcess, type ServerChild } from '../bench/processes';
+import { demoTenants, generatedTenants, startEmulator, type Emulator, type EmulatorTenant } from '../src/emulator';
+
+const QUERY = 'subscription { shiftChanges { kind nodeId shift { id end } } }';
+
+/** One raw graphql-ws connection with `subscriptions` subscriptions; calls `onNext` per message. */
+async function subscriber(url: string, tenantId: string, subscriptions: number, onNext: (at: number, payload: any) => void): Promise<WebSocket> {
+  const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws', { perMessageDeflate: false });
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  socket.on('error', () => undefined);
+  const acked = new Promise<void>((resolve) => {
+    socket.on('message', (data) => {
+      const message = JSON.parse(String(data));
+      if (message.type === 'connection_ack') resolve();
+      else if (message.type === 'next') onNext(performance.now(), message.payload);
+      else if (message.type === 'ping') socket.send('{"type":"pong"}');
+    });
+  });
+  socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': tenantId } } }));
+  await acked;
+  for (let i = 0; i < subscriptions; i++) socket.send(JSON.stringify({ id: String(i), type: 'subscribe', payload: { query: QUERY } }));
+  return socket;
+}
+
+async function metricValue(url: string, name: string, labels = ''): Promise<number> {
+  const response = await request(url.replace(/\/graphql$/, '/metrics'));
+  const text = await response.body.text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (!(rest.startsWith(' ') || rest.startsWith('{'))) continue;
+    if (labels && !rest.includes(labels)) continue;
+    total += Number(line.split(' ').pop());
+  }
+  return total;
+}
+
+async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 120_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+function tenantsFile(tenants: readonly EmulatorTenant[]): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'wfs-live-probe-')), 'tenants.json');
+  writeFileSync(path, JSON.stringify(tenants.map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, scope: t.grantedScopes.join(' ') }))), { mode: 0o600 });
+  return path;
+}
+
+function replica(emulator: Emulator, interval: number, env: Record<string, string> = {}): Promise<ServerChild> {
+  return startServerProcess('subgraph', {
+    authUrl: emulator.authUrl,
+    tenantsFile: tenantsFile(emulator.tenants),
+    profileDir: null,
+    nodeOptions: DEPLOYED_NODE_OPTIONS,
+    env: { WFS_POLL_INTERVAL_SECONDS: String(interval), ...env },
+  });
+}
+
+/** Edits one shift's end (:00 ↔ :30) and returns when. */
+function edit(tenant: EmulatorTenant, index: number): number {
+  const shift = tenant.shifts[index % tenant.shifts.length]!;
+  shift.end = shift.end.replace(/T(\d\d):(\d\d)/, (_m, hour: string, minutes: string) => `T${hour}:${minutes === '30' ? '00' : '30'}`);
+  return performance.now();
+}
+
+async function fanout(subscribers: number, changes: number, interval: number): Promise<Record<string, unknown>> {
+  const emulator = await startEmulator({ tenants: demoTenants(), host: '127.0.0.1' });
+  const server = await replica(emulator, interval);
+  const tenant = emulator.tenants[0]!;
+  const arrivals: number[][] = [];
+  const sockets: WebSocket[] = [];
+  try {
+    for (let i = 0; i < subscribers; i++) {
+      const mine: number[] = [];
+      arrivals.push(mine);
+      sockets.push(await subscriber(server.url, tenant.tenantId, 1, (at) => mine.push(at)));
+    }
+    await until(async () => (await metricValue(server.url, 'wfs_live_subscriptions')) === subscribers, 'subscribed');
+    await until(async () => (await metricValue(server.url, 'wfs_live_polls_total', 'outcome="ok"')) >= 1, 'baseline');
+    emulator.resetCounters();
+    const started = performance.now();
+    const latencies: number[] = [];
+    for (let k = 0; k < changes; k++) {
+      // A random moment within the interval, so latency covers where the poll falls.
+      await sleep(Math.random() * interval * 1000);
+      const editedAt = edit(tenant, k * 11 + 3);
+      await until(() => arrivals.every((a) => a.length > k), `change ${k} delivered to all`, (interval * 2 + 10) * 1000);
+      for (const a of arrivals) latencies.push(a[k]! - editedAt);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const pages = Math.ceil(tenant.shifts.length / 100);
+    const calls = emulator.counters.listRequests.shifts;
+    return {
+      subscribers,
+      changes,
+      intervalSeconds: interval,
+      shiftsPerWalk: tenant.shifts.length,
+      pagesPerWalk: pages,
+      elapsedSeconds: Math.round(seconds * 10) / 10,
+      upstreamShiftCalls: calls,
+      pollsPerInterval: Math.round((calls / pages / (seconds / interval)) * 100) / 100,
+      deliveries: latencies.length,
+      latencyMs: { p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)), max: Math.round(Math.max(...latencies)) },
+      pollSecondsMean: Math.round(((await metricValue(server.url, 'wfs_live_poll_duration_seconds_sum')) / (await metricValue(server.url, 'wfs_live_poll_duration_seconds_count'))) * 1000) / 1000,
+      peakRssMiB: peakRssMiB(server.child.process.pid),
+    };
+  } finally {
+    for (const socket of sockets) socket.terminate();
+    await server.stop();
+    await emulator.close();
+  }
+}
+
+async function startRedis(): Promise<{ url: string; stop(): void }> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  await sleep(300);
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill() };
+}
+
+async function replicas(subscribers: number, interval: number, windowIntervals: number): Promise<Record<string, unknown>> {
+  const emulator = await startEmulator({ tenants: demoTenants(), host: '127.0.0.1' });
+  const redis = await startRedis();
+  const env = { WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'live-probe-redis-key-0123456789abcdefghij' };
+  const servers = [await replica(emulator, interval, env), await replica(emulator, interval, env)];
+  const tenant = emulator.tenants[0]!;
+  const sockets: WebSocket[] = [];
+  let received = 0;
+  try {
+    for (let i = 0; i < subscribers; i++) sockets.push(await subscriber(servers[i % 2]!.url, tenant.tenantId, 1, () => (received += 1)));
+    await until(async () => (await metricValue(servers[0]!.url, 'wfs_live_subscriptions')) + (await metricValue(servers[1]!.url, 'wfs_live_subscriptions')) === subscribers, 'subscribed');
+    await until(async () => (await metricValue(servers[0]!.url, 'wfs_live_pollers_leading')) + (await metricValue(servers[1]!.url, 'wfs_live_pollers_leading')) === 1, 'one leader');
+    emulator.resetCounters();
+    const started = performance.now();
+    edit(tenant, 5);
+    await sleep(windowIntervals * interval * 1000);
+    await until(() => received >= subscribers, 'the change on both replicas');
+    const seconds = (performance.now() - started) / 1000;
+    const pages = Math.ceil(tenant.shifts.length / 100);
+    return {
+      subscribers,
+      perReplica: subscribers / 2,
+      intervalSeconds: interval,
+      elapsedSeconds: Math.round(seconds * 10) / 10,
+      upstreamShiftCalls: emulator.counters.listRequests.shifts,
+      fleetPollsPerInterval: Math.round((emulator.counters.listRequests.shifts / pages / (seconds / interval)) * 100) / 100,
+      delivered: received,
+    };
+  } finally {
+    for (const socket of sockets) socket.terminate();
+    await Promise.all(servers.map((server) => server.stop()));
+    redis.stop();
+    await emulator.close();
+  }
+}
+
+async function spread(subscriptions: number, companies: number, interval: number): Promise<Record<string, unknown>> {
+  const idle = 100;
+  const tenants = generatedTenants(companies + idle, { locations: 5, shifts: 50 });
+  const emulator = await startEmulator({ tenants, host: '127.0.0.1' });
+  const server = await replica(emulator, interval);
+  const sockets: WebSocket[] = [];
+  try {
+    // Two connections per company, the subscriptions split between them.
+    const perConnection = Math.ceil(subscriptions / (companies * 2));
+    for (let i = 0; i < companies * 2; i++) sockets.push(await subscriber(server.url, tenants[i % companies]!.tenantId, perConnection, () => undefined));
+    const open = perConnection * companies * 2;
+    await until(async () => (await metricValue(server.url, 'wfs_live_subscriptions')) === open, 'subscribed', 300_000);
+    await until(async () => (await metricValue(server.url, 'wfs_live_polls_total', 'outcome="ok"')) >= companies * 2, 'two polls per company', 600_000);
+    const idleCalls = tenants.slice(companies).reduce((sum, t) => sum + (emulator.counters.listRequestsByTenant[t.tenantId] ? Object.values(emulator.counters.listRequestsByTenant[t.tenantId]!).reduce((a: number, b) => a + Number(b), 0) : 0), 0);
+    return {
+      subscriptions: open,
+      companies,
+      connections: sockets.length,
+      pollers: await metricValue(server.url, 'wfs_live_pollers'),
+      stretchFactor: await metricValue(server.url, 'wfs_live_poll_stretch_factor'),
+      peakRssMiB: peakRssMiB(server.child.process.pid),
+      companiesWithoutSubscriber: idle,
+      callsForThem: idleCalls,
+    };
+  } finally {
+    for (const socket of sockets) socket.terminate();
+    await server.stop();
+    await emulator.close();
+  }
+}
+
+async function queryP99(url: string, tenantId: string, count: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tenant-id': tenantId }, body: JSON.stringify({ query: `{ shifts(first: 20) { nodes { id location { name } } } }` }) });
+    await response.body.text();
+    times.push(performance.now() - started);
+  }
+  return Math.round(percentile(times, 99) * 10) / 10;
+}
+
+async function flood(interval: number): Promise<Record<string, unknown>> {
+  const emulator = await startEmulator({ tenants: demoTenants(), host: '127.0.0.1' });
+  const server = await replica(emulator, interval);
+  const [hostile, other] = [emulator.tenants[0]!, emulator.tenants[1]!];
+  try {
+    await queryP99(server.url, other.tenantId, 50);
+    const quiet = await queryP99(server.url, other.tenantId, 200);
+    // Ten hostile clients in a process of their own (so the emulator in this one is not
+    // starved), each sending 100 subscribe messages every 100 ms (10 000 a second in
+    // all) and connecting again whenever the server closes it (past the message rate it does).
+    const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+    let flooderOutput = '';
+    flooder.stdout!.on('data', (chunk) => (flooderOutput += String(chunk)));
+    await sleep(2_000);
+    process.stderr.write('live probe: flood running, measuring\n');
+    const flooded = await queryP99(server.url, other.tenantId, 200);
+    process.stderr.write('live probe: flood measured\n');
+    flooder.kill('SIGTERM');
+    await new Promise((resolve) => flooder.once('exit', resolve));
+    const [sent, connections] = flooderOutput.trim().split(' ').map(Number);
+    return { quietP99Ms: quiet, floodedP99Ms: flooded, ratio: Math.round((flooded / quiet) * 100) / 100, subscribeMessagesSent: sent, hostileConnections: connections, peakRssMiB: peakRssMiB(server.child.process.pid) };
+  } finally {
+    await server.stop();
+    await emulator.close();
+  }
+}
+
+/** The flooding clients' process: argv url, tenant, query; prints "messages connections" when stopped. */
+const FLOODER = `
+const WebSocket = require('ws');
+const [url, tenant, query] = process.argv.slice(1);
+let sent = 0, connections = 0, stop = false;
+process.on('SIGTERM', () => { stop = true; process.stdout.write(sent + ' ' + connections + '\\n', () => process.exit(0)); });
+async function one() {
+  while (!stop) {
+    const socket = new WebSocket(url, 'graphql-transport-ws');
+    socket.on('error', () => undefined);
+    const opened = await new Promise((resolve) => { socket.once('open', () => resolve(true)); socket.once('close', () => resolve(false)); });
+    if (!opened) continue;
+    connections += 1;
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': tenant } } }));
+    while (!stop && socket.readyState === socket.OPEN) {
+      for (let j = 0; j < 100; j++) socket.send(JSON.stringify({ id: 'f' + sent++, type: 'subscribe', payload: { query } }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    socket.terminate();
+  }
+}
+for (let i = 0; i < 10; i++) one();
+`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      subscribers: { type: 'string', default: '1000' },
+      changes: { type: 'string', default: '5' },
+      interval: { type: 'string', default: '2' },
+      'spread-subscriptions': { type: 'string', default: '10000' },
+      'spread-companies': { type: 'string', default: '1000' },
+      only: { type: 'string', default: 'fanout,replicas,spread,flood' },
+    },
+  });
+  const only = new Set(values.only!.split(','));
+  const interval = Number(values.interval);
+  const report: Record<string, unknown> = {};
+  const step = async (name: string, run: () => Promise<Record<string, unknown>>) => {
+    if (!only.has(name)) return;
+    process.stderr.write(`live probe: ${name}…\n`);
+    report[name] = await run();
+    process.stdout.write(`${name}: ${JSON.stringify(report[name])}\n`);
+  };
+  await step('fanout', () => fanout(Number(values.subscribers), Number(values.changes), interval));
+  await step('replicas', () => replicas(Number(values.subscribers), interval, 3));
+  await step('spread', () => spread(Number(values['spread-subscriptions']), Number(values['spread-companies']), 15));
+  await step('flood', () => flood(interval));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`live probe failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,75 @@
+/**
+ * What a poller remembers of a list between two polls: each record's id and a
+ * fingerprint of its content (not the record), so a change is found by id and
+ * content and a snapshot costs a few dozen bytes a record.
+ */
+import type { UpstreamRecord } from '../upstream/resources';
+
+export type ChangeKind = 'ADDED' | 'UPDATED' | 'REMOVED';
+
+/** One change between two polls; `record` is absent when removed. */
+export interface RecordChange {
+  readonly kind: ChangeKind;
+  readonly id: string;
+  readonly record?: UpstreamRecord;
+  /** The record's fingerprint after the change (REMOVED: `REMOVED_FINGERPRINT`). */
+  readonly fingerprint: number;
+}
+
+/** The fingerprint of a record that is gone. */
+export const REMOVED_FINGERPRINT = -1;
+
+/** id → fingerprint. */
+export type Snapshot = Map<string, number>;
+
+/**
+ * FNV-1a (32 bits) of the record's JSON. A collision only hides an update whose two
+ * versions hash alike (1 in 4 billion); the record's mapped fields are small.
+ */
+export function fingerprint(record: UpstreamRecord): number {
+  const text = JSON.stringify(record);
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+/**
+ * The changes from `previous` to `records` (in list order, removals last), and the
+ * snapshot of `records`. A record listed twice counts once (its last version).
+ */
+export function diff(previous: Snapshot, records: readonly UpstreamRecord[]): { changes: RecordChange[]; next: Snapshot } {
+  const next: Snapshot = new Map();
+  const changes: RecordChange[] = [];
+  const latest = new Map<string, UpstreamRecord>();
+  for (const record of records) latest.set(record.id, record);
+  for (const [id, record] of latest) {
+    const print = fingerprint(record);
+    next.set(id, print);
+    const before = previous.get(id);
+    if (before === undefined) changes.push({ kind: 'ADDED', id, record, fingerprint: print });
+    else if (before !== print) changes.push({ kind: 'UPDATED', id, record, fingerprint: print });
+  }
+  for (const id of previous.keys()) {
+    if (!next.has(id)) changes.push({ kind: 'REMOVED', id, fingerprint: REMOVED_FINGERPRINT });
+  }
+  return { changes, next };
+}
+
+/**
+ * Applies a change seen elsewhere (another replica's poll) to a snapshot; false when
+ * the snapshot already says so (the change was delivered here already).
+ */
+export function apply(snapshot: Snapshot, change: RecordChange): boolean {
+  const before = snapshot.get(change.id);
+  if (change.kind === 'REMOVED') {
+    if (before === undefined) return false;
+    snapshot.delete(change.id);
+    return true;
+  }
+  if (before === change.fingerprint) return false;
+  snapshot.set(change.id, change.fingerprint);
+  return true;
+}

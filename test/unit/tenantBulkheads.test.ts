@@ -51,4 +51,21 @@ describe('TenantBulkheads', () => {
     await expect(bulkheads.run('t1', over.signal, async () => 'never')).rejects.toBeInstanceOf(UpstreamError);
     expect(bulkheads.size).toBe(0);
   });
+  it('lets a waiter whose request ended go at once, and gives its queue place to another', async () => {
+    const bulkheads = new TenantBulkheads({ concurrency: 1, queue: 1 });
+    const live = new AbortController().signal;
+    const gone = new AbortController();
+    const first = held();
+    const running = bulkheads.run('t1', live, first.call);
+    const abandoned = bulkheads.run('t1', gone.signal, async () => 'never');
+    gone.abort();
+    // Rejected while the running call still holds its slot, not when it ends.
+    await expect(abandoned).rejects.toBeInstanceOf(UpstreamError);
+    // Its queue place is free again.
+    const next = bulkheads.run('t1', live, async () => 'next');
+    first.finish();
+    await expect(running).resolves.toBe('done');
+    await expect(next).resolves.toBe('next');
+    expect(bulkheads.size).toBe(0);
+  });
 });

@@ -56,8 +56,26 @@ export class TenantBulkheads {
         throw new UpstreamError('UPSTREAM_RATE_LIMITED', `too many upstream calls are waiting for tenant ${tenantId}; retry shortly`, { momentary: true });
       }
       this.options.onQueued?.();
-      // Resolved when a finishing call hands its slot over (still counted in `active`).
-      await new Promise<void>((resolve, reject) => slots!.waiting.push({ signal, resolve, reject }));
+      // Resolved when a finishing call hands its slot over (still counted in `active`);
+      // a waiter whose request ends leaves the queue at once, its place free for another.
+      const queue = slots.waiting;
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          const at = queue.indexOf(waiter);
+          if (at >= 0) queue.splice(at, 1);
+          reject(cancelledError());
+        };
+        const waiter: Waiting = {
+          signal,
+          resolve: () => {
+            signal.removeEventListener('abort', onAbort);
+            resolve();
+          },
+          reject,
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        queue.push(waiter);
+      });
     }
     try {
       return await call();

@@ -32,14 +32,15 @@ export function editShiftEnd(shift: EmulatorShift): string {
  *    added shift's edge, then loses it and the record is gone;
  * 4. no request but the first went through `fetch`: nothing was refetched.
  *
- * `subscribed` resolves once the subscription reached the subgraph and its baseline
- * poll is done (changes before it are the baseline, not events).
+ * `subscription` is called just before subscribing (to note the polls so far); what it
+ * returns resolves once the subscription reached the subgraph and its baseline poll is
+ * done (changes before it are the baseline, not events).
  */
 export async function relayKeepsRotaCurrent(options: {
   environment: Environment;
   shifts: EmulatorShift[];
   fetches: () => number;
-  subscribed: () => Promise<void>;
+  subscription: () => Promise<() => Promise<void>>;
 }): Promise<void> {
   const { environment, shifts } = options;
   const variables = { first: 100 };
@@ -63,6 +64,7 @@ export async function relayKeepsRotaCurrent(options: {
     const before = rota();
     expect(before).toEqual({ nodeIds: shifts.map((shift) => encodeNodeId('Shift', shift.id)), hasNextPage: false });
 
+    const subscribed = await options.subscription();
     subscription = requestSubscription(environment, {
       subscription: ShiftChangesSubscription,
       variables: {},
@@ -70,7 +72,7 @@ export async function relayKeepsRotaCurrent(options: {
       onNext: (response) => void (response && received.push((response as ShiftChangesSubscription$data).shiftChanges)),
       onError: (error) => void errors.push(error),
     });
-    await options.subscribed();
+    await subscribed();
 
     // UPDATED: the record under the shift's nodeId changed, the rota is the same list.
     const updated = shifts[1]!;

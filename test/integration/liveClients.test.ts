@@ -115,14 +115,16 @@ describe('live updates in relay-runtime (requestSubscription, the updater keyed 
     });
     const polls = () => counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
     try {
-      const before = await polls();
       await relayKeepsRotaCurrent({
         environment,
         shifts: subgraph.emulator.tenants[0]!.shifts,
         fetches: () => fetches,
-        subscribed: async () => {
-          await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed');
-          await waitFor(async () => (await polls()) > before, 'the baseline poll');
+        subscription: async () => {
+          const before = await polls();
+          return async () => {
+            await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed');
+            await waitFor(async () => (await polls()) > before, 'the baseline poll');
+          };
         },
       });
     } finally {

@@ -89,7 +89,7 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
   };
   const shifts = () => subgraph.emulator.tenants[0]!.shifts;
 
-  it('Apollo Client 4: subscribeToMore on the rota query; the change lands in the normalised cache and the watched rota, no refetch', async () => {
+  it('Apollo Client 4: subscribeToMore on the rota query; an update lands in the normalised cache, an added and a removed shift in the watched rota, no refetch', async () => {
     const cache = new InMemoryCache();
     const link = split(
       ({ query }) => {
@@ -139,6 +139,16 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
         expect(cache.extract()[`Shift:${shift.id}`]).toMatchObject({ end });
         await waitFor(() => seen.at(-1)!.shifts!.nodes.find((node) => node.id === shift.id)?.end === end, 'the watched rota updated');
         expect(seen.at(-1)!.shifts!.nodes.map((node) => node.id)).toEqual(shifts().map((s) => s.id));
+
+        // ADDED, then REMOVED: updateQuery edits the watched list.
+        const ids = shifts().map((s) => s.id);
+        const added = { ...shifts()[0]!, id: 'apollo-live-added' };
+        shifts().push(added);
+        await waitFor(() => seen.at(-1)!.shifts!.nodes.map((node) => node.id).join() === [...ids, added.id].join(), 'the added shift in the watched rota');
+        expect(seen.at(-1)!.shifts!.nodes.at(-1)).toMatchObject({ id: added.id, end: added.end, location: { headcount: expect.any(Number) } });
+        shifts().splice(shifts().indexOf(added), 1);
+        await waitFor(() => seen.at(-1)!.shifts!.nodes.map((node) => node.id).join() === ids.join(), 'the removed shift gone from the watched rota');
+        expect(received.map((change) => change.shiftChanges.kind)).toEqual(['UPDATED', 'ADDED', 'REMOVED']);
         expect(fetches).toBe(1);
       } finally {
         stop();
@@ -149,20 +159,39 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
     }
   });
 
-  it('urql with Graphcache: the change lands in the cache the rota query reads, no refetch', async () => {
+  it('urql with Graphcache: an update, an added and a removed shift land in the cache the rota query reads, no refetch', async () => {
     const socket = gatewaySocket();
+    const rotaQuery = urqlGql<RotaData>(ROTA);
     const client = new UrqlClient({
       url: gateway.url,
       preferGetMethod: false,
       fetch: countingFetch,
       fetchOptions: { headers: as(TENANT) },
       exchanges: [
-        cacheExchange({ keys: { ShiftChange: () => null, ShiftConnection: () => null } }),
+        cacheExchange({
+          keys: { ShiftChange: () => null, ShiftConnection: () => null },
+          // The README's recipe: UPDATED needs nothing (Graphcache normalises the shift
+          // by __typename and id); ADDED appends to the cached rota, REMOVED drops it.
+          updates: {
+            Subscription: {
+              shiftChanges: (result, _args, cache) => {
+                const change = (result as unknown as ChangeData).shiftChanges;
+                if (change.kind === 'UPDATED') return;
+                cache.updateQuery({ query: rotaQuery }, (data) => {
+                  if (!data?.shifts) return data;
+                  const nodes = data.shifts.nodes.filter((node) => node.nodeId !== change.nodeId);
+                  if (change.kind === 'ADDED' && change.shift) nodes.push(change.shift);
+                  return { ...data, shifts: { ...data.shifts, nodes } };
+                });
+              },
+            },
+          },
+        }),
         subscriptionExchange({ forwardSubscription: (request) => ({ subscribe: (sink) => ({ unsubscribe: socket.subscribe({ ...request, query: request.query ?? '' }, sink) }) }) }),
         fetchExchange,
       ],
     });
-    const first = await client.query<RotaData>(urqlGql(ROTA), {}).toPromise();
+    const first = await client.query(rotaQuery, {}).toPromise();
     expect(first.error).toBeUndefined();
     expect(first.data!.shifts!.nodes.map((node) => node.id)).toEqual(shifts().map((shift) => shift.id));
     const received: ChangeData[] = [];
@@ -177,8 +206,20 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
       await waitFor(() => received.length >= 1, 'the change through the gateway', 30_000);
       expect(received[0]!.shiftChanges).toMatchObject({ kind: 'UPDATED', nodeId: encodeNodeId('Shift', shift.id), shift: { id: shift.id, end, location: { headcount: expect.any(Number) } } });
       // The rota read from Graphcache alone (cache-only: no request) has the new end.
-      const cached = await client.query<RotaData>(urqlGql(ROTA), {}, { requestPolicy: 'cache-only' }).toPromise();
-      expect(cached.data!.shifts!.nodes.find((node) => node.id === shift.id)).toMatchObject({ end, location: { headcount: expect.any(Number) } });
+      const cachedRota = async () => (await client.query(rotaQuery, {}, { requestPolicy: 'cache-only' }).toPromise()).data!.shifts!.nodes;
+      expect((await cachedRota()).find((node) => node.id === shift.id)).toMatchObject({ end, location: { headcount: expect.any(Number) } });
+
+      // ADDED, then REMOVED: the updater edits the cached rota.
+      const ids = shifts().map((s) => s.id);
+      const added = { ...shifts()[0]!, id: 'urql-live-added' };
+      shifts().push(added);
+      await waitFor(() => received.length >= 2, 'the ADDED change');
+      expect((await cachedRota()).map((node) => node.id)).toEqual([...ids, added.id]);
+      expect((await cachedRota()).at(-1)).toMatchObject({ id: added.id, end: added.end, location: { headcount: expect.any(Number) } });
+      shifts().splice(shifts().indexOf(added), 1);
+      await waitFor(() => received.length >= 3, 'the REMOVED change');
+      expect((await cachedRota()).map((node) => node.id)).toEqual(ids);
+      expect(received.map((change) => change.shiftChanges.kind)).toEqual(['UPDATED', 'ADDED', 'REMOVED']);
       expect(fetches).toBe(1);
     } finally {
       unsubscribe();

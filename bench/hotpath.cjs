@@ -6,6 +6,7 @@
 //   taskset -c 0 node_modules/.bin/node bench/hotpath.cjs            # the subgraph
 //   TRACE=1 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs    # every request asks for ftv1
 //   TRACE_EVERY=100 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # 1 request in 100 asks for ftv1 (a router's 1 % sampling)
+//   APOLLO=1 taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # the bench's `apollo` target (the naive server made lean)
 //   FLOOR=graphql taskset -c 0 node_modules/.bin/node bench/hotpath.cjs   # the floor (or FLOOR=proxy)
 //   Q='{ shifts(first: 100) { nodes { id location { name } } } }' ...     # another query
 //   IN_FLIGHT=1 ...                                                  # requests in flight (default 10)
@@ -44,7 +45,9 @@ const ROUNDS = 5;
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wfs-hotpath-')), 'tenants.json');
   fs.writeFileSync(file, JSON.stringify(credentials));
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'hotpath-cursor-secret-0123456789abcdef', WFS_TRUSTED_NETWORK: 'true', WFS_API_BASE_ALLOW: '127.0.0.1', LOG_LEVEL: 'error', NODE_ENV: 'production' });
-  const server = process.env.FLOOR
+  const server = process.env.APOLLO
+    ? await require(path.join(dist, 'bench', 'bench', 'naive', 'server.js')).startNaiveServer({ authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1', lean: true })
+    : process.env.FLOOR
     ? await require(path.join(dist, 'bench', 'bench', 'floor', 'server.js')).startFloorServer({ mode: process.env.FLOOR, authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1' })
     : await startServer(config, { logger: createLogger('error') });
   const agent = new Agent({ connections: IN_FLIGHT });

@@ -39,9 +39,16 @@ export interface Measurement {
   readonly peakRssMiB: number | null;
   /** Token requests this target caused in this scenario, warm-up and first answer included. */
   readonly tokenRequestsInScenario: number;
-  /** req/s of this target divided by floor's, naive's and direct's; p50 likewise; p50 minus the floor's. */
+  /**
+   * req/s of this target divided by floor's, naive's, direct's and apollo's; p50 likewise;
+   * p50 minus the floor's; CPU per request against the floor's and apollo's; p99 against apollo's.
+   */
   readonly ratios: {
     readonly rpsVsFloor: number | null;
+    readonly rpsVsApollo: number | null;
+    readonly cpuVsFloor: number | null;
+    readonly cpuVsApollo: number | null;
+    readonly p99VsApollo: number | null;
     readonly rpsVsNaive: number | null;
     readonly rpsVsDirect: number | null;
     readonly p50VsNaive: number | null;
@@ -111,11 +118,17 @@ export function withRatios(rows: ReadonlyArray<Omit<Measurement, 'ratios'>>): Me
     const floor = of('floor');
     const naive = of('naive');
     const direct = of('direct');
+    const apollo = of('apollo');
+    const cpu = (m: Omit<Measurement, 'ratios'> | undefined) => m?.cpuMsPerRequest.server ?? undefined;
     const ratio = (a: number, b: number | undefined) => (b && Number.isFinite(a) && Number.isFinite(b) && b > 0 ? round(a / b, 2) : null);
     return {
       ...row,
       ratios: {
         rpsVsFloor: ratio(row.requestsPerSecond, floor?.requestsPerSecond),
+        rpsVsApollo: ratio(row.requestsPerSecond, apollo?.requestsPerSecond),
+        cpuVsFloor: ratio(cpu(row) ?? NaN, cpu(floor)),
+        cpuVsApollo: ratio(cpu(row) ?? NaN, cpu(apollo)),
+        p99VsApollo: ratio(row.latencyMs.p99, apollo?.latencyMs.p99),
         rpsVsNaive: ratio(row.requestsPerSecond, naive?.requestsPerSecond),
         rpsVsDirect: ratio(row.requestsPerSecond, direct?.requestsPerSecond),
         p50VsNaive: ratio(row.latencyMs.p50, naive?.latencyMs.p50),
@@ -144,12 +157,18 @@ const COLUMNS: ReadonlyArray<{ title: string; align: 'l' | 'r'; cell(m: Measurem
   { title: 'p99 ms', align: 'r', cell: (m) => m.latencyMs.p99.toFixed(1) },
   { title: 'token/req', align: 'r', cell: (m) => m.upstreamPerRequest.token.toFixed(2) },
   { title: 'list/req', align: 'r', cell: (m) => m.upstreamPerRequest.list.toFixed(2) },
-  { title: 'cpu ms/req', align: 'r', cell: (m) => (m.cpuMsPerRequest.server === null ? '-' : m.cpuMsPerRequest.server.toFixed(2)) },
+  // Direct has no server process: its client runs in the load generator, whose CPU per request it shows (marked `c`).
+  { title: 'cpu ms/req', align: 'r', cell: (m) => (m.cpuMsPerRequest.server !== null ? m.cpuMsPerRequest.server.toFixed(2) : m.target === 'direct' ? `${m.cpuMsPerRequest.loadGenerator.toFixed(2)}c` : '-') },
+  { title: 'load cpu ms/req', align: 'r', cell: (m) => m.cpuMsPerRequest.loadGenerator.toFixed(2) },
   { title: 'core busy', align: 'r', cell: (m) => (m.coreBusy === null ? '-' : `${Math.round(m.coreBusy * 100)} %`) },
   { title: 'RSS MiB', align: 'r', cell: (m) => (m.peakRssMiB === null ? '-' : m.peakRssMiB.toFixed(0)) },
   { title: 'req/s vs floor', align: 'r', cell: (m) => times(m.ratios.rpsVsFloor) },
   { title: 'req/s vs naive', align: 'r', cell: (m) => times(m.ratios.rpsVsNaive) },
   { title: 'req/s vs direct', align: 'r', cell: (m) => times(m.ratios.rpsVsDirect) },
+  { title: 'req/s vs apollo', align: 'r', cell: (m) => times(m.ratios.rpsVsApollo) },
+  { title: 'cpu vs floor', align: 'r', cell: (m) => times(m.ratios.cpuVsFloor) },
+  { title: 'cpu vs apollo', align: 'r', cell: (m) => times(m.ratios.cpuVsApollo) },
+  { title: 'p99 vs apollo', align: 'r', cell: (m) => times(m.ratios.p99VsApollo) },
   { title: 'p50 - floor', align: 'r', cell: (m) => (m.ratios.p50OverFloorMs === null ? '-' : `${m.ratios.p50OverFloorMs >= 0 ? '+' : ''}${m.ratios.p50OverFloorMs.toFixed(1)} ms`) },
   { title: 'p50 vs direct', align: 'r', cell: (m) => times(m.ratios.p50VsDirect) },
   { title: 'same data', align: 'l', cell: (m) => (m.sameDataAsDirect === null ? '-' : m.sameDataAsDirect ? 'yes' : 'NO') },

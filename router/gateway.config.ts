@@ -30,7 +30,11 @@ export function createGatewayConfig(env: Env) {
           // Live updates (`shiftChanges`, `locationChanges`): graphql-ws at the same path.
           // The identity goes in the upgrade request's headers, one connection per
           // caller's identity (the gateway keys its connections by these values); a
-          // WebSocket transport sends none of `propagateHeaders` below.
+          // WebSocket transport sends none of `propagateHeaders` below. Clients subscribe
+          // to the gateway over SSE or graphql-ws (the CLI serves it at its GraphQL path);
+          // over graphql-ws `context.headers` are the upgrade request's headers with the
+          // client's connectionParams merged in, so a browser sends
+          // `connectionParams: { 'x-tenant-id': … }` (docs/frontend.md, "Live updates").
           subscriptions: {
             kind: 'ws',
             headers: [

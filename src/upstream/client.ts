@@ -189,15 +189,12 @@ export class WfsClient {
    * when the call ends (AbortSignal.timeout would stay armed, with whatever still
    * listens to it, for the whole deadline).
    */
-  private async sharedPage<R extends UpstreamRecord>(call: UpstreamCall, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
+  private sharedPage<R extends UpstreamRecord>(call: UpstreamCall, resource: Resource<R>, options: ListPageOptions): Promise<ListPage<R>> {
+    // Not async: a request's call (it has a signal) goes straight on, one suspended frame fewer while it waits.
     if (options.budget || options.signal) return this.sharedPageWithin(call, resource, options);
     const deadlineMs = this.options.deadlineMs ?? 10_000;
     const limit = timeLimit(deadlineMs);
-    try {
-      return await this.sharedPageWithin(call, resource, { ...options, budget: this.budgetFor(limit.signal, deadlineMs) });
-    } finally {
-      limit.done();
-    }
+    return this.sharedPageWithin(call, resource, { ...options, budget: this.budgetFor(limit.signal, deadlineMs) }).finally(() => limit.done());
   }
 
   /** One page for one caller: budget, token, scope, then the call it shares with identical callers in flight. */

@@ -1,11 +1,8 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { createGatewayRuntime } from '@graphql-hive/gateway';
 import { request } from 'undici';
 import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
 import { as, gatewayTenants } from '../helpers/fixtures';
+import { HIVE_ROUTER_SECRET as ROUTER_SECRET, startHiveGateway, type GatewayResult as Result, type RunningGateway } from '../helpers/hiveGateway';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
@@ -13,53 +10,12 @@ import { counterTotal, waitFor } from '../helpers/waitFor';
  * Hive Gateway as the second gateway: `@graphql-hive/gateway` runs the committed
  * `supergraph.graphql` with the committed `router/gateway.config.ts` (only the
  * subgraph locations and the secret come from the test), over real HTTP on loopback,
- * in front of our subgraph on the emulator and the example people subgraph.
+ * in front of our subgraph on the emulator and the example people subgraph
+ * (test/helpers/hiveGateway.ts). The frontends' clients through it, live:
+ * hive-gateway-live.test.ts.
  */
 
-const repoRoot = path.resolve(__dirname, '../..');
-const ROUTER_SECRET = 'router-secret-for-the-hive-gateway-test-0123456789';
-
-// The config file also builds the CLI's `gatewayConfig` from process.env at load, and
-// refuses to without the secret, as the router does; the test builds its own from
-// createGatewayConfig.
-process.env['WFS_ROUTER_SECRET'] ??= ROUTER_SECRET;
-const { createGatewayConfig } = require('../../router/gateway.config') as typeof import('../../router/gateway.config');
-
 const { withShifts: WITH_SHIFTS, other: OTHER, noShifts: NO_SHIFTS } = gatewayTenants();
-
-interface Result {
-  data?: Record<string, any> | null;
-  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string } }>;
-}
-
-interface RunningGateway {
-  readonly url: string;
-  query(query: string, headers: Record<string, string>): Promise<Result>;
-  close(): Promise<void>;
-}
-
-async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string): Promise<RunningGateway> {
-  const supergraph = path.join(repoRoot, 'supergraph.graphql');
-  // The CLI's config type is the runtime's plus CLI-only options (none used here).
-  const config = createGatewayConfig({ WFS_ROUTER_SECRET: routerSecret, SUPERGRAPH_PATH: supergraph, SUBGRAPH_WFS_URL: urls.wfs, SUBGRAPH_PEOPLE_URL: urls.people });
-  const gateway = createGatewayRuntime({ ...config, supergraph, logging: false } as Parameters<typeof createGatewayRuntime>[0]);
-  const server: Server = createServer(gateway);
-  server.keepAliveTimeout = 500;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
-  return {
-    url,
-    async query(query, headers) {
-      const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers }, body: JSON.stringify({ query }) });
-      return (await response.body.json()) as Result;
-    },
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await gateway.dispose();
-    },
-  };
-}
 
 const ids = (nodes: Array<{ id: string }> | undefined) => nodes?.map((node) => node.id);
 const codes = (result: Result) => result.errors?.map((error) => ({ path: error.path, code: error.extensions?.code }));

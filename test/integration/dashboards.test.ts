@@ -2,11 +2,15 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Counter } from 'prom-client';
 import { parse as parseYaml } from 'yaml';
+import { collect, liveClient } from '../helpers/liveClient';
 import { seriesSelectors, type SeriesSelector } from '../helpers/promql';
+import { editShiftEnd } from '../helpers/relayLive';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 import { parseSamples, scrapeText } from '../helpers/metrics';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
  * The shipped dashboard and alert rules only help if they query what the subgraph
@@ -70,7 +74,10 @@ describe('dashboard and alert rules', () => {
   let subgraph: TestSubgraph;
   beforeAll(async () => {
     redis = await startRedisServer();
-    subgraph = await startTestSubgraph({ maxPageSize: 5 }, { WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'dashboards-redis-record-key-0123456789abcdef' });
+    subgraph = await startTestSubgraph(
+      { maxPageSize: 5 },
+      { WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'dashboards-redis-record-key-0123456789abcdef', WFS_POLL_INTERVAL_SECONDS: '1' },
+    );
   });
   afterAll(async () => {
     await subgraph?.close();
@@ -83,11 +90,26 @@ describe('dashboard and alert rules', () => {
     subgraph.emulator.injectFault({ endpoint: 'locations', status: 503, times: 2 });
     expect(errorCodes(await subgraph.query('{ locations(first: 3) { nodes { id } } }', {}, tenant))).toEqual(['UPSTREAM_UNAVAILABLE']);
 
-    // A sample, not just a `# TYPE` line: a panel over a family with no series shows nothing.
-    const exposed = new Set(parseSamples(await scrapeText(subgraph.server.url)).map((sample) => sample.name));
-    expect(used.size).toBeGreaterThan(10);
-    const missing = [...used].filter(([name]) => !exposed.has(name)).map(([name, where]) => `${name} (${where})`);
-    expect(missing).toEqual([]);
+    // Live updates: a subscription that receives a change, and one refused (a query on the socket).
+    const socket = liveClient(subgraph.server.url, tenant);
+    try {
+      const changes = collect(socket, 'subscription { shiftChanges { kind nodeId } }');
+      const refused = collect(socket, '{ locations(first: 1) { nodes { id } } }');
+      await waitFor(() => subgraph.server.live.subscriptions === 1 && refused.error !== undefined, 'one subscription open, one refused');
+      const polls = subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>;
+      await waitFor(async () => (await counterTotal(polls, { outcome: 'ok' })) >= 1, 'the baseline poll');
+      editShiftEnd(subgraph.emulator.tenants[1]!.shifts[0]!);
+      await waitFor(() => changes.results.length > 0, 'a live change');
+
+      // A sample, not just a `# TYPE` line: a panel over a family with no series shows nothing.
+      const exposed = new Set(parseSamples(await scrapeText(subgraph.server.url)).map((sample) => sample.name));
+      expect(used.size).toBeGreaterThan(10);
+      const missing = [...used].filter(([name]) => !exposed.has(name)).map(([name, where]) => `${name} (${where})`);
+      expect(missing).toEqual([]);
+      expect([...used.keys()].filter((name) => name.startsWith('wfs_live_')).length).toBeGreaterThanOrEqual(10);
+    } finally {
+      await socket.dispose();
+    }
   });
 
   it('select every dashboard series by the job and namespace variables, which the dashboard defines', () => {
@@ -168,7 +190,7 @@ describe('dashboard and alert rules', () => {
 
   it('pass promtool check rules and every alert has a unit test in promtool test rules', () => {
     const check = execFileSync('promtool', ['check', 'rules', 'alerts.yaml'], { cwd: prometheusDir, encoding: 'utf8' });
-    expect(check).toMatch(/SUCCESS: 8 rules found/);
+    expect(check).toMatch(/SUCCESS: 11 rules found/);
     const unit = execFileSync('promtool', ['test', 'rules', 'alerts.test.yaml'], { cwd: prometheusDir, encoding: 'utf8' });
     expect(unit).toMatch(/SUCCESS/);
 

@@ -3,7 +3,10 @@ import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { Client as UrqlClient, gql as urqlGql, subscriptionExchange } from '@urql/core';
 import { cacheExchange } from '@urql/exchange-graphcache';
 import type { Client } from 'graphql-ws';
+import { createTenantEnvironment } from '../../examples/relay/src/environment';
+import { makeTenant } from '../../src/emulator';
 import { liveClient } from '../helpers/liveClient';
+import { relayKeepsRotaCurrent } from '../helpers/relayLive';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 import type { Counter } from 'prom-client';
@@ -13,7 +16,9 @@ const CHANGES = 'subscription RotaChanges { shiftChanges { kind nodeId shift { i
 /**
  * The frontends' own clients on a live subscription against the real server: Apollo
  * Client 4 through its GraphQLWsLink (the updated shift lands in its normalised cache,
- * no refetch), urql through subscriptionExchange with Graphcache.
+ * no refetch), urql through subscriptionExchange with Graphcache, and relay-runtime's
+ * requestSubscription with examples/relay's artifacts and updater (the same clients
+ * through Hive Gateway: test/e2e/hive-gateway-live.test.ts).
  */
 describe('live updates in the frontends\' clients', () => {
   let subgraph: TestSubgraph;
@@ -83,5 +88,48 @@ describe('live updates in the frontends\' clients', () => {
     } finally {
       unsubscribe();
     }
+  });
+});
+
+describe('live updates in relay-runtime (requestSubscription, the updater keyed by nodeId)', () => {
+  // A rota that fits one page: the updater appends an ADDED shift only to a complete list.
+  const tenant = makeTenant({ tenantId: '7a1c2e3f-4b5d-4e6f-9a0b-1c2d3e4f5a70', name: 'Relay Rota', locationCount: 3, shiftCount: 20 });
+  let subgraph: TestSubgraph;
+  beforeAll(async () => {
+    subgraph = await startTestSubgraph({ tenants: [tenant] }, { WFS_POLL_INTERVAL_SECONDS: '1', LOG_LEVEL: 'warn' });
+  });
+  afterAll(() => subgraph.close());
+
+  it('updates, adds and removes the shift in the store and the rota connection, with no refetch', async () => {
+    const headers = { 'x-tenant-id': tenant.tenantId };
+    const live = liveClient(subgraph.server.url, headers);
+    let fetches = 0;
+    const environment = createTenantEnvironment({
+      url: subgraph.server.url,
+      headers,
+      fetch: (input, init) => {
+        fetches += 1;
+        return fetch(input, init);
+      },
+      live,
+    });
+    const polls = () => counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
+    try {
+      await relayKeepsRotaCurrent({
+        environment,
+        shifts: subgraph.emulator.tenants[0]!.shifts,
+        fetches: () => fetches,
+        subscription: async () => {
+          const before = await polls();
+          return async () => {
+            await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed');
+            await waitFor(async () => (await polls()) > before, 'the baseline poll');
+          };
+        },
+      });
+    } finally {
+      await live.dispose();
+    }
+    await waitFor(() => subgraph.server.live.subscriptions === 0, 'subscription ended');
   });
 });

@@ -1,4 +1,5 @@
-import { Environment, Network, RecordSource, Store, type FetchFunction, type GraphQLResponse } from 'relay-runtime';
+import type { Client as LiveClient } from 'graphql-ws';
+import { Environment, Network, Observable, RecordSource, Store, type FetchFunction, type GraphQLResponse, type SubscribeFunction } from 'relay-runtime';
 
 /**
  * One Relay environment per tenant (company). Cursors and node ids are only valid for
@@ -17,6 +18,13 @@ export interface TenantEnvironmentOptions {
   headers: Record<string, string>;
   /** Defaults to the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * For subscriptions (docs/live.md): a graphql-ws client of the same company, e.g.
+   * `createClient({ url: 'wss://…/graphql', connectionParams })`, whose identity goes in
+   * `connectionParams`: `{ headers: { 'x-tenant-id': … } }` for this subgraph,
+   * `{ 'x-tenant-id': … }` for Hive Gateway (which reads connectionParams as headers).
+   */
+  live?: LiveClient;
 }
 
 /**
@@ -24,10 +32,12 @@ export interface TenantEnvironmentOptions {
  * `Location.id` and `Shift.id` are upstream ids that may collide (location `17`,
  * shift `17`), so the store keys Node records by `nodeId`, which is unique across
  * types (relay.config.json: `nodeInterfaceIdField: "nodeId"`). Other records get
- * Relay's client ids (the path from their parent).
+ * Relay's client ids (the path from their parent); that includes the subscriptions'
+ * `ShiftChange` and `LocationChange`, whose `nodeId` names the changed record: keyed
+ * by it, a change would be merged into the very record it carries.
  */
-export function getDataID(fieldValue: { [key: string]: unknown }): unknown {
-  return fieldValue['nodeId'];
+export function getDataID(fieldValue: { [key: string]: unknown }, typeName: string): unknown {
+  return typeName.endsWith('Change') ? undefined : fieldValue['nodeId'];
 }
 
 export function createTenantEnvironment(options: TenantEnvironmentOptions): Environment {
@@ -41,8 +51,19 @@ export function createTenantEnvironment(options: TenantEnvironmentOptions): Envi
     });
     return (await response.json()) as GraphQLResponse;
   };
+  const live = options.live;
+  const subscribeFn: SubscribeFunction | undefined = live
+    ? (request, variables) =>
+        Observable.create<GraphQLResponse>((sink) =>
+          live.subscribe<GraphQLResponse>({ query: request.text ?? '', operationName: request.name, variables }, {
+            next: (result) => sink.next(result as GraphQLResponse),
+            error: (error) => sink.error(error instanceof Error ? error : new Error(JSON.stringify(error))),
+            complete: () => sink.complete(),
+          }),
+        )
+    : undefined;
   return new Environment({
-    network: Network.create(fetchFn),
+    network: Network.create(fetchFn, subscribeFn),
     store: new Store(new RecordSource()),
     getDataID,
   });

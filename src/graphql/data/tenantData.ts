@@ -13,7 +13,7 @@ import { createTenantReader, type ReadingServices, type TenantReader } from '../
 import { graphQLError } from '../errors';
 import { checkConnectionArgs, FILTER_SCAN_PAGES, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
 import type { CursorCodec } from './cursor';
-import { createEntityLoaders } from './loaders';
+import { createEntityLoaders, type RequestLoaders } from './loaders';
 
 /** What narrows a connection: a filter, and the parent record of a child connection (`Location.shifts`). */
 export interface ConnectionScope<F extends ListFilter = ListFilter> {
@@ -58,16 +58,17 @@ function scopeKey(scope: ConnectionScope | undefined): string {
 /** `itemErrors` receives the errors that do not fail a field (a malformed item skipped in a page). */
 export function createTenantData(services: DataServices, tenantId: string, signal: AbortSignal, itemErrors: GraphQLError[]): TenantData {
   const reader = createTenantReader(services, tenantId, signal);
-  const loaders = createEntityLoaders({ resources: services.resources, reader });
+  // Made at the first entity lookup: a request that only pages a list needs none.
+  let loaders: RequestLoaders | undefined;
 
   return {
     tenantId,
     reader,
     held: (resource, id) => reader.peek(resource, id),
-    loader: loaders.loader,
+    loader: (resource) => (loaders ??= createEntityLoaders({ resources: services.resources, reader })).loader(resource),
     release() {
       reader.release();
-      loaders.release();
+      loaders?.release();
     },
     async connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope: ConnectionScope<F> = {}) {
       const request = checkConnectionArgs(args);

@@ -13,7 +13,7 @@ import type { PageRef } from '../pageReference';
 import { isMalformed, type AnyResource, type Resource, type UpstreamRecord } from '../resources';
 import { NO_OBSERVER, type Observer } from '../observer';
 import type { EntityIndex, EntityIndexes } from './entityIndex';
-import { createRequestPages, type UpstreamQuery } from './pageCache';
+import { createRequestPages, type RequestPages, type UpstreamQuery } from './pageCache';
 import { guardPageChain } from './pageChain';
 
 export type { UpstreamQuery } from './pageCache';
@@ -68,29 +68,33 @@ export function createTenantReader(services: ReadingServices, tenantId: string, 
 
   // Once per request and list: the tenant's index, again from the set if it was
   // released meanwhile (evicted or swept), so a request never fills a dropped one.
-  const indexes = new Map<string, EntityIndex<UpstreamRecord>>();
+  // Made on first use, as the maps below: most requests read one list and authorize none.
+  let indexes: Map<string, EntityIndex<UpstreamRecord>> | undefined;
   const indexOf = <R extends UpstreamRecord>(resource: Resource<R, any>): EntityIndex<R> => {
-    let index = indexes.get(resource.name);
+    let index = indexes?.get(resource.name);
     if (!index || index.isReleased) {
       index = services.indexes.for<UpstreamRecord>(tenantId, resource.name);
-      indexes.set(resource.name, index);
+      (indexes ??= new Map()).set(resource.name, index);
     }
     return index as EntityIndex<R>;
   };
 
   // Within one request the same page is fetched once, however many fields need it.
-  const pages = createRequestPages({ client: services.client, tenantId, signal, observer, indexOf });
+  // (its call budget and deadline too: made at the first read, not when the request begins).
+  let requestPages: RequestPages | undefined;
+  const pages = (): RequestPages => (requestPages ??= createRequestPages({ client: services.client, tenantId, signal, observer, indexOf }));
 
   // Once per request and list; lists without a scope skip it.
-  const authorizations = new Map<string, Promise<void>>();
-  const authorized = new Set<string>();
+  let authorizations: Map<string, Promise<void>> | undefined;
+  let authorized: Set<string> | undefined;
   const authorize = (resource: AnyResource): Promise<void> | undefined => {
-    if (!resource.scope || authorized.has(resource.name)) return undefined;
-    let pending = authorizations.get(resource.name);
+    if (!resource.scope || authorized?.has(resource.name)) return undefined;
+    let pending = authorizations?.get(resource.name);
     if (!pending) {
-      pending = services.client.authorize(tenantId, resource).then(() => void authorized.add(resource.name));
-      authorizations.set(resource.name, pending);
-      pending.catch(() => authorizations.delete(resource.name));
+      const pendings = (authorizations ??= new Map());
+      pending = services.client.authorize(tenantId, resource).then(() => void (authorized ??= new Set()).add(resource.name));
+      pendings.set(resource.name, pending);
+      pending.catch(() => pendings.delete(resource.name));
     }
     return pending;
   };
@@ -100,7 +104,7 @@ export function createTenantReader(services: ReadingServices, tenantId: string, 
     walk<R extends UpstreamRecord>(resource: Resource<R, any>, query?: UpstreamQuery): PageWalk<R> {
       const index = indexOf(resource);
       return guardPageChain(async (ref, pageSize) => {
-        const page = await pages.fresh(resource as Resource<R>, ref, pageSize, query);
+        const page = await pages().fresh(resource as Resource<R>, ref, pageSize, query);
         // The request's DataLoader is not primed: it would allocate a promise per
         // record for lookups that the index answers anyway.
         if (query) index.prime(page.items.filter((item): item is R => !isMalformed(item)));
@@ -113,30 +117,30 @@ export function createTenantReader(services: ReadingServices, tenantId: string, 
       return guardPageChain(async (ref, pageSize) => {
         const pending = authorize(resource as AnyResource);
         if (pending) await pending;
-        const page = await pages.held(resource as Resource<R>, ref, pageSize);
+        const page = await pages().held(resource as Resource<R>, ref, pageSize);
         index.keepPage(page, pageSize);
         return page;
       });
     },
     async lookup<R extends UpstreamRecord>(resource: Resource<R, any>, ids: readonly string[]): Promise<Array<R | null>> {
       await authorize(resource as AnyResource);
-      return indexOf(resource).lookup(ids, (ref, pageSize) => pages.held(resource as Resource<R>, ref, pageSize));
+      return indexOf(resource).lookup(ids, (ref, pageSize) => pages().held(resource as Resource<R>, ref, pageSize));
     },
     peek<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined {
       // Resolving many entities from memory is a loop too: checked every so often.
-      if (++heldRecordsRead % HELD_RECORDS_PER_CHECK === 0) pages.stillWanted();
+      if (++heldRecordsRead % HELD_RECORDS_PER_CHECK === 0) pages().stillWanted();
       // Not yet authorized in this request: the lookup checks, then answers.
-      if (resource.scope && !authorized.has(resource.name)) return undefined;
+      if (resource.scope && !authorized?.has(resource.name)) return undefined;
       const record = indexOf(resource).peek(id);
       if (record) observer.cacheLookup('entity_index', 1, 0);
       return record;
     },
     authorize,
     release() {
-      pages.release();
-      indexes.clear();
-      authorizations.clear();
-      authorized.clear();
+      requestPages?.release();
+      indexes?.clear();
+      authorizations?.clear();
+      authorized?.clear();
     },
   };
 }

@@ -1,4 +1,3 @@
-import { BulkheadRejectedError, TaskCancelledError, bulkhead, type BulkheadPolicy } from 'cockatiel';
 import { UpstreamError, cancelledError } from '../errors';
 
 export interface TenantBulkheadOptions {
@@ -13,7 +12,7 @@ export interface TenantBulkheadOptions {
 }
 
 /**
- * A bulkhead per tenant (cockatiel's): a limit on one tenant's concurrent upstream
+ * A bulkhead per tenant: a limit on one tenant's concurrent upstream
  * calls, with a bounded queue, so one company's burst cannot take every socket of
  * the shared connection pool, starve the other companies, or trip the upstream's
  * rate limits for everyone. A call over the queue fails at once with
@@ -21,43 +20,90 @@ export interface TenantBulkheadOptions {
  * the map holds only tenants with calls in flight or queued.
  */
 export class TenantBulkheads {
-  /** Each tenant's bulkhead and the calls running or queued in it. */
-  private readonly bulkheads = new Map<string, { readonly policy: BulkheadPolicy; users: number }>();
+  /** Each tenant's calls running (slots taken) and waiting; kept only while a call runs. */
+  private readonly bulkheads = new Map<string, TenantSlots>();
+  private readonly concurrency: number;
+  private readonly queue: number;
 
-  constructor(private readonly options: TenantBulkheadOptions = {}) {}
+  constructor(private readonly options: TenantBulkheadOptions = {}) {
+    this.concurrency = options.concurrency ?? 16;
+    this.queue = options.queue ?? 256;
+  }
 
   /** Bulkheads kept now (for tests and diagnostics). */
   get size(): number {
     return this.bulkheads.size;
   }
 
+  /**
+   * Runs `call` in one of the tenant's slots, after waiting for one if all are taken.
+   * A counter and a queue per tenant with calls in flight, made when its first call
+   * starts and dropped when its last ends: on a load where each company has one call at
+   * a time (most of them), a whole policy object per call (cockatiel's, with its event
+   * emitters and executor) and its extra async frame were pure overhead.
+   */
   async run<T>(tenantId: string, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
-    const entry = this.for(tenantId);
-    const bulkhead = entry.policy;
-    entry.users += 1;
-    if (bulkhead.executionSlots <= 0 && bulkhead.queueSlots > 0) this.options.onQueued?.();
-    try {
-      return await bulkhead.execute(call, signal);
-    } catch (error) {
-      if (error instanceof BulkheadRejectedError) {
+    if (signal.aborted) throw cancelledError();
+    let slots = this.bulkheads.get(tenantId);
+    if (!slots) {
+      slots = { active: 0, waiting: [] };
+      this.bulkheads.set(tenantId, slots);
+    }
+    if (slots.active < this.concurrency) slots.active += 1;
+    else {
+      if (slots.waiting.length >= this.queue) {
         this.options.onRejected?.();
         throw new UpstreamError('UPSTREAM_RATE_LIMITED', `too many upstream calls are waiting for tenant ${tenantId}; retry shortly`, { momentary: true });
       }
-      if (error instanceof TaskCancelledError) throw cancelledError();
-      throw error;
+      this.options.onQueued?.();
+      // Resolved when a finishing call hands its slot over (still counted in `active`);
+      // a waiter whose request ends leaves the queue at once, its place free for another.
+      const queue = slots.waiting;
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          const at = queue.indexOf(waiter);
+          if (at >= 0) queue.splice(at, 1);
+          reject(cancelledError());
+        };
+        const waiter: Waiting = {
+          signal,
+          resolve: () => {
+            signal.removeEventListener('abort', onAbort);
+            resolve();
+          },
+          reject,
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        queue.push(waiter);
+      });
+    }
+    try {
+      return await call();
     } finally {
-      // Idle (no call running or queued): a fresh bulkhead is the same thing, so keep none.
-      entry.users -= 1;
-      if (entry.users === 0) this.bulkheads.delete(tenantId);
+      this.release(tenantId, slots);
     }
   }
 
-  private for(tenantId: string): { readonly policy: BulkheadPolicy; users: number } {
-    let entry = this.bulkheads.get(tenantId);
-    if (!entry) {
-      entry = { policy: bulkhead(this.options.concurrency ?? 16, this.options.queue ?? 256), users: 0 };
-      this.bulkheads.set(tenantId, entry);
+  /** A call ended: its slot goes to the first waiter still wanted, or is freed; an idle tenant keeps nothing. */
+  private release(tenantId: string, slots: TenantSlots): void {
+    let next: Waiting | undefined;
+    while ((next = slots.waiting.shift())) {
+      // A waiter whose request is over is cancelled, not run, and the slot goes on to the next.
+      if (next.signal.aborted) next.reject(cancelledError());
+      else return next.resolve();
     }
-    return entry;
+    slots.active -= 1;
+    if (slots.active === 0 && this.bulkheads.get(tenantId) === slots) this.bulkheads.delete(tenantId);
   }
+}
+
+interface Waiting {
+  readonly signal: AbortSignal;
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+}
+
+interface TenantSlots {
+  active: number;
+  readonly waiting: Waiting[];
 }

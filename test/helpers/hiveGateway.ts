@@ -1,0 +1,74 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { createGatewayRuntime, getGraphQLWSOptions } from '@graphql-hive/gateway';
+import { useServer } from 'graphql-ws/use/ws';
+import { request } from 'undici';
+import { WebSocketServer } from 'ws';
+
+/**
+ * Hive Gateway as the test line runs it: `@graphql-hive/gateway` with the committed
+ * `supergraph.graphql` and the committed `router/gateway.config.ts` (only the subgraph
+ * locations and the secret come from the test), over real HTTP on loopback.
+ */
+
+const repoRoot = path.resolve(__dirname, '../..');
+export const HIVE_ROUTER_SECRET = 'router-secret-for-the-hive-gateway-test-0123456789';
+
+// The config file also builds the CLI's `gatewayConfig` from process.env at load, and
+// refuses to without the secret, as the router does; the tests build their own from
+// createGatewayConfig.
+process.env['WFS_ROUTER_SECRET'] ??= HIVE_ROUTER_SECRET;
+const { createGatewayConfig } = require('../../router/gateway.config') as typeof import('../../router/gateway.config');
+
+export interface GatewayResult {
+  data?: Record<string, any> | null;
+  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string } }>;
+}
+
+export interface RunningGateway {
+  /** The gateway's GraphQL endpoint (HTTP; the same path serves graphql-ws). */
+  readonly url: string;
+  query(query: string, headers: Record<string, string>): Promise<GatewayResult>;
+  close(): Promise<void>;
+}
+
+export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string): Promise<RunningGateway> {
+  const supergraph = path.join(repoRoot, 'supergraph.graphql');
+  // The CLI's config type is the runtime's plus CLI-only options (none used here).
+  const config = createGatewayConfig({ WFS_ROUTER_SECRET: routerSecret, SUPERGRAPH_PATH: supergraph, SUBGRAPH_WFS_URL: urls.wfs, SUBGRAPH_PEOPLE_URL: urls.people });
+  const gateway = createGatewayRuntime({ ...config, supergraph, logging: false } as Parameters<typeof createGatewayRuntime>[0]);
+  const server: Server = createServer(gateway);
+  server.keepAliveTimeout = 500;
+  // Clients' WebSockets, as the `hive-gateway` CLI serves them (its startNodeHttpServer,
+  // on unless --disable-websockets): graphql-ws at the GraphQL path, the upgrade request
+  // as the request and its connectionParams merged into the headers the config reads.
+  const wsServer = new WebSocketServer({ path: gateway.graphqlEndpoint, server });
+  const asRequest = (incoming: IncomingMessage) =>
+    new gateway.fetchAPI.Request(`http://127.0.0.1${incoming.url ?? '/'}`, {
+      headers: Object.entries(incoming.headers).flatMap(([name, value]) => (value === undefined ? [] : [[name, Array.isArray(value) ? value.join(', ') : value] as [string, string]])),
+    });
+  const webSockets = useServer(
+    getGraphQLWSOptions(gateway, (ctx) => {
+      const extra = ctx.extra as { request: IncomingMessage; socket: unknown };
+      return { req: extra.request, socket: extra.socket, request: asRequest(extra.request) };
+    }) as Parameters<typeof useServer>[0],
+    wsServer,
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${gateway.graphqlEndpoint}`;
+  return {
+    url,
+    async query(query, headers) {
+      const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers }, body: JSON.stringify({ query }) });
+      return (await response.body.json()) as GatewayResult;
+    },
+    async close() {
+      for (const client of wsServer.clients) client.terminate();
+      await webSockets.dispose();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await gateway.dispose();
+    },
+  };
+}

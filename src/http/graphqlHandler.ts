@@ -219,6 +219,11 @@ class BodyBytes {
   }
 }
 
+/** Gives `bytes` back to `buffered` when `res` closes. */
+function giveBackOnClose(res: ServerResponse, buffered: BodyBytes, bytes: number): void {
+  res.once('close', () => buffered.give(bytes));
+}
+
 /**
  * The request body as text; TOO_LARGE past MAX_BODY_BYTES, BUSY when the bodies of the
  * requests in flight already hold `buffered`'s bound. A body read whole keeps its bytes
@@ -259,9 +264,14 @@ function readBody(
     };
     const onEnd = () => {
       cleanup();
+      const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      // The bytes stay counted until the response closes, by a listener of their own: one
+      // of the closures here would keep this whole scope (the chunks, the six listeners)
+      // through the upstream wait.
       if (res.closed) release();
-      else res.once('close', release);
-      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      else giveBackOnClose(res, buffered, size);
+      chunks.length = 0;
+      resolve(text);
     };
     // node:http ends the body stream with `aborted` (ECONNRESET) or closes it early when the client goes away.
     const onError = (error: NodeJS.ErrnoException) => {

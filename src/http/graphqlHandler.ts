@@ -84,11 +84,20 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
       return sendGraphQLError(res, 503, 'SERVICE_UNAVAILABLE', 'the server is serving too many requests at once; retry in a moment');
     }
     inFlight += 1;
-    res.once('close', () => (inFlight -= 1));
+    // What the request gives back when its response closes, in one listener: an `on`,
+    // not a `once` (close comes once, and `once` wraps each listener in two objects
+    // more), and one, not three: all of it lives through the upstream wait.
+    const ends: RequestEnds = { bodyBytes: 0, budget: undefined, controller: undefined };
+    res.on('close', () => {
+      inFlight -= 1;
+      if (ends.bodyBytes > 0) buffered.give(ends.bodyBytes);
+      if (ends.budget) clearTimeout(ends.budget);
+      if (ends.controller && !res.writableFinished) ends.controller.abort();
+    });
     let body: unknown;
     let text: string | null = null;
     if (req.method === 'POST') {
-      const read = await readBody(req, res, buffered, options.onRefused);
+      const read = await readBody(req, res, buffered, ends, options.onRefused);
       if (read === TOO_LARGE || read === BUSY) {
         // A body not read to its end: the connection closes after this answer.
         if (!req.complete) res.setHeader('connection', 'close');
@@ -108,7 +117,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
       } else body = text;
     }
 
-    const signal = requestSignal(res, budgetMs);
+    const signal = requestSignal(res, budgetMs, ends);
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const context = createContext(services, req.headers, signal, record);
@@ -161,19 +170,30 @@ export function endWithin(res: ServerResponse, ms: number): void {
   res.once('finish', () => clearTimeout(timer));
 }
 
+/** What the handler's close listener releases (see `handle`). */
+interface RequestEnds {
+  /** Request-body bytes counted against the bound until the response closes. */
+  bodyBytes: number;
+  /** The request's budget timer and controller (`requestSignal`). */
+  budget: ReturnType<typeof setTimeout> | undefined;
+  controller: AbortController | undefined;
+}
+
 /**
  * Aborts when the client goes away before the answer is written, or when the
  * request's upstream budget is spent. One controller and one timer per request,
  * both released when the response closes (AbortSignal.timeout plus AbortSignal.any
  * cost a timer, a signal and a dependency list each, and outlived the request).
  */
-function requestSignal(res: ServerResponse, budgetMs: number): AbortSignal {
+function requestSignal(res: ServerResponse, budgetMs: number, ends: RequestEnds): AbortSignal {
   const controller = new AbortController();
-  const budget = setTimeout(() => controller.abort(new DOMException('the request budget is spent', 'TimeoutError')), budgetMs);
-  res.once('close', () => {
-    clearTimeout(budget);
-    if (!res.writableFinished) controller.abort();
-  });
+  // Closed already (the client left as its body ended): nothing will be written.
+  if (res.closed) {
+    controller.abort();
+    return controller.signal;
+  }
+  ends.controller = controller;
+  ends.budget = setTimeout(() => controller.abort(new DOMException('the request budget is spent', 'TimeoutError')), budgetMs);
   return controller.signal;
 }
 
@@ -230,6 +250,7 @@ function readBody(
   req: IncomingMessage,
   res: ServerResponse,
   buffered: BodyBytes,
+  ends: RequestEnds,
   onRefused?: (reason: 'body_bytes') => void,
 ): Promise<string | typeof TOO_LARGE | typeof BUSY> {
   return new Promise((resolve, reject) => {
@@ -259,9 +280,13 @@ function readBody(
     };
     const onEnd = () => {
       cleanup();
+      const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      // The bytes stay counted until the response closes (the handler's close listener
+      // gives them back; none of the closures here is kept through the upstream wait).
       if (res.closed) release();
-      else res.once('close', release);
-      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      else ends.bodyBytes = size;
+      chunks.length = 0;
+      resolve(text);
     };
     // node:http ends the body stream with `aborted` (ECONNRESET) or closes it early when the client goes away.
     const onError = (error: NodeJS.ErrnoException) => {

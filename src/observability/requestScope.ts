@@ -54,7 +54,8 @@ export function runInRequestScope<T>(req: IncomingMessage, res: ServerResponse, 
   res.setHeader('x-request-id', record.requestId);
   // Registered before the handler's own 'close' listener, so the flag is set before
   // the request's AbortController fires and any upstream call sees the abort.
-  res.once('close', () => {
+  // `on`, not `once`: close comes once, and `once` wraps the listener in two objects more.
+  res.on('close', () => {
     if (!res.writableFinished) record.aborted = true;
     onEnd(record);
   });

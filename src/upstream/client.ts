@@ -401,28 +401,23 @@ export class WfsClient {
     const { tenantId } = caller;
     // The breaker is outside the bulkhead: an open breaker fails fast without queueing.
     try {
-      return await this.breakers.run(origin, () =>
-        this.bulkheads.run(tenantId, signal, async () => {
-          // The shared call's signal, plus the attempt's own timeout.
-          const timed = timeLimit(this.options.attemptTimeoutMs ?? NUMERIC_SETTINGS.WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS.default, signal);
-          try {
-            const outcome = await this.send(caller, grant, page, timed.signal, attempts);
-            // A shard fault (an attempt that ran out of time included) counts against the
-            // shard's breaker; a call cancelled because its callers went away has thrown.
-            if (outcome.kind === 'transient') throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
-            return outcome;
-          } finally {
-            timed.done();
-          }
-        }),
-      );
+      return await this.breakers.run(origin, () => this.bulkheads.run(tenantId, signal, () => this.send(caller, grant, page, signal, attempts)));
     } catch (error) {
       if (error instanceof ShardFault) return { kind: 'transient', error: error.error, retryAfterSeconds: error.retryAfterSeconds };
       throw error;
     }
   }
 
-  private async send<R extends UpstreamRecord>(caller: UpstreamCall, grant: TokenGrant, page: PageRequest<R>, signal: AbortSignal, attempts: UpstreamAttempt[]): Promise<Outcome<R>> {
+  /**
+   * One HTTP exchange within the attempt timeout (on top of the shared call's signal).
+   * A shard fault (an attempt that ran out of time included) is thrown as a ShardFault,
+   * which counts against the shard's breaker; a call cancelled because its callers went
+   * away throws its own error. One function from the timer to the parsed page: each
+   * frame of the attempt is held through the upstream wait.
+   */
+  private async send<R extends UpstreamRecord>(caller: UpstreamCall, grant: TokenGrant, page: PageRequest<R>, callSignal: AbortSignal, attempts: UpstreamAttempt[]): Promise<Outcome<R>> {
+    const timed = timeLimit(this.options.attemptTimeoutMs ?? NUMERIC_SETTINGS.WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS.default, callSignal);
+    const signal = timed.signal;
     const list = page.resource.name;
     const report = (status: number, outcome: CallOutcome) => {
       const attempt: UpstreamAttempt = { status, durationMs: performance.now() - started, origin: url.origin, outcome };
@@ -434,41 +429,51 @@ export class WfsClient {
     const fromReference = Number(url.searchParams.get('page_size'));
     const sentSize = Number.isInteger(fromReference) && fromReference > 0 ? fromReference : page.pageSize;
     const started = performance.now();
-    let response: Dispatcher.ResponseData;
     try {
-      response = await request(url, {
-        method: 'GET',
-        dispatcher: this.options.dispatcher,
-        headers: { authorization: `Bearer ${grant.accessToken}`, accept: 'application/json' },
-        signal,
-      });
-    } catch (error) {
-      report(0, causeOfNetworkError(error, signal));
-      if (signal.aborted) return ranOutOfTime(list, signal);
-      if (isTooLarge(error)) throw tooLarge(list);
-      // The connector refused the address (a private network): never retried.
-      if (error instanceof UpstreamError) throw error;
-      return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream could not be reached for ${list} (${describeNetworkError(error)})`) };
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await request(url, {
+          method: 'GET',
+          dispatcher: this.options.dispatcher,
+          headers: { authorization: `Bearer ${grant.accessToken}`, accept: 'application/json' },
+          signal,
+        });
+      } catch (error) {
+        report(0, causeOfNetworkError(error, signal));
+        if (signal.aborted) return shardVerdict(ranOutOfTime(list, signal));
+        if (isTooLarge(error)) throw tooLarge(list);
+        // The connector refused the address (a private network): never retried.
+        if (error instanceof UpstreamError) throw error;
+        throw new ShardFault(new UpstreamError('UPSTREAM_UNAVAILABLE', `the upstream could not be reached for ${list} (${describeNetworkError(error)})`));
+      }
+      const status = response.statusCode;
+      if (status !== 200) {
+        // Status codes decide; error bodies are undocumented and never read.
+        await response.body.dump().catch(() => undefined);
+        report(status, 'http_status');
+        return shardVerdict(classifyStatus(list, status, retryAfterSeconds(response.headers['retry-after'])));
+      }
+      let body: unknown;
+      try {
+        body = await readJson(response.body);
+      } catch (error) {
+        report(0, causeOfNetworkError(error, signal));
+        if (signal.aborted) return shardVerdict(ranOutOfTime(list, signal));
+        if (isTooLarge(error)) throw tooLarge(list);
+        throw new ShardFault(new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`));
+      }
+      report(status, 'ok');
+      return { kind: 'page', page: parseEnvelope(body, page.resource, page.ref, sentSize, grant.apiBase) };
+    } finally {
+      timed.done();
     }
-    const status = response.statusCode;
-    if (status !== 200) {
-      // Status codes decide; error bodies are undocumented and never read.
-      await response.body.dump().catch(() => undefined);
-      report(status, 'http_status');
-      return classifyStatus(list, status, retryAfterSeconds(response.headers['retry-after']));
-    }
-    let body: unknown;
-    try {
-      body = await readJson(response.body);
-    } catch (error) {
-      report(0, causeOfNetworkError(error, signal));
-      if (signal.aborted) return ranOutOfTime(list, signal);
-      if (isTooLarge(error)) throw tooLarge(list);
-      return { kind: 'transient', error: new UpstreamError('UPSTREAM_UNAVAILABLE', `the ${list} response could not be read (${describeNetworkError(error)})`) };
-    }
-    report(status, 'ok');
-    return { kind: 'page', page: parseEnvelope(body, page.resource, page.ref, sentSize, grant.apiBase) };
   }
+}
+
+/** An outcome as the breaker must see it: a shard fault is thrown (it counts against the shard), anything else is returned. */
+function shardVerdict<R>(outcome: Outcome<R>): Outcome<R> {
+  if (outcome.kind === 'transient') throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
+  return outcome;
 }
 
 /** The URL of one page: the tenant's shard, the list's path, the reference, `page_size` and the resource's query. */

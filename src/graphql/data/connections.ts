@@ -103,14 +103,14 @@ export async function resolveConnection<T extends { id: string }>(
   source: ConnectionSource<T>,
   request: PagingRequest,
 ): Promise<ConnectionPage<T>> {
-  source = { ...source, fetchPage: guardRepeatedRecords(source.fetchPage.bind(source)) };
+  const seen = new SeenRecords();
   const start = request.cursor ? source.decodeCursor(request.cursor, request.direction === 'forward' ? 'after' : 'before') : null;
   const result =
     request.direction === 'forward'
-      ? await pageForward(source, request.count, start)
+      ? await pageForward(source, seen, request.count, start)
       : start
-        ? await pageBackward(source, request.count, start)
-        : await tail(source, request.count);
+        ? await pageBackward(source, seen, request.count, start)
+        : await tail(source, seen, request.count);
   // A filtered scan that stopped at its bound points its end (or start) cursor at the
   // last record it read, matching or not, so the next request scans on from there.
   const stop = result.scanStop ? new StopEdge(result.scanStop, source) : undefined;
@@ -194,19 +194,20 @@ class StopEdge<T extends { id: string }> implements Edge<null> {
  * page fetched without a reference) loops too: a record seen twice in one walk is an
  * UPSTREAM_BAD_RESPONSE, never a duplicate edge.
  */
-function guardRepeatedRecords<T extends { id: string }>(fetchPage: ConnectionSource<T>['fetchPage']): ConnectionSource<T>['fetchPage'] {
-  const seen = new Set<string>();
-  return async (ref, pageSize) => {
-    const page = await fetchPage(ref, pageSize);
+class SeenRecords {
+  private readonly ids = new Set<string>();
+
+  /** The page, once none of its records was seen before on this walk. */
+  check<T extends { id: string }>(page: ListPage<T>): ListPage<T> {
     for (const item of page.items) {
       if (isMalformed(item)) continue;
-      if (seen.has(item.id)) {
+      if (this.ids.has(item.id)) {
         throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream returned record ${item.id.slice(0, 80)} twice while following page references (a loop)`, { cause: 'broken_page_chain' });
       }
-      seen.add(item.id);
+      this.ids.add(item.id);
     }
     return page;
-  };
+  }
 }
 
 interface Slice<T extends { id: string }> {
@@ -248,11 +249,11 @@ function take<T extends { id: string }>(source: ConnectionSource<T>, page: ListP
   return new PageEdge(item, page, index, source);
 }
 
-async function pageForward<T extends { id: string }>(source: ConnectionSource<T>, count: number, after: CursorPosition | null): Promise<Slice<T>> {
+async function pageForward<T extends { id: string }>(source: ConnectionSource<T>, seen: SeenRecords, count: number, after: CursorPosition | null): Promise<Slice<T>> {
   // After a page's last record, go straight to the page that follows it.
   const size = after ? after.size : source.filter ? MAX_PAGE_SIZE : Math.min(count, MAX_PAGE_SIZE);
   const budget = scanBudget(source);
-  let page = await source.fetchPage(after ? (after.next ?? after.ref) : null, size);
+  let page = seen.check(await source.fetchPage(after ? (after.next ?? after.ref) : null, size));
   budget.read();
   let index = after ? (after.next ? 0 : indexIn(page, after) + 1) : 0;
   const items: PageEdge<T>[] = [];
@@ -266,15 +267,15 @@ async function pageForward<T extends { id: string }>(source: ConnectionSource<T>
     if (!page.hasMore || page.next === null) return { items, hasNextPage: false, hasPreviousPage: after !== null };
     if (items.length === count) return { items, hasNextPage: true, hasPreviousPage: after !== null };
     if (budget.spent()) return { items, hasNextPage: true, hasPreviousPage: after !== null, scanStop: positionOf(page, page.items.length - 1, true) };
-    page = await source.fetchPage(page.next, size);
+    page = seen.check(await source.fetchPage(page.next, size));
     budget.read();
     index = 0;
   }
 }
 
-async function pageBackward<T extends { id: string }>(source: ConnectionSource<T>, count: number, before: CursorPosition): Promise<Slice<T>> {
+async function pageBackward<T extends { id: string }>(source: ConnectionSource<T>, seen: SeenRecords, count: number, before: CursorPosition): Promise<Slice<T>> {
   const budget = scanBudget(source);
-  let page = await source.fetchPage(before.ref, before.size);
+  let page = seen.check(await source.fetchPage(before.ref, before.size));
   budget.read();
   let index = indexIn(page, before) - 1;
   const reversed: PageEdge<T>[] = [];
@@ -288,7 +289,7 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
     if (page.previous === null) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: false };
     if (reversed.length === count) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true };
     if (budget.spent()) return { items: reversed.reverse(), hasNextPage: true, hasPreviousPage: true, scanStop: positionOf(page, 0, false) };
-    page = await source.fetchPage(page.previous, before.size);
+    page = seen.check(await source.fetchPage(page.previous, before.size));
     budget.read();
     index = page.items.length - 1;
   }
@@ -299,10 +300,10 @@ async function pageBackward<T extends { id: string }>(source: ConnectionSource<T
  * tail is not cut at the scan bound (the last matches can only be known at the end);
  * MAX_PAGES_PER_WALK still bounds it.
  */
-async function tail<T extends { id: string }>(source: ConnectionSource<T>, count: number): Promise<Slice<T>> {
+async function tail<T extends { id: string }>(source: ConnectionSource<T>, seen: SeenRecords, count: number): Promise<Slice<T>> {
   let window: PageEdge<T>[] = [];
   let dropped = false;
-  let page = await source.fetchPage(null, MAX_PAGE_SIZE);
+  let page = seen.check(await source.fetchPage(null, MAX_PAGE_SIZE));
   for (;;) {
     for (let index = 0; index < page.items.length; index += 1) {
       const edge = take(source, page, index);
@@ -313,6 +314,6 @@ async function tail<T extends { id: string }>(source: ConnectionSource<T>, count
       dropped = true;
     }
     if (!page.hasMore || page.next === null) return { items: window, hasNextPage: false, hasPreviousPage: dropped };
-    page = await source.fetchPage(page.next, MAX_PAGE_SIZE);
+    page = seen.check(await source.fetchPage(page.next, MAX_PAGE_SIZE));
   }
 }

@@ -13,6 +13,7 @@ import { filterKey, pageKey } from '../pageKey';
 import type { PageRef } from '../pageReference';
 import type { Resource, UpstreamRecord } from '../resources';
 import type { Observer } from '../observer';
+import type { CallBudget } from '../resilience/callBudget';
 import type { EntityIndex } from './entityIndex';
 
 /** An upstream filter, as query parameters of the list call. */
@@ -39,27 +40,51 @@ export interface RequestPagesOptions {
   readonly indexOf: <R extends UpstreamRecord>(resource: Resource<R, any>) => EntityIndex<R>;
 }
 
-export function createRequestPages({ client, tenantId, signal, observer, indexOf }: RequestPagesOptions): RequestPages {
-  const pages = new Map<string, Promise<ListPage<unknown>>>();
-  const budget = client.budgetFor(signal); // one call budget and deadline per request
-  const call = { signal, budget };
-  let heldPagesRead = 0;
+export function createRequestPages(options: RequestPagesOptions): RequestPages {
+  return new PageCache(options);
+}
 
-  const stillWanted = (): void => {
-    if (signal.aborted || budget.remainingMs() === 0) throw requestOver(signal);
-  };
+/** A class, not closures: one per request that reads (see `RequestReader` in tenantReader.ts). */
+class PageCache implements RequestPages {
+  private readonly pages = new Map<string, Promise<ListPage<unknown>>>();
+  /** One call budget and deadline per request. */
+  private readonly budget: CallBudget;
+  private heldPagesRead = 0;
+
+  constructor(private readonly options: RequestPagesOptions) {
+    this.budget = options.client.budgetFor(options.signal);
+  }
+
+  fresh<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query?: UpstreamQuery): Promise<ListPage<R>> {
+    return this.read(resource, ref, pageSize, query, false);
+  }
+
+  held<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number): Promise<ListPage<R>> {
+    return this.read(resource, ref, pageSize, undefined, true);
+  }
+
+  stillWanted(): void {
+    const signal = this.options.signal;
+    if (signal.aborted || this.budget.remainingMs() === 0) throw requestOver(signal);
+  }
+
+  release(): void {
+    this.pages.clear();
+  }
 
   /**
    * A page from the index counts against the call budget like a call (once per
    * request, as a shared page does), so in-memory walks are bounded too; and every
    * read checks that the request is still wanted.
    */
-  const read = <R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query: UpstreamQuery | undefined, fromIndex: boolean): Promise<ListPage<R>> => {
+  private read<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query: UpstreamQuery | undefined, fromIndex: boolean): Promise<ListPage<R>> {
     try {
-      stillWanted();
+      this.stillWanted();
     } catch (error) {
       return Promise.reject(error as Error);
     }
+    const { client, tenantId, signal, observer, indexOf } = this.options;
+    const pages = this.pages;
     const key = pageKey(tenantId, resource.name, ref, pageSize, filterKey(query));
     let page = pages.get(key);
     observer.cacheLookup('request_pages', page ? 1 : 0, page ? 0 : 1);
@@ -67,32 +92,24 @@ export function createRequestPages({ client, tenantId, signal, observer, indexOf
       const held = fromIndex ? indexOf(resource).page(ref, pageSize) : undefined;
       if (held) {
         try {
-          budget.take(resource.name);
+          this.budget.take(resource.name);
         } catch (error) {
           return Promise.reject(error as Error);
         }
-        heldPagesRead += 1;
+        this.heldPagesRead += 1;
         // A long walk through memory lets the event loop turn now and then: other
         // requests go on, and a client that left is noticed (its signal aborts).
-        page = heldPagesRead % HELD_PAGES_PER_TURN === 0 ? nextTurn().then(() => held) : Promise.resolve(held);
+        page = this.heldPagesRead % HELD_PAGES_PER_TURN === 0 ? nextTurn().then(() => held) : Promise.resolve(held);
       } else {
-        page = client.listPage(tenantId, resource, { ref, pageSize, ...call, ...(query && { query }) });
+        page = client.listPage(tenantId, resource, { ref, pageSize, signal, budget: this.budget, ...(query && { query }) });
       }
       pages.set(key, page);
       page.catch(() => pages.delete(key));
     }
     return page as Promise<ListPage<R>>;
-  };
-
-  return {
-    fresh: (resource, ref, pageSize, query) => read(resource, ref, pageSize, query, false),
-    held: (resource, ref, pageSize) => read(resource, ref, pageSize, undefined, true),
-    stillWanted,
-    release: () => pages.clear(),
-  };
+  }
 }
 
-/** Pages read from memory between two turns of the event loop. */
 const HELD_PAGES_PER_TURN = 32;
 
 /** The error of work stopped because its request is over: the client left, or the deadline passed. */

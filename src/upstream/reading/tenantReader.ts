@@ -63,86 +63,113 @@ export interface ReadingServices {
 }
 
 export function createTenantReader(services: ReadingServices, tenantId: string, signal: AbortSignal): TenantReader {
-  const observer = services.observer ?? NO_OBSERVER;
-  let heldRecordsRead = 0;
+  return new RequestReader(services, tenantId, signal);
+}
 
-  // Once per request and list: the tenant's index, again from the set if it was
-  // released meanwhile (evicted or swept), so a request never fills a dropped one.
-  // Made on first use, as the maps below: most requests read one list and authorize none.
-  let indexes: Map<string, EntityIndex<UpstreamRecord>> | undefined;
-  const indexOf = <R extends UpstreamRecord>(resource: Resource<R, any>): EntityIndex<R> => {
-    let index = indexes?.get(resource.name);
-    if (!index || index.isReleased) {
-      index = services.indexes.for<UpstreamRecord>(tenantId, resource.name);
-      (indexes ??= new Map()).set(resource.name, index);
-    }
-    return index as EntityIndex<R>;
-  };
+/**
+ * A class, not an object of closures: one is made for every request that names a
+ * company, and what it holds lives through the upstream wait (bench/retained.cjs);
+ * methods on the prototype cost no closure per request. What most requests never
+ * use (the index map, the authorizations, the page cache with its call budget) is
+ * made on first use.
+ */
+class RequestReader implements TenantReader {
+  private readonly observer: Observer;
+  private heldRecordsRead = 0;
+  /**
+   * Once per request and list: the tenant's index, again from the set if it was
+   * released meanwhile (evicted or swept), so a request never fills a dropped one.
+   */
+  private indexes: Map<string, EntityIndex<UpstreamRecord>> | undefined;
+  /** Within one request the same page is fetched once, however many fields need it (its call budget and deadline start at the first read). */
+  private requestPages: RequestPages | undefined;
+  /** Once per request and list; lists without a scope skip it. */
+  private authorizations: Map<string, Promise<void>> | undefined;
+  private authorized: Set<string> | undefined;
 
-  // Within one request the same page is fetched once, however many fields need it.
-  // (its call budget and deadline too: made at the first read, not when the request begins).
-  let requestPages: RequestPages | undefined;
-  const pages = (): RequestPages => (requestPages ??= createRequestPages({ client: services.client, tenantId, signal, observer, indexOf }));
+  constructor(
+    private readonly services: ReadingServices,
+    readonly tenantId: string,
+    private readonly signal: AbortSignal,
+  ) {
+    this.observer = services.observer ?? NO_OBSERVER;
+  }
 
-  // Once per request and list; lists without a scope skip it.
-  let authorizations: Map<string, Promise<void>> | undefined;
-  let authorized: Set<string> | undefined;
-  const authorize = (resource: AnyResource): Promise<void> | undefined => {
-    if (!resource.scope || authorized?.has(resource.name)) return undefined;
-    let pending = authorizations?.get(resource.name);
+  walk<R extends UpstreamRecord>(resource: Resource<R, any>, query?: UpstreamQuery): PageWalk<R> {
+    const index = this.indexOf(resource);
+    return guardPageChain(async (ref, pageSize) => {
+      const page = await this.pages().fresh(resource as Resource<R>, ref, pageSize, query);
+      // The request's DataLoader is not primed: it would allocate a promise per
+      // record for lookups that the index answers anyway.
+      if (query) index.prime(page.items.filter((item): item is R => !isMalformed(item)));
+      else index.keepPage(page, pageSize);
+      return page;
+    });
+  }
+
+  scan<R extends UpstreamRecord>(resource: Resource<R, any>): PageWalk<R> {
+    const index = this.indexOf(resource);
+    return guardPageChain(async (ref, pageSize) => {
+      const pending = this.authorize(resource as AnyResource);
+      if (pending) await pending;
+      const page = await this.pages().held(resource as Resource<R>, ref, pageSize);
+      index.keepPage(page, pageSize);
+      return page;
+    });
+  }
+
+  async lookup<R extends UpstreamRecord>(resource: Resource<R, any>, ids: readonly string[]): Promise<Array<R | null>> {
+    await this.authorize(resource as AnyResource);
+    return this.indexOf(resource).lookup(ids, (ref, pageSize) => this.pages().held(resource as Resource<R>, ref, pageSize));
+  }
+
+  peek<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined {
+    // Resolving many entities from memory is a loop too: checked every so often.
+    if (++this.heldRecordsRead % HELD_RECORDS_PER_CHECK === 0) this.pages().stillWanted();
+    // Not yet authorized in this request: the lookup checks, then answers.
+    if (resource.scope && !this.authorized?.has(resource.name)) return undefined;
+    const record = this.indexOf(resource).peek(id);
+    if (record) this.observer.cacheLookup('entity_index', 1, 0);
+    return record;
+  }
+
+  authorize(resource: AnyResource): Promise<void> | undefined {
+    if (!resource.scope || this.authorized?.has(resource.name)) return undefined;
+    let pending = this.authorizations?.get(resource.name);
     if (!pending) {
-      const pendings = (authorizations ??= new Map());
-      pending = services.client.authorize(tenantId, resource).then(() => void (authorized ??= new Set()).add(resource.name));
+      const pendings = (this.authorizations ??= new Map());
+      pending = this.services.client.authorize(this.tenantId, resource).then(() => void (this.authorized ??= new Set()).add(resource.name));
       pendings.set(resource.name, pending);
       pending.catch(() => pendings.delete(resource.name));
     }
     return pending;
-  };
+  }
 
-  return {
-    tenantId,
-    walk<R extends UpstreamRecord>(resource: Resource<R, any>, query?: UpstreamQuery): PageWalk<R> {
-      const index = indexOf(resource);
-      return guardPageChain(async (ref, pageSize) => {
-        const page = await pages().fresh(resource as Resource<R>, ref, pageSize, query);
-        // The request's DataLoader is not primed: it would allocate a promise per
-        // record for lookups that the index answers anyway.
-        if (query) index.prime(page.items.filter((item): item is R => !isMalformed(item)));
-        else index.keepPage(page, pageSize);
-        return page;
-      });
-    },
-    scan<R extends UpstreamRecord>(resource: Resource<R, any>): PageWalk<R> {
-      const index = indexOf(resource);
-      return guardPageChain(async (ref, pageSize) => {
-        const pending = authorize(resource as AnyResource);
-        if (pending) await pending;
-        const page = await pages().held(resource as Resource<R>, ref, pageSize);
-        index.keepPage(page, pageSize);
-        return page;
-      });
-    },
-    async lookup<R extends UpstreamRecord>(resource: Resource<R, any>, ids: readonly string[]): Promise<Array<R | null>> {
-      await authorize(resource as AnyResource);
-      return indexOf(resource).lookup(ids, (ref, pageSize) => pages().held(resource as Resource<R>, ref, pageSize));
-    },
-    peek<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined {
-      // Resolving many entities from memory is a loop too: checked every so often.
-      if (++heldRecordsRead % HELD_RECORDS_PER_CHECK === 0) pages().stillWanted();
-      // Not yet authorized in this request: the lookup checks, then answers.
-      if (resource.scope && !authorized?.has(resource.name)) return undefined;
-      const record = indexOf(resource).peek(id);
-      if (record) observer.cacheLookup('entity_index', 1, 0);
-      return record;
-    },
-    authorize,
-    release() {
-      requestPages?.release();
-      indexes?.clear();
-      authorizations?.clear();
-      authorized?.clear();
-    },
-  };
+  release(): void {
+    this.requestPages?.release();
+    this.indexes?.clear();
+    this.authorizations?.clear();
+    this.authorized?.clear();
+  }
+
+  private indexOf<R extends UpstreamRecord>(resource: Resource<R, any>): EntityIndex<R> {
+    let index = this.indexes?.get(resource.name);
+    if (!index || index.isReleased) {
+      index = this.services.indexes.for<UpstreamRecord>(this.tenantId, resource.name);
+      (this.indexes ??= new Map()).set(resource.name, index);
+    }
+    return index as EntityIndex<R>;
+  }
+
+  private pages(): RequestPages {
+    return (this.requestPages ??= createRequestPages({
+      client: this.services.client,
+      tenantId: this.tenantId,
+      signal: this.signal,
+      observer: this.observer,
+      indexOf: (resource) => this.indexOf(resource),
+    }));
+  }
 }
 
 /** Records resolved from memory between two checks that the request is still wanted. */

@@ -8,11 +8,13 @@
 import type DataLoader from 'dataloader';
 import type { GraphQLError } from 'graphql';
 import { filterKey } from '../../upstream/pageKey';
-import type { ListFilter, Resource, ResourceSet, UpstreamRecord } from '../../upstream/resources';
+import type { ListFilter, MalformedRecord, Resource, ResourceSet, UpstreamRecord } from '../../upstream/resources';
 import { createTenantReader, type ReadingServices, type TenantReader } from '../../upstream/reading/tenantReader';
 import { graphQLError } from '../errors';
-import { checkConnectionArgs, FILTER_SCAN_PAGES, resolveConnection, type ConnectionArgs, type ConnectionPage } from './connections';
-import type { CursorCodec } from './cursor';
+import { checkConnectionArgs, FILTER_SCAN_PAGES, resolveConnection, type ConnectionArgs, type ConnectionPage, type ConnectionSource } from './connections';
+import type { CursorCodec, CursorPosition } from './cursor';
+import type { ListPage } from '../../upstream/client';
+import type { PageRef } from '../../upstream/pageReference';
 import { createEntityLoaders, type RequestLoaders } from './loaders';
 
 /** What narrows a connection: a filter, and the parent record of a child connection (`Location.shifts`). */
@@ -57,42 +59,90 @@ function scopeKey(scope: ConnectionScope | undefined): string {
 
 /** `itemErrors` receives the errors that do not fail a field (a malformed item skipped in a page). */
 export function createTenantData(services: DataServices, tenantId: string, signal: AbortSignal, itemErrors: GraphQLError[]): TenantData {
-  const reader = createTenantReader(services, tenantId, signal);
-  // Made at the first entity lookup: a request that only pages a list needs none.
-  let loaders: RequestLoaders | undefined;
+  return new RequestTenantData(services, tenantId, createTenantReader(services, tenantId, signal), itemErrors);
+}
 
-  return {
-    tenantId,
-    reader,
-    held: (resource, id) => reader.peek(resource, id),
-    loader: (resource) => (loaders ??= createEntityLoaders({ resources: services.resources, reader })).loader(resource),
-    release() {
-      reader.release();
-      loaders?.release();
-    },
-    async connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope: ConnectionScope<F> = {}) {
+/**
+ * Classes, not objects of closures (this one and `ListSource`): one of each is made for
+ * every request, and they live through its upstream wait (bench/retained.cjs).
+ */
+class RequestTenantData implements TenantData {
+  /** Made at the first entity lookup: a request that only pages a list needs none. */
+  private loaders: RequestLoaders | undefined;
+  readonly cursors: CursorCodec;
+
+  constructor(
+    private readonly services: DataServices,
+    readonly tenantId: string,
+    readonly reader: TenantReader,
+    private readonly itemErrors: GraphQLError[],
+  ) {
+    this.cursors = services.cursors;
+  }
+
+  held<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined {
+    return this.reader.peek(resource, id);
+  }
+
+  loader<R extends UpstreamRecord>(resource: Resource<R, any> | string): DataLoader<string, R | null> {
+    return (this.loaders ??= createEntityLoaders({ resources: this.services.resources, reader: this.reader })).loader(resource);
+  }
+
+  release(): void {
+    this.reader.release();
+    this.loaders?.release();
+  }
+
+  connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope: ConnectionScope<F> = {}): Promise<ConnectionPage<R>> {
+    // Not async: the common case hands resolveConnection's promise on as it is (no frame
+    // of its own, no promise resolved with a promise, through the upstream wait).
+    try {
       const request = checkConnectionArgs(args);
-      const list = resource.name;
       const boundTo = scopeKey(scope);
       const filter = scope.filter;
       const filtered = filter !== undefined && boundTo !== '';
-      if (filtered && !resource.matches) throw new Error(`the resource "${list}" was given a filter but has no matches()`);
+      if (filtered && !resource.matches) throw new Error(`the resource "${resource.name}" was given a filter but has no matches()`);
       const query = filtered ? resource.upstreamQuery?.(filter) : undefined;
       // A filtered scan the upstream cannot filter reads pages the per-tenant index may already hold.
       const scanned = filtered && !query;
-      if (scanned) await reader.authorize(resource);
-      return resolveConnection<R>(
-        {
-          fetchPage: scanned ? reader.scan(resource) : reader.walk(resource, query),
-          decodeCursor: (cursor, argument) => services.cursors.decode(cursor, tenantId, list, argument, boundTo),
-          encodeCursor: (position) => services.cursors.encode(tenantId, list, position, boundTo),
-          reportMalformed: (item) => {
-            itemErrors.push(graphQLError('UPSTREAM_BAD_RESPONSE', `an item of ${list} was skipped: ${item.reason}`));
-          },
-          ...(filtered && { filter: { matches: (record: R) => resource.matches!(record, filter), scanBound: FILTER_SCAN_PAGES } }),
-        },
-        request,
-      );
-    },
-  };
+      const source = new ListSource<R, F>(this, resource, boundTo, filtered ? filter : undefined, scanned ? this.reader.scan(resource) : this.reader.walk(resource, query));
+      if (!scanned) return resolveConnection<R>(source, request);
+      const authorized = this.reader.authorize(resource);
+      return authorized ? authorized.then(() => resolveConnection<R>(source, request)) : resolveConnection<R>(source, request);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+
+  /** An item a connection skipped (malformed): an error for that item, the page goes on. */
+  skipped(list: string, reason: string): void {
+    this.itemErrors.push(graphQLError('UPSTREAM_BAD_RESPONSE', `an item of ${list} was skipped: ${reason}`));
+  }
+}
+
+/** One connection's view of one list: its walk, and cursors bound to tenant, list and scope. */
+class ListSource<R extends UpstreamRecord, F extends ListFilter> implements ConnectionSource<R> {
+  readonly filter?: { matches(record: R): boolean; readonly scanBound: number };
+
+  constructor(
+    private readonly data: RequestTenantData,
+    private readonly resource: Resource<R, F>,
+    private readonly boundTo: string,
+    filter: F | undefined,
+    readonly fetchPage: (ref: PageRef | null, pageSize: number) => Promise<ListPage<R>>,
+  ) {
+    if (filter !== undefined) this.filter = { matches: (record: R) => resource.matches!(record, filter), scanBound: FILTER_SCAN_PAGES };
+  }
+
+  decodeCursor(cursor: string, argument: 'after' | 'before'): CursorPosition {
+    return this.data.cursors.decode(cursor, this.data.tenantId, this.resource.name, argument, this.boundTo);
+  }
+
+  encodeCursor(position: CursorPosition): string {
+    return this.data.cursors.encode(this.data.tenantId, this.resource.name, position, this.boundTo);
+  }
+
+  reportMalformed(item: MalformedRecord): void {
+    this.data.skipped(this.resource.name, item.reason);
+  }
 }

@@ -7,6 +7,7 @@ import type { GraphQLResolverMap } from '@apollo/subgraph';
 import type { AnyResource, Resource, UpstreamRecord } from '../../upstream/resources';
 import type { ConnectionArgs, ConnectionPage } from '../data/connections';
 import type { GraphQLContext } from '../data/context';
+import type { TenantData } from '../data/tenantData';
 import { badUserInput } from '../errors';
 import { nodeIdOf } from '../data/node';
 
@@ -40,10 +41,16 @@ export function resourceResolvers(resources: Iterable<AnyResource>): Resolvers {
   const query: Record<string, unknown> = {};
   const resolvers: Record<string, unknown> = { Query: query };
   for (const resource of resources) {
-    query[resource.name] = async (_parent: unknown, args: ConnectionArgs & { filter?: Record<string, unknown> | null }, context: GraphQLContext) => {
-      const tenant = await context.tenant();
-      const filter = args.filter && resource.filterFrom ? filterOf(resource, args.filter) : undefined;
-      return tenant.connection(resource, pagingOf(args), filter ? { filter } : {});
+    query[resource.name] = (_parent: unknown, args: ConnectionArgs & { filter?: Record<string, unknown> | null }, context: GraphQLContext) => {
+      // The tenant first (an unidentified request is refused before its arguments are read).
+      const connect = (tenant: TenantData) => {
+        const filter = args.filter && resource.filterFrom ? filterOf(resource, args.filter) : undefined;
+        return tenant.connection(resource, pagingOf(args), filter ? { filter } : {});
+      };
+      // Not async: with the tenant known (a shared request's check found it), the
+      // connection's promise is the field's, with no frame of its own held through the wait.
+      const known = context.knownTenant();
+      return known ? connect(known) : context.tenant().then(connect);
     };
     query[lookupField(resource)] = (_parent: unknown, { id }: { id: string }, context: GraphQLContext) => loadEntity(context, resource, String(id));
     resolvers[resource.typename] = {

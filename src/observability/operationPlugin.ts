@@ -21,55 +21,59 @@ const OPERATION_NAME_ADMIT_AFTER = 3;
  */
 export function operationObserver(metrics: Metrics, logger: Logger, upstream: Pick<UpstreamObserver, 'logFailure'>): ApolloServerPlugin<{ request?: RequestRecord }> {
   const names = new BoundedLabel(MAX_OPERATION_NAMES, /^[_A-Za-z][_0-9A-Za-z]{0,99}$/, { admitAfter: OPERATION_NAME_ADMIT_AFTER });
+  type Hooks = Awaited<ReturnType<NonNullable<ApolloServerPlugin<{ request?: RequestRecord }>['requestDidStart']>>>;
+
+  /**
+   * The hooks, for requests that started at `started` (ms; undefined: the request's record
+   * says when). Everything else is read from the request's context when the response
+   * goes out, so a request with a record shares one set of hooks: no closures per request
+   * held through its upstream wait.
+   */
+  const hooksFor = (started: number | undefined): Hooks => ({
+    async didEncounterErrors({ errors }) {
+      for (const error of errors) {
+        const original = unwrapResolverError(error);
+        if (isUpstreamError(original)) upstream.logFailure(original, error.path ? { path: error.path.join('.') } : {});
+      }
+    },
+    async willSendResponse({ response, contextValue, operation, operationName: name }) {
+      const operationType = operation?.operation ?? 'unknown';
+      // Counted once the operation resolved (parsing and validation passed), as a label of at most MAX_OPERATION_NAMES values.
+      const operationName = operation ? names.value(name ?? undefined, 'anonymous') : 'none';
+      if (operation) metrics.graphqlRequests.inc({ operation_type: operationType, operation_name: operationName });
+      // The request's record rides on its GraphQL context (http/graphqlHandler.ts puts it there).
+      const scope = contextValue.request;
+      const aborted = scope?.aborted === true;
+      const errors = response.body.kind === 'single' ? (response.body.singleResult.errors ?? []) : [];
+      const codes = errors.map((error) => String(error.extensions?.code ?? 'UNKNOWN'));
+      if (aborted) metrics.graphqlAborted.inc({ operation_type: operationType });
+      else for (const code of codes) metrics.graphqlErrors.inc({ code });
+      const seconds = (performance.now() - (scope?.startedAt ?? started ?? performance.now())) / 1000;
+      const outcome = aborted ? 'aborted' : codes.length > 0 ? 'error' : 'ok';
+      metrics.graphqlDuration.observe({ operation_type: operationType, operation_name: operationName, outcome }, seconds);
+      if (logger.isLevelEnabled('debug')) {
+        logger.debug(
+          {
+            event: 'graphql_request',
+            operationName: operation ? (name?.slice(0, 100) ?? null) : null,
+            operationType,
+            tenantId: scope?.tenantId,
+            durationMs: Math.round(seconds * 1000),
+            upstreamCalls: scope?.upstreamCalls ?? 0,
+            coalesced: scope?.coalesced ?? 0,
+            cacheHits: scope ? cacheHitsOf(scope) : 0,
+            errorCodes: codes,
+            aborted,
+          },
+          'graphql request',
+        );
+      }
+    },
+  });
+  const shared = hooksFor(undefined);
   return {
-    async requestDidStart() {
-      const started = performance.now();
-      let operationType = 'unknown';
-      let operationName = 'none';
-      let loggedName: string | undefined;
-      return {
-        async didResolveOperation({ operation, operationName: name }) {
-          operationType = operation?.operation ?? 'unknown';
-          operationName = names.value(name, 'anonymous');
-          loggedName = name?.slice(0, 100);
-          metrics.graphqlRequests.inc({ operation_type: operationType, operation_name: operationName });
-        },
-        async didEncounterErrors({ errors }) {
-          for (const error of errors) {
-            const original = unwrapResolverError(error);
-            if (isUpstreamError(original)) upstream.logFailure(original, error.path ? { path: error.path.join('.') } : {});
-          }
-        },
-        async willSendResponse({ response, contextValue }) {
-          // The request's record rides on its GraphQL context (http/graphqlHandler.ts puts it there).
-          const scope = contextValue.request;
-          const aborted = scope?.aborted === true;
-          const errors = response.body.kind === 'single' ? (response.body.singleResult.errors ?? []) : [];
-          const codes = errors.map((error) => String(error.extensions?.code ?? 'UNKNOWN'));
-          if (aborted) metrics.graphqlAborted.inc({ operation_type: operationType });
-          else for (const code of codes) metrics.graphqlErrors.inc({ code });
-          const seconds = (performance.now() - (scope?.startedAt ?? started)) / 1000;
-          const outcome = aborted ? 'aborted' : codes.length > 0 ? 'error' : 'ok';
-          metrics.graphqlDuration.observe({ operation_type: operationType, operation_name: operationName, outcome }, seconds);
-          if (logger.isLevelEnabled('debug')) {
-            logger.debug(
-              {
-                event: 'graphql_request',
-                operationName: loggedName ?? null,
-                operationType,
-                tenantId: scope?.tenantId,
-                durationMs: Math.round(seconds * 1000),
-                upstreamCalls: scope?.upstreamCalls ?? 0,
-                coalesced: scope?.coalesced ?? 0,
-                cacheHits: scope ? cacheHitsOf(scope) : 0,
-                errorCodes: codes,
-                aborted,
-              },
-              'graphql request',
-            );
-          }
-        },
-      };
+    async requestDidStart({ contextValue }) {
+      return contextValue.request ? shared : hooksFor(performance.now());
     },
   };
 }

@@ -435,7 +435,7 @@ export class WfsClient {
         response = await request(url, {
           method: 'GET',
           dispatcher: this.options.dispatcher,
-          headers: { authorization: `Bearer ${grant.accessToken}`, accept: 'application/json' },
+          headers: { authorization: bearer(grant), accept: 'application/json' },
           signal,
         });
       } catch (error) {
@@ -474,6 +474,21 @@ export class WfsClient {
 function shardVerdict<R>(outcome: Outcome<R>): Outcome<R> {
   if (outcome.kind === 'transient') throw new ShardFault(outcome.error, outcome.retryAfterSeconds);
   return outcome;
+}
+
+/**
+ * The Authorization header of a grant, made once per token: a token of several hundred
+ * characters would otherwise be copied into a new string for every call, kept through
+ * the upstream wait.
+ */
+const bearers = new WeakMap<TokenGrant, string>();
+function bearer(grant: TokenGrant): string {
+  let header = bearers.get(grant);
+  if (header === undefined) {
+    header = `Bearer ${grant.accessToken}`;
+    bearers.set(grant, header);
+  }
+  return header;
 }
 
 /** The URL of one page: the tenant's shard, the list's path, the reference, `page_size` and the resource's query. */

@@ -61,20 +61,16 @@ export class TenantBulkheads {
       const queue = slots.waiting;
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => {
-          const at = queue.indexOf(waiter);
+          const at = queue.indexOf(resume);
           if (at >= 0) queue.splice(at, 1);
           reject(cancelledError());
         };
-        const waiter: Waiting = {
-          signal,
-          resolve: () => {
-            signal.removeEventListener('abort', onAbort);
-            resolve();
-          },
-          reject,
+        const resume = () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
         };
         signal.addEventListener('abort', onAbort, { once: true });
-        queue.push(waiter);
+        queue.push(resume);
       });
     }
     try {
@@ -84,26 +80,17 @@ export class TenantBulkheads {
     }
   }
 
-  /** A call ended: its slot goes to the first waiter still wanted, or is freed; an idle tenant keeps nothing. */
+  /** A call ended: its slot goes to the first waiter (waiters whose request ended have left the queue), or is freed; an idle tenant keeps nothing. */
   private release(tenantId: string, slots: TenantSlots): void {
-    let next: Waiting | undefined;
-    while ((next = slots.waiting.shift())) {
-      // A waiter whose request is over is cancelled, not run, and the slot goes on to the next.
-      if (next.signal.aborted) next.reject(cancelledError());
-      else return next.resolve();
-    }
+    const next = slots.waiting.shift();
+    if (next) return next();
     slots.active -= 1;
     if (slots.active === 0 && this.bulkheads.get(tenantId) === slots) this.bulkheads.delete(tenantId);
   }
 }
 
-interface Waiting {
-  readonly signal: AbortSignal;
-  readonly resolve: () => void;
-  readonly reject: (error: Error) => void;
-}
-
 interface TenantSlots {
   active: number;
-  readonly waiting: Waiting[];
+  /** Each waiter's resume: it runs in the slot handed over. */
+  readonly waiting: Array<() => void>;
 }

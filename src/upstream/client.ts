@@ -98,8 +98,9 @@ interface Tries {
   readonly transient: RetrySchedule;
   /** Backoff of 429s without Retry-After. */
   readonly rateLimitBackoff: RetrySchedule;
-  /** 429s and 503s with Retry-After retried so far. */
+  /** 429s and 503s with Retry-After retried so far, and at most (`maxRateLimitRetries`). */
   rateLimitRetries: number;
+  readonly maxRateLimitRetries: number;
   readonly unauthorized: UnauthorizedRule;
 }
 
@@ -299,6 +300,7 @@ export class WfsClient {
       remaining: () => call.deadlineAt() - performance.now(),
       transient: this.retryPolicy.schedule(),
       rateLimitBackoff: this.retryPolicy.schedule(this.options.maxRateLimitRetries ?? 2),
+      maxRateLimitRetries: this.options.maxRateLimitRetries ?? 2,
       rateLimitRetries: 0,
       unauthorized: new UnauthorizedRule(this.options.tokens, tenantId, () => this.observer.upstreamRetry(list, 'unauthorized')),
     };
@@ -314,21 +316,14 @@ export class WfsClient {
   }
 
   /**
-   * A 429: with Retry-After, the tenant's window opens and the window step waits it
-   * out (or the call fails at once when it is too long); without, a jittered backoff.
+   * A 429: with Retry-After, the tenant's window opens (`afterRetryAfter`); without, a
+   * jittered backoff.
    */
   private afterRateLimited(tries: Tries, tenantId: string, retryAfterSeconds: number | undefined): NextTry {
-    const maxRetries = this.options.maxRateLimitRetries ?? 2;
     if (retryAfterSeconds !== undefined) {
-      const kept = this.windows.open('tenant', tenantId, retryAfterSeconds);
-      const wait = kept * 1000;
-      if (tries.rateLimitRetries >= maxRetries || wait > tries.maxWaitMs || wait >= tries.remaining()) {
-        throw rateLimited(tenantId, kept, { momentary: this.onlyTheDeadline(tries.rateLimitRetries, wait, tries.maxWaitMs) });
-      }
-      tries.rateLimitRetries += 1;
-      return 'now'; // the window step waits it out
+      return this.afterRetryAfter(tries, 'tenant', tenantId, retryAfterSeconds, (kept, why) => rateLimited(tenantId, kept, why));
     }
-    const wait = tries.rateLimitRetries < maxRetries ? tries.rateLimitBackoff.next(tries.remaining()) : undefined;
+    const wait = tries.rateLimitRetries < tries.maxRateLimitRetries ? tries.rateLimitBackoff.next(tries.remaining()) : undefined;
     if (wait === undefined) throw rateLimited(tenantId, undefined);
     tries.rateLimitRetries += 1;
     return { waitMs: wait, reason: 'rate-limited' };
@@ -340,17 +335,28 @@ export class WfsClient {
    */
   private afterShardFault(tries: Tries, origin: string, list: string, outcome: { error: UpstreamError; retryAfterSeconds?: number | undefined }, signal: AbortSignal): NextTry {
     if (outcome.retryAfterSeconds !== undefined) {
-      const kept = this.windows.open('shard', origin, outcome.retryAfterSeconds);
-      const wait = kept * 1000;
-      if (tries.rateLimitRetries >= (this.options.maxRateLimitRetries ?? 2) || wait > tries.maxWaitMs || wait >= tries.remaining()) {
-        throw shardBusy(origin, list, kept, { momentary: this.onlyTheDeadline(tries.rateLimitRetries, wait, tries.maxWaitMs) });
-      }
-      tries.rateLimitRetries += 1;
-      return 'now'; // the window step waits it out
+      return this.afterRetryAfter(tries, 'shard', origin, outcome.retryAfterSeconds, (kept, why) => shardBusy(origin, list, kept, why));
     }
     const wait = signal.aborted ? undefined : tries.transient.next(tries.remaining());
     if (wait === undefined) throw outcome.error;
     return { waitMs: wait, reason: 'transient' };
+  }
+
+  /**
+   * A Retry-After answer (a tenant's 429, a shard's 503): its window opens and the
+   * window step waits it out, or the call fails at once (`refusal`) when the retries
+   * are spent, the wait is longer than a request may take, or past the caller's deadline.
+   */
+  private afterRetryAfter(tries: Tries, scope: WindowScope, key: string, retryAfterSeconds: number, refusal: (kept: number, why: WindowFailure) => UpstreamError): NextTry {
+    const kept = this.windows.open(scope, key, retryAfterSeconds);
+    const wait = kept * 1000;
+    const retriesLeft = tries.rateLimitRetries < tries.maxRateLimitRetries;
+    if (!retriesLeft || wait > tries.maxWaitMs || wait >= tries.remaining()) {
+      // A wait we would have taken with more time left is this caller's moment, not the upstream's answer.
+      throw refusal(kept, { momentary: retriesLeft && wait <= tries.maxWaitMs });
+    }
+    tries.rateLimitRetries += 1;
+    return 'now'; // the window step waits it out
   }
 
   /** Waits as a step decided before the next try (reported as a retry), unless the caller goes away. */
@@ -358,11 +364,6 @@ export class WfsClient {
     if (next === 'now') return;
     this.observer.upstreamRetry(list, next.reason);
     await sleep(next.waitMs, signal);
-  }
-
-  /** A Retry-After wait was refused only because this caller's deadline could not hold it (retries left, within the wait limit). */
-  private onlyTheDeadline(retriesSoFar: number, waitMs: number, maxWaitMs: number): boolean {
-    return retriesSoFar < (this.options.maxRateLimitRetries ?? 2) && waitMs <= maxWaitMs;
   }
 
   /**

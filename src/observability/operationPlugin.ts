@@ -39,7 +39,7 @@ export function operationObserver(metrics: Metrics, logger: Logger, upstream: Pi
     async willSendResponse({ response, contextValue, operation, operationName: name }) {
       const operationType = operation?.operation ?? 'unknown';
       // Counted once the operation resolved (parsing and validation passed), as a label of at most MAX_OPERATION_NAMES values.
-      const operationName = operation ? names.value(name ?? undefined, 'anonymous') : 'none';
+      const operationName = operation ? names.value(name, 'anonymous') : 'none';
       if (operation) metrics.graphqlRequests.inc({ operation_type: operationType, operation_name: operationName });
       // The request's record rides on its GraphQL context (http/graphqlHandler.ts puts it there).
       const scope = contextValue.request;

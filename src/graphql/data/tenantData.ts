@@ -69,16 +69,13 @@ export function createTenantData(services: DataServices, tenantId: string, signa
 class RequestTenantData implements TenantData {
   /** Made at the first entity lookup: a request that only pages a list needs none. */
   private loaders: RequestLoaders | undefined;
-  readonly cursors: CursorCodec;
 
   constructor(
-    private readonly services: DataServices,
+    readonly services: DataServices,
     readonly tenantId: string,
     readonly reader: TenantReader,
     private readonly itemErrors: GraphQLError[],
-  ) {
-    this.cursors = services.cursors;
-  }
+  ) {}
 
   held<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined {
     return this.reader.peek(resource, id);
@@ -135,11 +132,11 @@ class ListSource<R extends UpstreamRecord, F extends ListFilter> implements Conn
   }
 
   decodeCursor(cursor: string, argument: 'after' | 'before'): CursorPosition {
-    return this.data.cursors.decode(cursor, this.data.tenantId, this.resource.name, argument, this.boundTo);
+    return this.data.services.cursors.decode(cursor, this.data.tenantId, this.resource.name, argument, this.boundTo);
   }
 
   encodeCursor(position: CursorPosition): string {
-    return this.data.cursors.encode(this.data.tenantId, this.resource.name, position, this.boundTo);
+    return this.data.services.cursors.encode(this.data.tenantId, this.resource.name, position, this.boundTo);
   }
 
   reportMalformed(item: MalformedRecord): void {

@@ -31,9 +31,9 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { NUMERIC_SETTINGS } from '../config';
 import { createContext, type ContextServices, type GraphQLContext, type LiveContext } from '../graphql/data/context';
-import { CostEstimates } from '../graphql/server/cost';
+import { CostEstimates, costRefusal } from '../graphql/server/cost';
 import { createDocumentStore } from '../graphql/server/documentStore';
-import { LIMIT_ERROR_CODE, limitParseOptions, limitRules, type QueryLimits } from '../graphql/server/limits';
+import { LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from '../graphql/server/limits';
 import type { LiveHub } from '../live/hub';
 import type { LiveMetrics } from '../live/metrics';
 import type { Logger } from '../observability/logger';
@@ -327,16 +327,10 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       return refuse('document', 'BAD_REQUEST', `only subscriptions are served over WebSocket; send ${operation.operation === 'query' ? 'queries' : 'mutations'} over HTTP POST to this path`);
     }
     const variables = payload.variables ?? {};
-    const estimated = estimates.of(schema, document, operation, variables);
-    // No estimate: the variables do not coerce, and execution refuses them with their own error.
-    if (estimated !== undefined && estimated > options.queryLimits.maxCost) {
+    const overBudget = costRefusal(operation, estimates.of(schema, document, operation, variables), options.queryLimits.maxCost);
+    if (overBudget) {
       metrics.refused.inc({ reason: 'cost' });
-      const name = operation.name ? ` ${operation.name.value}` : '';
-      return [
-        new GraphQLError(`operation${name} is estimated at ${estimated} (the size of the answer it can produce); at most ${options.queryLimits.maxCost} are allowed`, {
-          extensions: { code: LIMIT_ERROR_CODE, 'cost.estimated': estimated, 'cost.max': options.queryLimits.maxCost },
-        }),
-      ];
+      return [overBudget];
     }
     const context = new SubscriptionContext(services, connection.headers, tenantId, options.budgetMs, {
       hub: options.hub,
@@ -387,7 +381,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       document = parse(query, parseOptions);
     } catch (error) {
       const message = (error as Error).message;
-      const tokens = /more tha[nt] \d+ tokens/.test(message);
+      const tokens = isTokenLimitError(message);
       return { errors: [new GraphQLError(tokens ? message.replace(/^Syntax Error: /, '') : message, { extensions: { code: tokens ? LIMIT_ERROR_CODE : 'GRAPHQL_PARSE_FAILED' } })] };
     }
     const invalid = validate(schema, document, rules);

@@ -191,6 +191,20 @@ function fieldOf(parentType: GraphQLCompositeType, name: string): GraphQLField<u
 }
 
 /**
+ * The error for an operation estimated over `maxCost` (the estimate and the budget under
+ * the keys Apollo Router's demand control uses), or undefined when it is within it or
+ * has no estimate (its variables do not coerce, and execution refuses them with their
+ * own error). Queries (`costLimit`) and subscriptions (http/liveSocket.ts) refuse alike.
+ */
+export function costRefusal(operation: OperationDefinitionNode, estimated: number | undefined, maxCost: number, extensions: Record<string, unknown> = {}): GraphQLError | undefined {
+  if (estimated === undefined || estimated <= maxCost) return undefined;
+  const name = operation.name ? ` ${operation.name.value}` : '';
+  return new GraphQLError(`operation${name} is estimated at ${estimated} (the size of the answer it can produce); at most ${maxCost} are allowed`, {
+    extensions: { code: LIMIT_ERROR_CODE, 'cost.estimated': estimated, 'cost.max': maxCost, ...extensions },
+  });
+}
+
+/**
  * Refuses an operation whose estimate is over `maxCost`, once its variables are known
  * (validation rules never see them) and before any resolver runs: HTTP 400, with the
  * estimate and the budget under the keys Apollo Router's demand control uses.
@@ -200,13 +214,8 @@ export function costLimit<TContext extends object>(maxCost: number): ApolloServe
   const hooks: Awaited<ReturnType<NonNullable<ApolloServerPlugin<TContext>['requestDidStart']>>> = {
     async didResolveOperation({ schema, document, operation, request }) {
       if (!operation) return; // no operation to run: Apollo answers that itself
-      const estimated = estimates.of(schema, document, operation, request.variables ?? {});
-      // No estimate: the variables do not coerce, and execution refuses them with their own error.
-      if (estimated === undefined || estimated <= maxCost) return;
-      const name = operation.name ? ` ${operation.name.value}` : '';
-      throw new GraphQLError(`operation${name} is estimated at ${estimated} (the size of the answer it can produce); at most ${maxCost} are allowed`, {
-        extensions: { code: LIMIT_ERROR_CODE, 'cost.estimated': estimated, 'cost.max': maxCost, http: { status: 400 } },
-      });
+      const refusal = costRefusal(operation, estimates.of(schema, document, operation, request.variables ?? {}), maxCost, { http: { status: 400 } });
+      if (refusal) throw refusal;
     },
   };
   return {

@@ -20,16 +20,12 @@
 // An argument names another build's dist/ folder (default: this checkout's). It loads
 // tsc's single modules (dist/server.js …), the same code the bundle holds.
 'use strict';
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
+const { startInProcess, targetFromEnv } = require('./inProcess.cjs');
 
 const dist = path.resolve(process.argv[2] ?? path.join(__dirname, '..', 'dist'));
 const LAT = Number(process.env.LATENCY) || 0;
-const { startEmulator, makeTenant } = require(path.join(dist, 'emulator'));
-const { loadConfig } = require(path.join(dist, 'config'));
-const { startServer } = require(path.join(dist, 'server'));
-const { createLogger } = require(path.join(dist, 'observability', 'logger'));
+const { makeTenant } = require(path.join(dist, 'emulator'));
 const { Agent, request } = require('undici');
 
 const IN_FLIGHT = Number(process.env.IN_FLIGHT) || 10;
@@ -38,18 +34,8 @@ const PER_ROUND = 3_000;
 const ROUNDS = 5;
 
 (async () => {
-  process.env.NODE_ENV = 'production';
   const tenant = makeTenant({ tenantId: 'be0c0000-0000-4000-8000-000000000001', clientId: 'c1', clientSecret: 's1-abcdefgh', grantedScopes: ['shifts.read'], shard: 0, locationCount: Math.max(200, 100 * (Number(process.env.PAGED) || 0)), shiftCount: 500 });
-  const emulator = await startEmulator({ tenants: [tenant], latencyMs: LAT });
-  const credentials = [{ tenantId: tenant.tenantId, clientId: tenant.clientId, clientSecret: tenant.clientSecret, scope: 'shifts.read' }];
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wfs-hotpath-')), 'tenants.json');
-  fs.writeFileSync(file, JSON.stringify(credentials));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'hotpath-cursor-secret-0123456789abcdef', WFS_TRUSTED_NETWORK: 'true', WFS_API_BASE_ALLOW: '127.0.0.1', LOG_LEVEL: 'error', NODE_ENV: 'production' });
-  const server = process.env.APOLLO
-    ? await require(path.join(dist, 'bench', 'bench', 'naive', 'server.js')).startNaiveServer({ authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1', lean: true })
-    : process.env.FLOOR
-    ? await require(path.join(dist, 'bench', 'bench', 'floor', 'server.js')).startFloorServer({ mode: process.env.FLOOR, authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1' })
-    : await startServer(config, { logger: createLogger('error') });
+  const { server, close } = await startInProcess({ dist, tenants: [tenant], latencyMs: LAT, target: targetFromEnv() });
   const agent = new Agent({ connections: IN_FLIGHT });
   const paged = Number(process.env.PAGED) || 0;
   const PAGES_QUERY = 'query BenchPages($after: String) { locations(first: 100, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }';
@@ -93,8 +79,7 @@ const ROUNDS = 5;
   perRequest.sort((a, b) => a - b);
   process.stdout.write(`cpu ms/req (emulator + server + client, one process): median ${perRequest[ROUNDS >> 1].toFixed(3)}, min ${perRequest[0].toFixed(3)}; rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB\n`);
   await agent.close();
-  await (server.close ?? server.stop).call(server);
-  await emulator.close();
+  await close();
   process.exit(0);
 })().catch((error) => {
   process.stderr.write(`${error.stack ?? error}\n`);

@@ -14,16 +14,13 @@
 //
 // An argument names another build's dist/ folder (default: this checkout's).
 'use strict';
-const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const v8 = require('node:v8');
+const { startInProcess } = require('./inProcess.cjs');
 
 const dist = path.resolve(process.argv[2] ?? path.join(__dirname, '..', 'dist'));
-const { startEmulator, makeTenant } = require(path.join(dist, 'emulator'));
-const { loadConfig } = require(path.join(dist, 'config'));
-const { startServer } = require(path.join(dist, 'server'));
-const { createLogger } = require(path.join(dist, 'observability', 'logger'));
+const { makeTenant } = require(path.join(dist, 'emulator'));
 const { Agent, request } = require('undici');
 
 const N = Number(process.env.N) || 100;
@@ -32,18 +29,10 @@ const target = process.env.APOLLO ? 'apollo' : 'subgraph';
 
 (async () => {
   if (typeof global.gc !== 'function') throw new Error('run with --expose-gc');
-  process.env.NODE_ENV = 'production';
   const tenants = Array.from({ length: N }, (_, i) =>
     makeTenant({ tenantId: `be0c0000-0000-4000-8000-${String(i + 1).padStart(12, '0')}`, clientId: `c${i}`, clientSecret: `s${i}-abcdefgh`, grantedScopes: ['shifts.read'], shard: 0, locationCount: 200, shiftCount: 50 }),
   );
-  const emulator = await startEmulator({ tenants, latencyMs: 0 });
-  const credentials = tenants.map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, scope: 'shifts.read' }));
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wfs-retained-')), 'tenants.json');
-  fs.writeFileSync(file, JSON.stringify(credentials));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'retained-cursor-secret-0123456789abcdef', WFS_TRUSTED_NETWORK: 'true', WFS_API_BASE_ALLOW: '127.0.0.1', LOG_LEVEL: 'error', NODE_ENV: 'production' });
-  const server = process.env.APOLLO
-    ? await require(path.join(dist, 'bench', 'bench', 'naive', 'server.js')).startNaiveServer({ authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1', lean: true })
-    : await startServer(config, { logger: createLogger('error') });
+  const { emulator, server, close } = await startInProcess({ dist, tenants, target });
   const agent = new Agent({ connections: 2 * N });
   const body = JSON.stringify({ query: QUERY });
   const one = async (tenant) => {
@@ -69,8 +58,7 @@ const target = process.env.APOLLO ? 'apollo' : 'subgraph';
   await pending;
   process.stdout.write(`${target}: retained per waiting request ${((waiting - idle) / N / 1024).toFixed(2)} KiB (N=${N})\n`);
   await agent.close();
-  await (server.close ?? server.stop).call(server);
-  await emulator.close();
+  await close();
   process.exit(0);
 })().catch((error) => {
   process.stderr.write(`${error.stack ?? error}\n`);

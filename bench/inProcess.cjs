@@ -16,6 +16,24 @@ async function startInProcess({ dist, tenants, latencyMs = 0, target = 'subgraph
   const { startEmulator } = require(path.join(dist, 'emulator'));
   process.env.NODE_ENV = 'production';
   const emulator = await startEmulator({ tenants, latencyMs });
+  const server = await startTarget({ dist, tenants, emulator, target });
+  return {
+    emulator,
+    server,
+    async close() {
+      await (server.close ?? server.stop).call(server);
+      await emulator.close();
+    },
+  };
+}
+
+/**
+ * One server under test (as `startInProcess` names them) on an emulator already running,
+ * from the build in `dist`: bench/interleaved.cjs runs several side by side.
+ * Resolves to the server (with .url, and .close or .stop).
+ */
+async function startTarget({ dist, tenants, emulator, target }) {
+  process.env.NODE_ENV = 'production';
   const credentials = tenants.map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, scope: 'shifts.read' }));
   const where = { authUrl: emulator.authUrl, tenants: credentials, port: 0, host: '127.0.0.1' };
   let server;
@@ -32,14 +50,7 @@ async function startInProcess({ dist, tenants, latencyMs = 0, target = 'subgraph
     const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'in-process-cursor-secret-0123456789abcdef', WFS_TRUSTED_NETWORK: 'true', WFS_API_BASE_ALLOW: '127.0.0.1', LOG_LEVEL: 'error', NODE_ENV: 'production' });
     server = await startServer(config, { logger: createLogger('error') });
   }
-  return {
-    emulator,
-    server,
-    async close() {
-      await (server.close ?? server.stop).call(server);
-      await emulator.close();
-    },
-  };
+  return server;
 }
 
 /** The target named by the environment: APOLLO=1, FLOOR=<mode>, else the subgraph. */
@@ -49,4 +60,4 @@ function targetFromEnv(env = process.env) {
   return 'subgraph';
 }
 
-module.exports = { startInProcess, targetFromEnv };
+module.exports = { startInProcess, startTarget, targetFromEnv };

@@ -9,8 +9,8 @@
 // deployments load, and only when configured (Redis, the OpenTelemetry SDK, the
 // protobufjs messages of a gateway's query plan trace). Each must be one of our own dependencies, so that a
 // production install (`npm ci --omit=dev`) puts it where the bundle looks: the build
-// checks that. Two packages are replaced by files of this folder (`undici.cjs`,
-// `createhash.cjs`; each says why). The explorer's browser files (React, GraphiQL, our
+// checks that. Three packages are replaced by files of this folder (`undici.cjs`,
+// `createhash.cjs`, `fastJsonStringify.cjs`; each says why). The explorer's browser files (React, GraphiQL, our
 // bootstrap) are built next, into dist/explorer/assets/ (explorer.mjs), so no
 // front-end package is needed at run time.
 import { build } from 'esbuild';
@@ -42,7 +42,7 @@ if (notOurs.length > 0) {
 }
 
 /** Packages the bundle takes from a file of this folder instead of their own entry point. */
-const REPLACED = { undici: 'undici.cjs', '@apollo/utils.createhash': 'createhash.cjs' };
+const REPLACED = { undici: 'undici.cjs', '@apollo/utils.createhash': 'createhash.cjs', 'fast-json-stringify': 'fastJsonStringify.cjs' };
 
 /**
  * The packages of REPLACED resolve to their file of this folder. `undici.cjs` offers

@@ -152,6 +152,22 @@ describe('inline trace (ftv1) with the router header', () => {
   });
 });
 
+describe('a document run often enough to be compiled (src/graphql/server/execution.ts)', () => {
+  it('is still traced field by field when the router asks, and answers the same before, then and after', async () => {
+    const query = '{ locations(first: 3) { nodes { id name } pageInfo { hasNextPage } } }';
+    const plain = [];
+    for (let i = 0; i < 3; i++) plain.push(await postGraphQL(subgraph.server.url, { query }, as(A)));
+    const { response, root, timedFields } = await traced(query);
+    expect(response.data).toEqual(plain[0]!.data);
+    // locations, nodes, pageInfo, hasNextPage, 3 x (id, name).
+    expect(timedFields).toBe(4 + 3 * 2);
+    expect(child(child(child(child(root, 'locations'), 'nodes'), 2), 'name')).toMatchObject({ type: 'String!', parentType: 'Location' });
+    const after = await postGraphQL(subgraph.server.url, { query }, as(A));
+    expect(after.data).toEqual(plain[0]!.data);
+    expect((after as { extensions?: Record<string, unknown> }).extensions?.['ftv1']).toBeUndefined();
+  });
+});
+
 describe('without the router header', () => {
   it('answers without extensions.ftv1', async () => {
     const response = await postGraphQL(subgraph.server.url, { query: '{ locations(first: 2) { nodes { id } } }' }, as(A));

@@ -1,5 +1,6 @@
 /**
- * The Apollo Server this subgraph runs: the subgraph schema (schema.ts), the query
+ * The Apollo Server this subgraph runs: the subgraph schema (schema.ts) and its
+ * execution (execution.ts), the query
  * limits and cost bound (limits.ts, cost.ts), error formatting (../errors.ts) and the
  * plugins (plugins.ts), put together; not started (the HTTP side hands requests to it).
  */
@@ -15,6 +16,7 @@ import { createDocumentStore, createPersistedQueryCache } from './documentStore'
 import { DEFAULT_QUERY_LIMITS, LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
 import { subgraphPlugins } from './plugins';
 import { createSubgraphSchema } from './schema';
+import { CompiledExecution } from './execution';
 
 export interface ApolloServerOptions {
   readonly logger: Logger;
@@ -39,7 +41,8 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
   const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
   const formatError = createErrorFormatter((error) => options.logger.error({ err: error }, 'unexpected error in a resolver'));
   return new ApolloServer<GraphQLContext>({
-    schema: createSubgraphSchema(),
+    // Apollo's pipeline with a compiled executor for documents seen again (execution.ts).
+    gateway: new CompiledExecution(createSubgraphSchema(), createSubgraphSchema),
     introspection: options.introspection,
     logger: options.logger,
     parseOptions: limitParseOptions(limits),

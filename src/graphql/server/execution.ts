@@ -1,0 +1,171 @@
+/**
+ * How an operation is executed under Apollo Server: a document seen again runs as a
+ * query compiled by graphql-jit, anything else through graphql-js as before.
+ *
+ * Apollo Server lets a server bring its own executor through its gateway interface
+ * (`gateway.load()` answers the schema and an `executor`); parsing, validation, the
+ * document store, the query limits and cost check, error formatting and every plugin
+ * hook stay Apollo's. Only the step from a validated document to its result changes.
+ * graphql-js interprets the document on every request (collecting fields, reading
+ * arguments, checking each value's type, for each of a page's records); graphql-jit
+ * turns a document into a function once and runs that. On a page of 100 records that
+ * was about a sixth of the product's CPU per request (bench/README.md, "Compiled execution").
+ *
+ * graphql-js still answers:
+ * - the first execution of a document (a document sent once is not worth compiling,
+ *   and a client sending new documents costs no more than before);
+ * - a request a plugin watches field by field (`willResolveField`, the inline trace a
+ *   router samples): Apollo's instrumentation wraps the resolvers of its schema, which
+ *   a compiled query would not call;
+ * - operations other than queries, and a document graphql-jit cannot compile;
+ * - a request refused before any resolver (variables that do not fit their types), so
+ *   its errors are graphql-js's own, word for word.
+ *
+ * A compiled query gets the variables as graphql-js coerced them: the values the cost
+ * estimate read (cost.ts, docs/limits.md) are the values execution sees.
+ *
+ * Compiled queries run on a schema of their own, built at the first compilation: once
+ * Apollo instruments its schema for a traced request, every field of it has a resolver,
+ * which would turn a compiled query's plain property reads into calls.
+ */
+import type { ApolloServerOptionsWithGateway, BaseContext } from '@apollo/server';
+import { execute, getVariableValues, GraphQLError, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+
+type Gateway = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
+type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
+type RequestContext = Parameters<Executor>[0];
+type SchemaListener = Parameters<Gateway['onSchemaLoadOrUpdate']>[0];
+
+/** Executions of one document (and operation) by graphql-js before it is compiled. */
+export const COMPILE_AFTER = 1;
+
+/**
+ * Compiled operations kept at most (a compiled query holds about 4-15 KiB of heap, the
+ * documents of a client's app a few dozen). Past it the set starts afresh: operations
+ * still in use compile again at their next runs, and a client sending ever new
+ * documents twice each holds no more than this many.
+ */
+export const MAX_COMPILED = 500;
+
+/** The symbol Apollo Server puts on a request's context when a plugin watches its fields (`willResolveField`). */
+const WATCHED_FIELDS = 'apolloServerExecutionDispatcherWillResolveField';
+
+/** One operation of one document: how often graphql-js ran it, then its compiled query (null: graphql-jit could not compile it). */
+interface Entry {
+  runs: number;
+  compiled?: CompiledQuery | null;
+}
+
+export class CompiledExecution implements Gateway {
+  private readonly listeners = new Set<SchemaListener>();
+  /** By document: Apollo's document store hands every request of one text the same DocumentNode, and forgets it with the entry. */
+  private entries = new WeakMap<DocumentNode, Map<string, Entry>>();
+  private compiledCount = 0;
+  private compileSchema: GraphQLSchema | undefined;
+
+  /**
+   * @param schema what Apollo validates against and plugins see; graphql-js executes on it.
+   * @param buildSchema another copy of the same schema, for compiled queries (called once, at the first compilation).
+   */
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly buildSchema: () => GraphQLSchema,
+  ) {}
+
+  onSchemaLoadOrUpdate(listener: SchemaListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async load(): Promise<{ schema: GraphQLSchema; executor: Executor }> {
+    // A subgraph has no supergraph: Apollo passes this text to plugins' schemaDidLoadOrUpdate only.
+    for (const listener of this.listeners) listener({ apiSchema: this.schema, coreSupergraphSdl: '' });
+    return { schema: this.schema, executor: this.executor };
+  }
+
+  async stop(): Promise<void> {
+    this.listeners.clear();
+  }
+
+  /** Operations compiled since the set last started afresh (at most MAX_COMPILED). */
+  get compiled(): number {
+    return this.compiledCount;
+  }
+
+  readonly executor: Executor = async (requestContext) => {
+    const compiled = this.compiledFor(requestContext);
+    // The variables as graphql-js coerces them, which is what the cost estimate read
+    // (cost.ts); variables that do not fit are refused by graphql-js, in its words.
+    const coerced = compiled && getVariableValues(this.schema, requestContext.operation!.variableDefinitions ?? [], requestContext.request.variables ?? {}, { maxErrors: 50 });
+    if (compiled && coerced?.coerced) {
+      const result = await compiled.query(undefined, requestContext.context, coerced.coerced);
+      // No data at all would be a refusal before any resolver ran: graphql-js answers it.
+      if (result.data !== undefined) return result.errors ? { ...result, errors: result.errors.map(asLocatedError) } : result;
+    }
+    return this.interpret(requestContext);
+  };
+
+  private interpret(requestContext: RequestContext): Promise<ExecutionResult> | ExecutionResult {
+    return execute({
+      schema: this.schema,
+      document: requestContext.document,
+      contextValue: requestContext.context,
+      variableValues: requestContext.request.variables,
+      operationName: requestContext.request.operationName,
+    }) as Promise<ExecutionResult> | ExecutionResult;
+  }
+
+  /** The compiled query for this request, or undefined when graphql-js runs it (see the module's comment). */
+  private compiledFor(requestContext: RequestContext): CompiledQuery | undefined {
+    const { document, operation } = requestContext;
+    if (operation?.operation !== 'query' || watchesFields(requestContext.context)) return undefined;
+    let byOperation = this.entries.get(document);
+    if (!byOperation) {
+      byOperation = new Map();
+      this.entries.set(document, byOperation);
+    }
+    const name = requestContext.request.operationName ?? '';
+    let entry = byOperation.get(name);
+    if (!entry) {
+      entry = { runs: 0 };
+      byOperation.set(name, entry);
+    }
+    if (entry.compiled !== undefined) return entry.compiled ?? undefined;
+    if (entry.runs++ < COMPILE_AFTER) return undefined;
+    if (this.compiledCount >= MAX_COMPILED) {
+      this.entries = new WeakMap([[document, new Map([[name, entry]])]]);
+      this.compiledCount = 0;
+    }
+    this.compiledCount += 1;
+    this.compileSchema ??= this.buildSchema();
+    const compiled = compileQuery(this.compileSchema, document, requestContext.request.operationName ?? undefined);
+    entry.compiled = isCompiledQuery(compiled) ? compiled : null;
+    return entry.compiled ?? undefined;
+  }
+}
+
+function watchesFields(context: object): boolean {
+  for (const symbol of Object.getOwnPropertySymbols(context)) if (symbol.description === WATCHED_FIELDS) return true;
+  return false;
+}
+
+/**
+ * A compiled query's error as graphql-js reports it (its `locatedError`): the error
+ * thrown, when it is a GraphQL error that already has its path; else a GraphQL error
+ * with its message, path and locations, the thrown error as `originalError` and that
+ * error's extensions. graphql-jit's own error class leaves `extensions` out when the
+ * thrown error has none, which Apollo Server and its plugins read. graphql-js raises
+ * a null in a non-null field as a plain Error (the one error of its own that is no
+ * GraphQLError, so error formatting treats it as unexpected); so is it here.
+ */
+function asLocatedError(error: GraphQLError): GraphQLError {
+  const original = error.originalError ?? (error.message.startsWith(NON_NULL_VIOLATION) ? new Error(error.message) : undefined);
+  if (original instanceof GraphQLError && Array.isArray(original.path)) return original;
+  const located = new GraphQLError(error.message, { path: error.path, originalError: original });
+  if (error.locations) (located as { locations?: GraphQLError['locations'] }).locations = error.locations;
+  return located;
+}
+
+/** How graphql-js (and graphql-jit) word a null in a non-null field. */
+const NON_NULL_VIOLATION = 'Cannot return null for non-nullable field ';

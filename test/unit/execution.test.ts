@@ -1,0 +1,172 @@
+import { ApolloServer, type ApolloServerPlugin, type BaseContext } from '@apollo/server';
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { gql } from 'graphql-tag';
+import { createErrorFormatter } from '../../src/graphql/errors';
+import { COMPILE_AFTER, CompiledExecution, MAX_COMPILED } from '../../src/graphql/server/execution';
+import { builtInPluginsOff } from '../../src/graphql/server/plugins';
+import { UpstreamError } from '../../src/upstream/errors';
+
+/**
+ * Compiled execution under a real Apollo Server (src/graphql/server/execution.ts): an
+ * operation runs through graphql-js until it is seen again, then as a graphql-jit
+ * query, and the answers (data, errors with their codes, paths and locations) stay
+ * graphql-js's, word for word.
+ */
+
+const typeDefs = gql`
+  type Query {
+    items(n: Int!, prefix: String = "item"): [Item!]!
+    item(id: ID!): Item
+  }
+  type Item @key(fields: "id") {
+    id: ID!
+    name: String!
+    failing: String
+    refused: String
+    unavailable: String
+    missing: String!
+    count: Int
+  }
+`;
+
+type Item = { id: string };
+const resolvers = {
+  Query: {
+    items: async (_: unknown, { n, prefix }: { n: number; prefix: string }) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}` })),
+    item: (_: unknown, { id }: { id: string }) => (id === 'none' ? null : { id }),
+  },
+  Item: {
+    __resolveReference: ({ id }: Item) => ({ id }),
+    name: ({ id }: Item) => `name of ${id}`,
+    failing: () => {
+      throw new Error('a bug with a secret in it');
+    },
+    refused: () => {
+      throw new GraphQLError('not for you', { extensions: { code: 'BAD_USER_INPUT' } });
+    },
+    unavailable: async () => {
+      throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'the upstream answered 503 for items');
+    },
+    missing: () => null,
+    count: () => 'many',
+  },
+};
+
+const build = (): GraphQLSchema => buildSubgraphSchema([{ typeDefs, resolvers: resolvers as never }]);
+
+/** Counts the field hooks of the requests that ask for them (`extensions.watch`), as Apollo's inline trace does. */
+let watchedFields = 0;
+const watching: ApolloServerPlugin<BaseContext> = {
+  async requestDidStart({ request }) {
+    if (!request.extensions?.['watch']) return;
+    return {
+      async executionDidStart() {
+        return { willResolveField: () => void watchedFields++ };
+      },
+    };
+  },
+};
+
+let builds = 0;
+let execution: CompiledExecution;
+let apollo: ApolloServer;
+
+beforeEach(async () => {
+  builds = 0;
+  watchedFields = 0;
+  execution = new CompiledExecution(build(), () => {
+    builds++;
+    return build();
+  });
+  apollo = new ApolloServer({ gateway: execution, plugins: [watching, ...builtInPluginsOff()], formatError: createErrorFormatter(() => undefined) });
+  await apollo.start();
+});
+
+afterEach(async () => {
+  await apollo.stop();
+});
+
+async function run(query: string, variables?: Record<string, unknown>, extensions?: Record<string, unknown>) {
+  const response = await apollo.executeOperation({ query, ...(variables && { variables }), ...(extensions && { extensions }) });
+  if (response.body.kind !== 'single') throw new Error('expected a single result');
+  return { status: response.http.status, ...response.body.singleResult };
+}
+
+/** Runs `query` until it has been compiled and once more, and answers every answer. */
+async function runsUntilCompiled(query: string, variables?: Record<string, unknown>) {
+  const answers = [];
+  for (let i = 0; i <= COMPILE_AFTER + 1; i++) answers.push(await run(query, variables));
+  return answers;
+}
+
+const EVERYTHING = `query Everything($n: Int!) {
+  items(n: $n) { id name failing refused unavailable }
+  nothing: item(id: "none") { id }
+  one: item(id: "x") { id name missing }
+  two: item(id: "y") { id count }
+  _entities(representations: [{ __typename: "Item", id: "e1" }]) { ... on Item { id name } }
+}`;
+
+describe('compiled execution', () => {
+  it('compiles an operation seen again and answers it as graphql-js did: data, errors, codes, paths and locations', async () => {
+    const answers = await runsUntilCompiled(EVERYTHING, { n: 2 });
+    expect(execution.compiled).toBe(1);
+    expect(builds).toBe(1);
+    const first = answers[0]!;
+    expect(first.data?.['items']).toHaveLength(2);
+    expect(first.errors?.map((e) => e.extensions?.['code']).sort()).toEqual(
+      ['BAD_USER_INPUT', 'BAD_USER_INPUT', 'INTERNAL_SERVER_ERROR', 'INTERNAL_SERVER_ERROR', 'INTERNAL_SERVER_ERROR', 'INTERNAL_SERVER_ERROR', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_UNAVAILABLE'].sort(),
+    );
+    expect(first.errors?.every((e) => e.path)).toBe(true);
+    // Masked errors (ours: a bug's message never reaches a client) carry no locations; the others do.
+    expect(first.errors?.filter((e) => e.extensions?.['code'] !== 'INTERNAL_SERVER_ERROR').every((e) => e.locations)).toBe(true);
+    const sortByPath = (errors: typeof first.errors) => [...(errors ?? [])].sort((a, b) => JSON.stringify(a.path).localeCompare(JSON.stringify(b.path)));
+    for (const later of answers.slice(1)) {
+      expect(later.data).toEqual(first.data);
+      expect(sortByPath(later.errors)).toEqual(sortByPath(first.errors));
+      expect(later.status).toEqual(first.status);
+    }
+  });
+
+  it('answers variables that do not fit their types with graphql-js own error (400, BAD_USER_INPUT), compiled or not', async () => {
+    await runsUntilCompiled(EVERYTHING, { n: 1 });
+    expect(execution.compiled).toBe(1);
+    // Apollo Server on its own: graphql-js executes.
+    const reference = new ApolloServer({ schema: build(), plugins: builtInPluginsOff(), formatError: createErrorFormatter(() => undefined) });
+    await reference.start();
+    try {
+      const before = await reference.executeOperation({ query: EVERYTHING, variables: { n: 'two' } });
+      const after = await run(EVERYTHING, { n: 'two' });
+      expect(before.body.kind === 'single' && before.body.singleResult).toEqual({ errors: after.errors });
+      expect(after.status).toBe(400);
+      expect(after.errors?.[0]?.extensions?.['code']).toBe('BAD_USER_INPUT');
+      expect(after.errors?.[0]?.message).toMatch(/^Variable "\$n" got invalid value "two"/);
+    } finally {
+      await reference.stop();
+    }
+  });
+
+  it('runs a request whose plugins watch its fields through graphql-js, after compilation too', async () => {
+    const [first] = await runsUntilCompiled('{ items(n: 3) { id name } }');
+    expect(watchedFields).toBe(0);
+    const watched = await run('{ items(n: 3) { id name } }', undefined, { watch: true });
+    expect(watchedFields).toBe(1 + 3 * 2);
+    expect(watched.data).toEqual(first!.data);
+    // Apollo's instrumentation wrapped its schema's resolvers; compiled queries run on their own copy.
+    const after = await run('{ items(n: 3) { id name } }');
+    expect(watchedFields).toBe(7);
+    expect(after.data).toEqual(first!.data);
+  });
+
+  it('keeps at most MAX_COMPILED compiled operations, then starts afresh', async () => {
+    for (let i = 0; i < MAX_COMPILED; i++) await runsUntilCompiled(`query Q${i} { items(n: 1) { id } }`);
+    expect(execution.compiled).toBe(MAX_COMPILED);
+    const answers = await runsUntilCompiled('query Past { items(n: 1, prefix: "past") { id } }');
+    expect(execution.compiled).toBe(1);
+    expect(answers.map((answer) => answer.data)).toEqual(answers.map(() => ({ items: [{ id: 'past-0' }] })));
+    // An operation compiled before the fresh start compiles again when it is next seen again.
+    await runsUntilCompiled('query Q0 { items(n: 1) { id } }');
+    expect(execution.compiled).toBe(2);
+  });
+});

@@ -1,9 +1,9 @@
 import { ApolloServer, type ApolloServerPlugin, type BaseContext } from '@apollo/server';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, Kind, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { gql } from 'graphql-tag';
 import { createErrorFormatter } from '../../src/graphql/errors';
-import { COMPILE_AFTER, CompiledExecution, MAX_COMPILED } from '../../src/graphql/server/execution';
+import { COMPILE_AFTER, CompiledExecution, MAX_COMPILED, MAX_COMPILED_FIELDS, selectedFields } from '../../src/graphql/server/execution';
 import { builtInPluginsOff } from '../../src/graphql/server/plugins';
 import { UpstreamError } from '../../src/upstream/errors';
 
@@ -159,14 +159,52 @@ describe('compiled execution', () => {
     expect(after.data).toEqual(first!.data);
   });
 
-  it('keeps at most MAX_COMPILED compiled operations, then starts afresh', async () => {
+  it('keeps at most MAX_COMPILED compiled operations: the one used least recently goes, and compiles again when seen again', async () => {
     for (let i = 0; i < MAX_COMPILED; i++) await runsUntilCompiled(`query Q${i} { items(n: 1) { id } }`);
     expect(execution.compiled).toBe(MAX_COMPILED);
+    // Q0 used again: Q1 is now the least recently used.
+    await run('query Q0 { items(n: 1) { id } }');
     const answers = await runsUntilCompiled('query Past { items(n: 1, prefix: "past") { id } }');
-    expect(execution.compiled).toBe(1);
+    expect(execution.compiled).toBe(MAX_COMPILED);
     expect(answers.map((answer) => answer.data)).toEqual(answers.map(() => ({ items: [{ id: 'past-0' }] })));
-    // An operation compiled before the fresh start compiles again when it is next seen again.
-    await runsUntilCompiled('query Q0 { items(n: 1) { id } }');
-    expect(execution.compiled).toBe(2);
+    // Q1 went: its next run is graphql-js's (counted), the one after compiles it again, pushing out Q2.
+    const q1 = await runsUntilCompiled('query Q1 { items(n: 1) { id } }');
+    expect(q1.map((answer) => answer.data)).toEqual(q1.map(() => ({ items: [{ id: 'item-0' }] })));
+    expect(execution.compiled).toBe(MAX_COMPILED);
+    expect(builds).toBe(1);
+  });
+
+  it('never compiles an operation selecting more than MAX_COMPILED_FIELDS fields, and answers it all the same', async () => {
+    // Each alias: items and the fragment's 5 fields.
+    const aliases = Math.ceil((MAX_COMPILED_FIELDS + 1) / 6);
+    const many = Array.from({ length: aliases }, (_, i) => `a${i}: items(n: 2) { ...All }`).join(' ');
+    const query = `query Many { ${many} } fragment All on Item { id name count id2: id name2: name }`;
+    const answers = await runsUntilCompiled(query);
+    expect(execution.compiled).toBe(0);
+    expect(answers[2]).toEqual(answers[0]);
+    expect(Object.keys(answers[0]!.data ?? {})).toHaveLength(aliases);
+    // One field fewer per alias is within the bound: compiled.
+    await runsUntilCompiled(query.replace(' name2: name', ''));
+    expect(execution.compiled).toBe(1);
+  });
+});
+
+describe('selectedFields', () => {
+  const operationOf = (text: string) => {
+    const document = gql(text);
+    return { document, operation: document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)! };
+  };
+
+  it('counts fields with fragments expanded, each spread of a fragment again', () => {
+    const { document, operation } = operationOf('{ items(n: 1) { ...F ... on Item { name } } one: item(id: "x") { ...F } } fragment F on Item { id name }');
+    // items, F (2), name, one, F (2)
+    expect(selectedFields(document, operation, 100)).toBe(7);
+  });
+
+  it('stops counting once past its bound', () => {
+    const { document, operation } = operationOf(`{ ${Array.from({ length: 50 }, (_, i) => `a${i}: items(n: 1) { id }`).join(' ')} }`);
+    expect(selectedFields(document, operation, 1_000)).toBe(100);
+    expect(selectedFields(document, operation, 10)).toBeLessThan(100);
+    expect(selectedFields(document, operation, 10)).toBeGreaterThan(10);
   });
 });

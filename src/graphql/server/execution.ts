@@ -1,6 +1,6 @@
 /**
- * How an operation is executed under Apollo Server: a document seen again runs as a
- * query compiled by graphql-jit, anything else through graphql-js as before.
+ * How an operation is executed under Apollo Server: one a client sends again and again
+ * runs as a query compiled by graphql-jit, anything else through graphql-js as before.
  *
  * Apollo Server lets a server bring its own executor through its gateway interface
  * (`gateway.load()` answers the schema and an `executor`); parsing, validation, the
@@ -10,10 +10,12 @@
  * arguments, checking each value's type, for each of a page's records); graphql-jit
  * turns a document into a function once and runs that. On a page of 100 records that
  * was about a sixth of the product's CPU per request (bench/README.md, "Compiled execution").
+ * The answers are graphql-js's: the whole test suite passed with every operation
+ * compiled at its first run.
  *
  * graphql-js still answers:
- * - the first execution of a document (a document sent once is not worth compiling,
- *   and a client sending new documents costs no more than before);
+ * - the first executions of an operation (COMPILE_AFTER): a document sent a few times
+ *   is not worth compiling, and one selecting many fields (MAX_COMPILED_FIELDS) never;
  * - a request a plugin watches field by field (`willResolveField`, the inline trace a
  *   router samples): Apollo's instrumentation wraps the resolvers of its schema, which
  *   a compiled query would not call;
@@ -29,7 +31,18 @@
  * which would turn a compiled query's plain property reads into calls.
  */
 import type { ApolloServerOptionsWithGateway, BaseContext } from '@apollo/server';
-import { execute, getVariableValues, GraphQLError, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import {
+  execute,
+  getVariableValues,
+  GraphQLError,
+  Kind,
+  type DocumentNode,
+  type ExecutionResult,
+  type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 
 type Gateway = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
@@ -37,21 +50,35 @@ type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
 type RequestContext = Parameters<Executor>[0];
 type SchemaListener = Parameters<Gateway['onSchemaLoadOrUpdate']>[0];
 
-/** Executions of one document (and operation) by graphql-js before it is compiled. */
-export const COMPILE_AFTER = 1;
+/**
+ * Executions of one operation by graphql-js before it is compiled (at the next one).
+ * Compiling the largest operation compiled (MAX_COMPILED_FIELDS) takes about as long
+ * as parsing and validating it ten times over, so a client sending ever new documents,
+ * each often enough to be compiled, makes a replica do at most about twice the work
+ * it did for them before; an app's operations are compiled within seconds.
+ */
+export const COMPILE_AFTER = 9;
 
 /**
- * Compiled operations kept at most (a compiled query holds about 4-15 KiB of heap, the
- * documents of a client's app a few dozen). Past it the set starts afresh: operations
- * still in use compile again at their next runs, and a client sending ever new
- * documents twice each holds no more than this many.
+ * Compiled operations kept at most; past it the one used least recently goes (it runs
+ * through graphql-js again, and compiles again if it is seen again). A compiled query
+ * holds about 20 KiB of heap and 0.5 KiB more per field it selects (measured for
+ * bench/README.md, "Compiled execution"); a client app sends a few dozen operations.
  */
-export const MAX_COMPILED = 500;
+export const MAX_COMPILED = 100;
+
+/**
+ * Operations selecting more fields than this (fragments expanded) are never compiled:
+ * compiling costs about 0.07 ms and its code about 0.5 KiB per field, and the query
+ * limits let a document select up to 20,000 (docs/limits.md). An app's queries select
+ * a few dozen; a page of locations with its page info, 7.
+ */
+export const MAX_COMPILED_FIELDS = 200;
 
 /** The symbol Apollo Server puts on a request's context when a plugin watches its fields (`willResolveField`). */
 const WATCHED_FIELDS = 'apolloServerExecutionDispatcherWillResolveField';
 
-/** One operation of one document: how often graphql-js ran it, then its compiled query (null: graphql-jit could not compile it). */
+/** One operation of one document: how often graphql-js ran it, then its compiled query (null: it is not compiled, ever). */
 interface Entry {
   runs: number;
   compiled?: CompiledQuery | null;
@@ -60,8 +87,9 @@ interface Entry {
 export class CompiledExecution implements Gateway {
   private readonly listeners = new Set<SchemaListener>();
   /** By document: Apollo's document store hands every request of one text the same DocumentNode, and forgets it with the entry. */
-  private entries = new WeakMap<DocumentNode, Map<string, Entry>>();
-  private compiledCount = 0;
+  private readonly entries = new WeakMap<DocumentNode, Map<string, Entry>>();
+  /** The entries holding a compiled query, least recently used first (at most MAX_COMPILED). */
+  private readonly recent = new Map<Entry, true>();
   private compileSchema: GraphQLSchema | undefined;
 
   /**
@@ -88,9 +116,9 @@ export class CompiledExecution implements Gateway {
     this.listeners.clear();
   }
 
-  /** Operations compiled since the set last started afresh (at most MAX_COMPILED). */
+  /** Compiled operations held now (at most MAX_COMPILED). */
   get compiled(): number {
-    return this.compiledCount;
+    return this.recent.size;
   }
 
   readonly executor: Executor = async (requestContext) => {
@@ -119,7 +147,7 @@ export class CompiledExecution implements Gateway {
   /** The compiled query for this request, or undefined when graphql-js runs it (see the module's comment). */
   private compiledFor(requestContext: RequestContext): CompiledQuery | undefined {
     const { document, operation } = requestContext;
-    if (operation?.operation !== 'query' || watchesFields(requestContext.context)) return undefined;
+    if (!operation || operation.operation !== 'query' || watchesFields(requestContext.context)) return undefined;
     let byOperation = this.entries.get(document);
     if (!byOperation) {
       byOperation = new Map();
@@ -131,18 +159,66 @@ export class CompiledExecution implements Gateway {
       entry = { runs: 0 };
       byOperation.set(name, entry);
     }
-    if (entry.compiled !== undefined) return entry.compiled ?? undefined;
-    if (entry.runs++ < COMPILE_AFTER) return undefined;
-    if (this.compiledCount >= MAX_COMPILED) {
-      this.entries = new WeakMap([[document, new Map([[name, entry]])]]);
-      this.compiledCount = 0;
+    if (entry.compiled) {
+      // Most recently used: to the end of the line.
+      this.recent.delete(entry);
+      this.recent.set(entry, true);
+      return entry.compiled;
     }
-    this.compiledCount += 1;
-    this.compileSchema ??= this.buildSchema();
-    const compiled = compileQuery(this.compileSchema, document, requestContext.request.operationName ?? undefined);
-    entry.compiled = isCompiledQuery(compiled) ? compiled : null;
-    return entry.compiled ?? undefined;
+    if (entry.compiled === null || entry.runs++ < COMPILE_AFTER) return undefined;
+    entry.compiled = this.compile(document, operation, requestContext.request.operationName ?? undefined);
+    if (!entry.compiled) return undefined;
+    this.recent.set(entry, true);
+    if (this.recent.size > MAX_COMPILED) {
+      const [oldest] = this.recent.keys();
+      this.recent.delete(oldest!);
+      oldest!.compiled = undefined;
+      oldest!.runs = 0;
+    }
+    return entry.compiled;
   }
+
+  /** The operation compiled, or null when it is not to be (too many fields, or graphql-jit cannot). */
+  private compile(document: DocumentNode, operation: OperationDefinitionNode, operationName: string | undefined): CompiledQuery | null {
+    if (selectedFields(document, operation, MAX_COMPILED_FIELDS) > MAX_COMPILED_FIELDS) return null;
+    this.compileSchema ??= this.buildSchema();
+    try {
+      const compiled = compileQuery(this.compileSchema, document, operationName);
+      return isCompiledQuery(compiled) ? compiled : null;
+    } catch {
+      return null;
+    }
+  }
+}
+
+/**
+ * The fields `operation` selects with its fragments expanded, counted until past
+ * `bound` (validation has refused fragment cycles). Each fragment is counted once.
+ */
+export function selectedFields(document: DocumentNode, operation: OperationDefinitionNode, bound: number): number {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  const fragmentFields = new Map<string, number>();
+  const count = (selectionSet: SelectionSetNode): number => {
+    let fields = 0;
+    for (const selection of selectionSet.selections) {
+      if (selection.kind === Kind.FIELD) fields += 1 + (selection.selectionSet ? count(selection.selectionSet) : 0);
+      else if (selection.kind === Kind.INLINE_FRAGMENT) fields += count(selection.selectionSet);
+      else {
+        const name = selection.name.value;
+        let spread = fragmentFields.get(name);
+        if (spread === undefined) {
+          const fragment = fragments.get(name);
+          spread = fragment ? count(fragment.selectionSet) : 0;
+          fragmentFields.set(name, spread);
+        }
+        fields += spread;
+      }
+      if (fields > bound) return fields;
+    }
+    return fields;
+  };
+  return count(operation.selectionSet);
 }
 
 function watchesFields(context: object): boolean {

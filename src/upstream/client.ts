@@ -5,7 +5,7 @@ import { UpstreamError, cancelledError } from './errors';
 import { causeOfNetworkError, isTimeoutReason, type CallOutcome, type FailureCause } from './failureCause';
 import { describeNetworkError, MAX_BODY_BYTES, readJson, retryAfterSeconds } from './transport/http';
 import { parseEnvelope, type ListPage } from './envelope';
-import { pageUrl, type PageRef } from './pageReference';
+import { pageUrl, sentPageSize, type PageRef } from './pageReference';
 import type { Resource, UpstreamRecord } from './resources';
 import { NO_OBSERVER, type Observer, type RetryReason, type UpstreamAttempt, type UpstreamCall } from './observer';
 import type { TokenCache } from './token/tokenCache';
@@ -421,13 +421,13 @@ export class WfsClient {
     const signal = timed.signal;
     const list = page.resource.name;
     const report = (status: number, outcome: CallOutcome) => {
-      const attempt: UpstreamAttempt = { status, durationMs: performance.now() - started, origin: url.origin, outcome };
+      const attempt: UpstreamAttempt = { status, durationMs: performance.now() - started, origin: grant.apiBase, outcome };
       attempts.push(attempt);
       this.observer.upstreamAttempt(caller, attempt);
     };
     // Built from this attempt's token: after a renewal the tenant may live on another shard.
     const url = listUrl(grant, page);
-    const fromReference = Number(url.searchParams.get('page_size'));
+    const fromReference = sentPageSize(url);
     const sentSize = Number.isInteger(fromReference) && fromReference > 0 ? fromReference : page.pageSize;
     const started = performance.now();
     try {
@@ -493,10 +493,12 @@ function bearer(grant: TokenGrant): string {
 }
 
 /** The URL of one page: the tenant's shard, the list's path, the reference, `page_size` and the resource's query. */
-function listUrl(grant: TokenGrant, { resource, ref, pageSize, query }: PageRequest<UpstreamRecord>): URL {
-  const url = pageUrl(grant.apiBase, resource.path, ref, pageSize);
-  if (ref === null && query) for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
-  return url;
+function listUrl(grant: TokenGrant, { resource, ref, pageSize, query }: PageRequest<UpstreamRecord>): string {
+  const href = pageUrl(grant.apiBase, resource.path, ref, pageSize);
+  if (ref !== null || !query) return href;
+  const url = new URL(href);
+  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  return url.href;
 }
 
 /**

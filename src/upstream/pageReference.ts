@@ -56,10 +56,32 @@ export function parsePageReference(raw: unknown, apiBase: string, listPath: stri
   return url.search.replace(/^\?/, '');
 }
 
-/** The URL of a page: the list path on the tenant's `api_base`, with `page_size` always set. */
-export function pageUrl(apiBase: string, listPath: string, ref: PageRef | null, pageSize: number): URL {
+/**
+ * A query of `name=value` pairs whose characters URLSearchParams writes back as they are
+ * (letters, digits, `_ . * -`; no `%`, `+` or second `=`): what the usual page reference
+ * looks like, and what a page URL can then be written from by concatenation.
+ */
+const PLAIN_QUERY = /^[\w.*-]+=[\w.*-]*(?:&[\w.*-]+=[\w.*-]*)*$/;
+const HAS_PAGE_SIZE = /(?:^|&)page_size=/;
+
+/**
+ * The URL of a page: the list path on the tenant's `api_base` (an origin, checkApiBase),
+ * with `page_size` always set; the reference's own `page_size` is kept. Written by
+ * concatenation when the reference is a plain query, else through the WHATWG URL,
+ * which gives the same text for a plain one; one of these is built for every call.
+ */
+export function pageUrl(apiBase: string, listPath: string, ref: PageRef | null, pageSize: number): string {
+  if (!ref) return `${apiBase}${listPath}?page_size=${pageSize}`;
+  if (PLAIN_QUERY.test(ref)) return HAS_PAGE_SIZE.test(ref) ? `${apiBase}${listPath}?${ref}` : `${apiBase}${listPath}?${ref}&page_size=${pageSize}`;
   const url = new URL(listPath, apiBase);
-  if (ref) url.search = ref;
+  url.search = ref;
   if (!url.searchParams.has('page_size')) url.searchParams.set('page_size', String(pageSize));
-  return url;
+  return url.href;
+}
+
+/** The `page_size` a page URL of `pageUrl` sends. */
+export function sentPageSize(url: string): number {
+  const query = url.slice(url.indexOf('?') + 1);
+  if (PLAIN_QUERY.test(query)) return Number(/(?:^|&)page_size=([^&]*)/.exec(query)?.[1]);
+  return Number(new URL(url).searchParams.get('page_size'));
 }

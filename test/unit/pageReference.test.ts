@@ -1,4 +1,4 @@
-import { parsePageReference, pageUrl } from '../../src/upstream/pageReference';
+import { parsePageReference, pageUrl, sentPageSize } from '../../src/upstream/pageReference';
 import { UpstreamError } from '../../src/upstream/errors';
 
 const apiBase = 'https://shard-1.example.com';
@@ -39,7 +39,7 @@ describe('page references (docs/upstream.md, "Page references": all three format
 
   it('sends a bare token back as the cursor parameter', () => {
     expect(parsePageReference('eyJvIjoxMH0=', apiBase, path)).toBe('cursor=eyJvIjoxMH0%3D');
-    expect(pageUrl(apiBase, path, 'cursor=eyJvIjoxMH0%3D', 100).searchParams.get('cursor')).toBe('eyJvIjoxMH0=');
+    expect(new URL(pageUrl(apiBase, path, 'cursor=eyJvIjoxMH0%3D', 100)).searchParams.get('cursor')).toBe('eyJvIjoxMH0=');
   });
 
   it('treats null and an empty string as the end of the chain', () => {
@@ -64,7 +64,40 @@ describe('page references (docs/upstream.md, "Page references": all three format
   });
 
   it('always sends page_size, keeping one the reference carries', () => {
-    expect(pageUrl(apiBase, path, null, 100).toString()).toBe(`${apiBase}${path}?page_size=100`);
-    expect(pageUrl(apiBase, path, 'cursor=a&page_size=50', 100).searchParams.get('page_size')).toBe('50');
+    expect(pageUrl(apiBase, path, null, 100)).toBe(`${apiBase}${path}?page_size=100`);
+    expect(new URL(pageUrl(apiBase, path, 'cursor=a&page_size=50', 100)).searchParams.get('page_size')).toBe('50');
+    expect(sentPageSize(pageUrl(apiBase, path, 'cursor=a&page_size=50', 100))).toBe(50);
+    expect(sentPageSize(pageUrl(apiBase, path, 'cursor=a%2Fb&page%5Fsize=25', 100))).toBe(25);
+    expect(sentPageSize(pageUrl(apiBase, path, 'cursor=a', 100))).toBe(100);
+  });
+
+  /** What pageUrl wrote before it wrote plain references by concatenation: the WHATWG URL's text for every reference. */
+  function throughUrl(ref: string | null, pageSize: number): string {
+    const url = new URL(path, apiBase);
+    if (ref) url.search = ref;
+    if (!url.searchParams.has('page_size')) url.searchParams.set('page_size', String(pageSize));
+    return url.href;
+  }
+
+  it.each([
+    null,
+    '',
+    'cursor=abc',
+    'cursor=abc&page_size=50',
+    'page=2',
+    'cursor=a-b_c.d*e',
+    'a=&b=1',
+    'cursor=eyJvIjoxMH0%3D',
+    'cursor=ab%2Fcd%2Bef%3D%3D',
+    'cursor=a+b',
+    'cursor=a~b',
+    'cursor=abc==',
+    'cursor=a%20b&page%5Fsize=7',
+    'x=%C3%A9t%C3%A9',
+    'cursor=a&&b=c',
+    'flag',
+  ])('writes the same URL for %p as the WHATWG URL does', (ref) => {
+    expect(pageUrl(apiBase, path, ref, 100)).toBe(throughUrl(ref, 100));
+    expect(sentPageSize(pageUrl(apiBase, path, ref, 100))).toBe(Number(new URL(throughUrl(ref, 100)).searchParams.get('page_size')));
   });
 });

@@ -6,8 +6,8 @@ import { cancelledError } from '../errors';
  * carries). Two requests share a call only when this key is equal, so tenants never
  * share one, and whatever a later change puts on the URL is part of the key at once.
  */
-export function coalescingKey(tenantId: string, url: URL): string {
-  return `${tenantId}\u0000${url.href}`;
+export function coalescingKey(tenantId: string, url: string): string {
+  return `${tenantId}\u0000${url}`;
 }
 
 /** What the started call can ask about the callers waiting on it. */

@@ -32,6 +32,10 @@ export function parsePageReference(raw: unknown, apiBase: string, listPath: stri
   if (typeof raw !== 'string' || raw.trim() === '') return refuse('not a non-empty string');
   if (raw.length > MAX_REFERENCE_LENGTH) return refuse('too long');
   const reference = raw.trim();
+  // The usual reference: this list's URL on the tenant's shard, or its path, with a plain
+  // query. The WHATWG URL reads it as exactly that query (tested against the long way).
+  const query = plainQueryAfter(reference, apiBase, listPath);
+  if (query !== null) return query;
   const bareToken = () => new URLSearchParams({ cursor: reference }).toString();
   const looksLikeUrl = ABSOLUTE.test(reference) || /^[/?.]/.test(reference) || reference.includes('?');
   if (!looksLikeUrl) return bareToken();
@@ -54,6 +58,15 @@ export function parsePageReference(raw: unknown, apiBase: string, listPath: stri
   if (url.username || url.password) return refuse('it carries userinfo');
   if (url.pathname !== listPath) return refuse(`it points to another path (${url.pathname.slice(0, 80)})`);
   return url.search.replace(/^\?/, '');
+}
+
+/** The query of `reference` when it is `<apiBase><listPath>?<plain query>` or `<listPath>?<plain query>`, else null. */
+function plainQueryAfter(reference: string, apiBase: string, listPath: string): string | null {
+  let at = reference.startsWith(apiBase) ? apiBase.length : 0;
+  if (!reference.startsWith(listPath, at) || reference.charCodeAt(at + listPath.length) !== 0x3f /* ? */) return null;
+  at += listPath.length + 1;
+  const query = reference.slice(at);
+  return PLAIN_QUERY.test(query) ? query : null;
 }
 
 /**

@@ -63,6 +63,24 @@ describe('page references (docs/upstream.md, "Page references": all three format
     expect(refusal(raw)).toBe('UPSTREAM_BAD_RESPONSE');
   });
 
+  it.each([
+    `${apiBase}${path}?cursor=abc&page_size=100`,
+    `${path}?cursor=a-b_c.d*e`,
+    `${path}?a=&b=1`,
+    `${apiBase}${path}?page=2`,
+    `${apiBase}:8443${path}?page=2`,
+    `${apiBase}0${path}?page=2`,
+    `${apiBase}${path}x?page=2`,
+    `${apiBase}${path}?cursor=a%2Fb`,
+    `${apiBase}${path}?cursor=a#frag`,
+    `${apiBase}${path}?cursor=abc==`,
+    `  ${path}?page=3  `,
+  ])('reads %p as the WHATWG URL does: its query on this list and origin, else a refusal', (reference) => {
+    const url = new URL(reference.trim(), `${apiBase}${path}`);
+    if (url.origin === apiBase && url.pathname === path) expect(parsePageReference(reference, apiBase, path)).toBe(url.search.slice(1));
+    else expect(refusal(reference)).toBe('UPSTREAM_BAD_RESPONSE');
+  });
+
   it('always sends page_size, keeping one the reference carries', () => {
     expect(pageUrl(apiBase, path, null, 100)).toBe(`${apiBase}${path}?page_size=100`);
     expect(new URL(pageUrl(apiBase, path, 'cursor=a&page_size=50', 100)).searchParams.get('page_size')).toBe('50');

@@ -47,10 +47,10 @@ export class CursorCodec {
     // Nonce, ciphertext and tag in one buffer spelled once: the nonce is exactly
     // NONCE_CHARACTERS of it, so the dot goes there.
     const whole = Buffer.allocUnsafe(NONCE_BYTES + ciphertext.length + rest.length + TAG_BYTES);
-    let at = nonce.copy(whole, 0);
-    at += ciphertext.copy(whole, at);
-    at += rest.copy(whole, at);
-    tag.copy(whole, at);
+    whole.set(nonce, 0);
+    whole.set(ciphertext, NONCE_BYTES);
+    whole.set(rest, NONCE_BYTES + ciphertext.length);
+    whole.set(tag, NONCE_BYTES + ciphertext.length + rest.length);
     const spelled = whole.toString('base64url');
     return `${spelled.slice(0, NONCE_CHARACTERS)}.${spelled.slice(NONCE_CHARACTERS)}`;
   }

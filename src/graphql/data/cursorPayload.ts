@@ -112,6 +112,8 @@ function sizeSuffix(size: number): string {
   return suffix;
 }
 
+const AMPERSAND = 0x26;
+
 /**
  * How much of a reference is kept: its length without a trailing `page_size` equal to
  * the walk's size (put back by `widen`). Shorter than the reference exactly when that
@@ -125,8 +127,6 @@ function narrowedLength(ref: string, size: number): number {
   }
   return ref.length;
 }
-
-const AMPERSAND = 0x26;
 
 function widen(text: string, size: number, sized: boolean): string {
   if (!sized) return text;
@@ -235,9 +235,12 @@ class Writer {
   }
 }
 
+/** Reads the record from `at` on, each string decoded straight from the buffer (no view per segment). */
 class Reader {
-  private at = 0;
-  constructor(private readonly buffer: Buffer) {}
+  constructor(
+    private readonly buffer: Buffer,
+    private at: number,
+  ) {}
   varint(): number {
     let value = 0;
     let scale = 1;
@@ -251,24 +254,21 @@ class Reader {
     throw new RangeError('varint too long');
   }
   text(): string {
-    return this.bytes(this.varint()).toString('utf8');
+    return this.string(this.varint(), 'utf8');
   }
   reference(): string {
     let value = '';
     for (let header = this.varint(); header !== 0; header = this.varint()) {
-      const bytes = this.bytes(Math.floor(header / 2));
-      value += header % 2 === 1 ? bytes.toString('base64url') : bytes.toString('utf8');
+      value += this.string(Math.floor(header / 2), header % 2 === 1 ? 'base64url' : 'utf8');
     }
     return value;
   }
-  private bytes(length: number): Buffer {
-    if (length === 0 || this.at + length > this.buffer.length) {
-      if (length === 0) return Buffer.alloc(0);
-      throw new RangeError('truncated');
-    }
-    const value = this.buffer.subarray(this.at, this.at + length);
+  private string(length: number, encoding: 'utf8' | 'base64url'): string {
+    if (length === 0) return '';
+    if (this.at + length > this.buffer.length) throw new RangeError('truncated');
+    const start = this.at;
     this.at += length;
-    return value;
+    return this.buffer.toString(encoding, start, this.at);
   }
   done(): boolean {
     return this.at === this.buffer.length;
@@ -331,8 +331,7 @@ export function pack(position: CursorPosition): Buffer {
 export function unpack(plain: Buffer): CursorPosition {
   const flags = plain[0];
   if (flags === undefined) throw new RangeError('empty');
-  const rest = plain.subarray(1);
-  const body = new Reader(flags & DEFLATED ? inflateRawSync(rest, { maxOutputLength: MAX_PLAIN_BYTES, windowBits: 9 }) : rest);
+  const body = flags & DEFLATED ? new Reader(inflateRawSync(plain.subarray(1), { maxOutputLength: MAX_PLAIN_BYTES, windowBits: 9 }), 0) : new Reader(plain, 1);
   const size = body.varint();
   const index = body.varint();
   const id = body.text();
@@ -352,5 +351,5 @@ export function unpack(plain: Buffer): CursorPosition {
     next = widen(text, size, (flags & NEXT_SIZED) !== 0);
   }
   if (!body.done()) throw new RangeError('trailing bytes');
-  return { ref, size, index, id, ...(next !== undefined && { next }) };
+  return next === undefined ? { ref, size, index, id } : { ref, size, index, id, next };
 }

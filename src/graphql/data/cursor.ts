@@ -16,6 +16,7 @@ const TAG_BYTES = 12;
 const MAX_CURSOR_LENGTH = 8_192;
 /** 12 bytes are exactly 16 base64url characters (no spare bits): the nonce's spelling never varies in length. */
 const NONCE_CHARACTERS = 16;
+const DOT = 0x2e;
 
 /**
  * Opaque connection cursors, sealed with AES-256-GCM (key derived by HKDF from
@@ -99,8 +100,6 @@ function readCursor(cursor: string): number {
   writeBase64url(cursor, 0, NONCE_CHARACTERS, opened, 0);
   return writeBase64url(cursor, sealedStart, cursor.length, opened, NONCE_BYTES) - NONCE_BYTES;
 }
-
-const DOT = 0x2e;
 
 /** Nonces for this many cursors are drawn from the CSPRNG at once: one call per 512 cursors instead of one each. */
 const NONCES_PER_DRAW = 512;

@@ -3,7 +3,8 @@
  * client holds, bound to tenant, list and scope, and opens it again.
  */
 import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
-import { pack, unpack, type CursorPosition } from './cursorPayload';
+import { base64urlLength, base64urlValue, isExactBase64url, packShared, unpack, writeBase64url, type CursorPosition } from './cursorPayload';
+import type { GraphQLError } from 'graphql';
 import { badUserInput } from '../errors';
 
 export type { CursorPosition } from './cursorPayload';
@@ -13,6 +14,9 @@ const NONCE_BYTES = 12;
 const TAG_BYTES = 12;
 /** Two page references of up to 2 048 characters each, plus the rest, sealed and in base64url: room enough. */
 const MAX_CURSOR_LENGTH = 8_192;
+/** 12 bytes are exactly 16 base64url characters (no spare bits): the nonce's spelling never varies in length. */
+const NONCE_CHARACTERS = 16;
+const DOT = 0x2e;
 
 /**
  * Opaque connection cursors, sealed with AES-256-GCM (key derived by HKDF from
@@ -38,31 +42,63 @@ export class CursorCodec {
     const nonce = freshNonce();
     const cipher = createCipheriv('aes-256-gcm', this.key, nonce, { authTagLength: TAG_BYTES });
     cipher.setAAD(associatedData(tenantId, list, scope));
-    const sealed = Buffer.concat([cipher.update(pack(position)), cipher.final(), cipher.getAuthTag()]);
-    return `${nonce.toString('base64url')}.${sealed.toString('base64url')}`;
+    const ciphertext = cipher.update(packShared(position));
+    const rest = cipher.final(); // empty: GCM is a stream mode
+    const tag = cipher.getAuthTag();
+    // Nonce, ciphertext and tag in one buffer spelled once: the nonce is exactly
+    // NONCE_CHARACTERS of it, so the dot goes there.
+    const whole = Buffer.allocUnsafe(NONCE_BYTES + ciphertext.length + rest.length + TAG_BYTES);
+    whole.set(nonce, 0);
+    whole.set(ciphertext, NONCE_BYTES);
+    whole.set(rest, NONCE_BYTES + ciphertext.length);
+    whole.set(tag, NONCE_BYTES + ciphertext.length + rest.length);
+    const spelled = whole.toString('base64url');
+    return `${spelled.slice(0, NONCE_CHARACTERS)}.${spelled.slice(NONCE_CHARACTERS)}`;
   }
 
   decode(cursor: string, tenantId: string, list: string, argument: 'after' | 'before', scope = ''): CursorPosition {
-    const invalid = () =>
-      badUserInput(`"${argument}" is not a cursor issued by this server for ${list} of this tenant${scope ? ' with these arguments' : ''}; use a cursor from this connection's edges or pageInfo`);
-    if (typeof cursor !== 'string' || cursor.length > MAX_CURSOR_LENGTH) throw invalid();
-    const dot = cursor.indexOf('.');
-    if (dot < 0 || !/^[A-Za-z0-9_-]+$/.test(cursor.slice(0, dot)) || !/^[A-Za-z0-9_-]+$/.test(cursor.slice(dot + 1))) throw invalid();
-    const nonce = Buffer.from(cursor.slice(0, dot), 'base64url');
-    const sealed = Buffer.from(cursor.slice(dot + 1), 'base64url');
-    if (nonce.length !== NONCE_BYTES || sealed.length <= TAG_BYTES) throw invalid();
-    // One spelling per cursor: a last character whose spare bits differ is not the same cursor.
-    if (sealed.toString('base64url') !== cursor.slice(dot + 1) || nonce.toString('base64url') !== cursor.slice(0, dot)) throw invalid();
+    if (typeof cursor !== 'string' || cursor.length > MAX_CURSOR_LENGTH) throw notOurCursor(argument, list, scope);
+    const sealedLength = readCursor(cursor);
+    if (sealedLength <= TAG_BYTES) throw notOurCursor(argument, list, scope);
+    const sealedEnd = NONCE_BYTES + sealedLength;
     try {
-      const decipher = createDecipheriv('aes-256-gcm', this.key, nonce, { authTagLength: TAG_BYTES });
+      const decipher = createDecipheriv('aes-256-gcm', this.key, opened.subarray(0, NONCE_BYTES), { authTagLength: TAG_BYTES });
       decipher.setAAD(associatedData(tenantId, list, scope));
-      decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
-      const plain = Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)), decipher.final()]);
-      return unpack(plain);
+      decipher.setAuthTag(opened.subarray(sealedEnd - TAG_BYTES, sealedEnd));
+      const plain = decipher.update(opened.subarray(NONCE_BYTES, sealedEnd - TAG_BYTES));
+      const rest = decipher.final(); // checks the tag; empty: GCM is a stream mode
+      return unpack(rest.length === 0 ? plain : Buffer.concat([plain, rest]));
     } catch {
-      throw invalid();
+      throw notOurCursor(argument, list, scope);
     }
   }
+}
+
+function notOurCursor(argument: 'after' | 'before', list: string, scope: string): GraphQLError {
+  return badUserInput(`"${argument}" is not a cursor issued by this server for ${list} of this tenant${scope ? ' with these arguments' : ''}; use a cursor from this connection's edges or pageInfo`);
+}
+
+/**
+ * The bytes of a cursor being opened (nonce, then ciphertext and tag), decoded in place
+ * of two Buffers per request; `decode` uses them before it returns.
+ */
+const opened = Buffer.allocUnsafe(base64urlLength(MAX_CURSOR_LENGTH));
+
+/**
+ * Decodes `<nonce>.<ciphertext+tag>` into `opened` and returns the length of the
+ * ciphertext and tag, or -1 for anything not spelled as `encode` spells cursors: one dot,
+ * base64url on either side, a nonce of NONCE_BYTES, and one spelling per cursor (a last
+ * character whose spare bits differ is not the same cursor).
+ */
+function readCursor(cursor: string): number {
+  if (cursor.length <= NONCE_CHARACTERS || cursor.charCodeAt(NONCE_CHARACTERS) !== DOT) return -1;
+  for (let i = 0; i < cursor.length; i += 1) {
+    if (i !== NONCE_CHARACTERS && base64urlValue(cursor.charCodeAt(i)) < 0) return -1;
+  }
+  const sealedStart = NONCE_CHARACTERS + 1;
+  if (sealedStart === cursor.length || !isExactBase64url(cursor, sealedStart, cursor.length)) return -1;
+  writeBase64url(cursor, 0, NONCE_CHARACTERS, opened, 0);
+  return writeBase64url(cursor, sealedStart, cursor.length, opened, NONCE_BYTES) - NONCE_BYTES;
 }
 
 /** Nonces for this many cursors are drawn from the CSPRNG at once: one call per 512 cursors instead of one each. */

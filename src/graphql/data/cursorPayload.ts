@@ -43,18 +43,89 @@ const DEFLATED = 128; // the bytes after the flags are raw-deflated (written by 
 
 /** base64url runs this long or longer are stored as bytes. */
 const MIN_BINARY_RUN = 8;
-const BASE64URL_RUN = /[A-Za-z0-9_-]+/g;
 
-function sizeSuffix(size: number): string {
-  return `page_size=${size}`;
+/** The value of each base64url character by char code, -1 for any other. */
+const BASE64URL_VALUE = new Int8Array(128).fill(-1);
+for (const [value, char] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'].entries()) {
+  BASE64URL_VALUE[char.charCodeAt(0)] = value;
 }
 
-/** A reference without a trailing `page_size` equal to the walk's size (put back by `widen`). */
-function narrow(ref: string, size: number): { text: string; sized: boolean } {
-  const suffix = sizeSuffix(size);
-  if (ref === suffix) return { text: '', sized: true };
-  if (ref.endsWith(`&${suffix}`)) return { text: ref.slice(0, -suffix.length - 1), sized: true };
-  return { text: ref, sized: false };
+/** The 6 bits a base64url character stands for, or -1 for any other character. */
+export function base64urlValue(code: number): number {
+  return code < 128 ? BASE64URL_VALUE[code]! : -1;
+}
+
+/**
+ * Whether the base64url characters `value[start..end)` are the one spelling of what they
+ * encode, as `Buffer.from(run, 'base64url').toString('base64url') === run` says: not one
+ * character too many for a whole byte, and no stray bits in the last character.
+ */
+export function isExactBase64url(value: string, start: number, end: number): boolean {
+  const spare = (end - start) % 4;
+  if (spare === 0) return true;
+  if (spare === 1) return false;
+  const last = base64urlValue(value.charCodeAt(end - 1));
+  return (last & (spare === 2 ? 0x0f : 0x03)) === 0;
+}
+
+/**
+ * Writes the bytes the base64url characters `value[start..end)` encode into `into` at
+ * `at` (room for `base64urlLength` of them, characters checked by the caller) and returns
+ * where they end. Spare bits of the last character are dropped, as Buffer drops them.
+ */
+export function writeBase64url(value: string, start: number, end: number, into: Buffer, at: number): number {
+  let i = start;
+  let to = at;
+  for (; i + 4 <= end; i += 4) {
+    const bits =
+      (base64urlValue(value.charCodeAt(i)) << 18) |
+      (base64urlValue(value.charCodeAt(i + 1)) << 12) |
+      (base64urlValue(value.charCodeAt(i + 2)) << 6) |
+      base64urlValue(value.charCodeAt(i + 3));
+    into[to++] = bits >> 16;
+    into[to++] = (bits >> 8) & 0xff;
+    into[to++] = bits & 0xff;
+  }
+  // Two or three characters left: one or two bytes.
+  if (end - i >= 2) {
+    const bits = (base64urlValue(value.charCodeAt(i)) << 12) | (base64urlValue(value.charCodeAt(i + 1)) << 6) | (end - i === 3 ? base64urlValue(value.charCodeAt(i + 2)) : 0);
+    into[to++] = bits >> 10;
+    if (end - i === 3) into[to++] = (bits >> 2) & 0xff;
+  }
+  return to;
+}
+
+/** How many bytes `characters` base64url characters encode. */
+export function base64urlLength(characters: number): number {
+  return Math.floor((characters * 3) / 4);
+}
+
+// The suffix of the last size seen: every cursor of a walk has the same size.
+let suffixSize = Number.NaN;
+let suffix = '';
+
+function sizeSuffix(size: number): string {
+  if (size !== suffixSize) {
+    suffix = `page_size=${size}`;
+    suffixSize = size;
+  }
+  return suffix;
+}
+
+const AMPERSAND = 0x26;
+
+/**
+ * How much of a reference is kept: its length without a trailing `page_size` equal to
+ * the walk's size (put back by `widen`). Shorter than the reference exactly when that
+ * suffix was dropped.
+ */
+function narrowedLength(ref: string, size: number): number {
+  const dropped = sizeSuffix(size);
+  if (ref === dropped) return 0;
+  if (ref.length > dropped.length && ref.endsWith(dropped) && ref.charCodeAt(ref.length - dropped.length - 1) === AMPERSAND) {
+    return ref.length - dropped.length - 1;
+  }
+  return ref.length;
 }
 
 function widen(text: string, size: number, sized: boolean): string {
@@ -62,55 +133,114 @@ function widen(text: string, size: number, sized: boolean): string {
   return text === '' ? sizeSuffix(size) : `${text}&${sizeSuffix(size)}`;
 }
 
+/** Text segments shorter than this are copied a character at a time: cheaper than a call into Buffer. */
+const SHORT_TEXT = 32;
+
+/**
+ * Writes the record into one buffer kept between calls (grown when a record does not
+ * fit), every varint and byte run in place: `pack` runs twice per request on a paging
+ * load, and a Buffer per piece joined at the end cost more than the rest of it.
+ */
 class Writer {
-  private readonly parts: number[] = [];
-  private readonly chunks: Buffer[] = [];
+  private buffer = Buffer.allocUnsafe(1_024);
+  private at = 0;
+
+  start(): void {
+    this.at = 0;
+  }
+
+  byte(value: number): void {
+    if (this.at === this.buffer.length) this.grow(1);
+    this.buffer[this.at++] = value;
+  }
+
+  // The arithmetic of the first version (remainders, not bit operations), so even a
+  // size past 2^31 is written as it always was.
   varint(value: number): void {
     let rest = value;
     while (rest >= 0x80) {
-      this.parts.push((rest % 0x80) | 0x80);
+      this.byte((rest % 0x80) | 0x80);
       rest = Math.floor(rest / 0x80);
     }
-    this.parts.push(rest);
+    this.byte(rest);
   }
-  text(value: string): void {
-    const bytes = Buffer.from(value, 'utf8');
-    this.varint(bytes.length);
-    this.flush();
-    this.chunks.push(bytes);
-  }
-  /** A page reference: segments, each `varint(length << 1 | binary)` then its bytes, ending with 0. */
-  reference(value: string): void {
-    let at = 0;
-    for (const match of value.matchAll(BASE64URL_RUN)) {
-      const run = match[0];
-      const bytes = run.length >= MIN_BINARY_RUN ? Buffer.from(run, 'base64url') : null;
-      // Only runs that encode back to themselves exactly (no stray padding bits).
-      if (!bytes || bytes.toString('base64url') !== run) continue;
-      if (match.index > at) this.segment(Buffer.from(value.slice(at, match.index), 'utf8'), false);
-      this.segment(bytes, true);
-      at = match.index + run.length;
+
+  /** `value[start..end)` as UTF-8 after its length in bytes, doubled for a text segment of a reference. */
+  text(value: string, start = 0, end = value.length, segment = false): void {
+    let ascii = true;
+    for (let i = start; i < end; i += 1) {
+      if (value.charCodeAt(i) >= 0x80) {
+        ascii = false;
+        break;
+      }
     }
-    if (at < value.length) this.segment(Buffer.from(value.slice(at), 'utf8'), false);
-    this.varint(0);
+    if (ascii && end - start < SHORT_TEXT) {
+      this.varint(segment ? (end - start) * 2 : end - start);
+      this.room(end - start);
+      for (let i = start; i < end; i += 1) this.buffer[this.at++] = value.charCodeAt(i);
+      return;
+    }
+    const part = start === 0 && end === value.length ? value : value.slice(start, end);
+    const length = ascii ? part.length : Buffer.byteLength(part, 'utf8');
+    this.varint(segment ? length * 2 : length);
+    this.room(length);
+    this.at += this.buffer.write(part, this.at, length, ascii ? 'latin1' : 'utf8');
   }
-  private segment(bytes: Buffer, binary: boolean): void {
-    this.varint(bytes.length * 2 + (binary ? 1 : 0));
-    this.flush();
-    this.chunks.push(bytes);
+
+  /**
+   * The page reference `value[start..end)`: segments, each `varint(length << 1 | binary)`
+   * then its bytes, ending with 0. Binary segments are the runs of base64url characters at
+   * least MIN_BINARY_RUN long that encode back to themselves exactly; the rest is text.
+   */
+  reference(value: string, start: number, end: number): void {
+    let textStart = start;
+    let i = start;
+    while (i < end) {
+      if (base64urlValue(value.charCodeAt(i)) < 0) {
+        i += 1;
+        continue;
+      }
+      const runStart = i;
+      while (i < end && base64urlValue(value.charCodeAt(i)) >= 0) i += 1;
+      if (i - runStart < MIN_BINARY_RUN || !isExactBase64url(value, runStart, i)) continue;
+      if (runStart > textStart) this.text(value, textStart, runStart, true);
+      this.binary(value, runStart, i);
+      textStart = i;
+    }
+    if (textStart < end) this.text(value, textStart, end, true);
+    this.byte(0);
   }
-  flush(): void {
-    if (this.parts.length > 0) this.chunks.push(Buffer.from(this.parts.splice(0)));
+
+  /** A binary segment: the bytes the base64url run `value[start..end)` encodes. */
+  private binary(value: string, start: number, end: number): void {
+    const length = base64urlLength(end - start);
+    this.varint(length * 2 + 1);
+    this.room(length);
+    this.at = writeBase64url(value, start, end, this.buffer, this.at);
   }
-  bytes(): Buffer {
-    this.flush();
-    return Buffer.concat(this.chunks);
+
+  /** The record so far: a view of the shared buffer, good until the next `start`. */
+  view(): Buffer {
+    return this.buffer.subarray(0, this.at);
+  }
+
+  private room(bytes: number): void {
+    if (this.at + bytes > this.buffer.length) this.grow(bytes);
+  }
+
+  private grow(bytes: number): void {
+    const larger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.at + bytes));
+    this.buffer.copy(larger, 0, 0, this.at);
+    this.buffer = larger;
   }
 }
 
+/** Reads the record from `at` on, each string decoded straight from the buffer (no view per segment). */
 class Reader {
-  private at = 0;
-  constructor(private readonly buffer: Buffer) {}
+  constructor(
+    private readonly buffer: Buffer,
+    private at: number,
+  ) {}
   varint(): number {
     let value = 0;
     let scale = 1;
@@ -124,72 +254,84 @@ class Reader {
     throw new RangeError('varint too long');
   }
   text(): string {
-    return this.bytes(this.varint()).toString('utf8');
+    return this.string(this.varint(), 'utf8');
   }
   reference(): string {
     let value = '';
     for (let header = this.varint(); header !== 0; header = this.varint()) {
-      const bytes = this.bytes(Math.floor(header / 2));
-      value += header % 2 === 1 ? bytes.toString('base64url') : bytes.toString('utf8');
+      value += this.string(Math.floor(header / 2), header % 2 === 1 ? 'base64url' : 'utf8');
     }
     return value;
   }
-  private bytes(length: number): Buffer {
-    if (length === 0 || this.at + length > this.buffer.length) {
-      if (length === 0) return Buffer.alloc(0);
-      throw new RangeError('truncated');
-    }
-    const value = this.buffer.subarray(this.at, this.at + length);
+  private string(length: number, encoding: 'utf8' | 'base64url'): string {
+    if (length === 0) return '';
+    if (this.at + length > this.buffer.length) throw new RangeError('truncated');
+    const start = this.at;
     this.at += length;
-    return value;
+    return this.buffer.toString(encoding, start, this.at);
   }
   done(): boolean {
     return this.at === this.buffer.length;
   }
 }
 
-/** How many characters `a` and `b` share at their start, and then at their end (never overlapping). */
-function sharedEnds(a: string, b: string): { head: number; tail: number } {
-  const most = Math.min(a.length, b.length);
-  let head = 0;
-  while (head < most && a.charCodeAt(head) === b.charCodeAt(head)) head += 1;
-  let tail = 0;
-  while (tail < most - head && a.charCodeAt(a.length - 1 - tail) === b.charCodeAt(b.length - 1 - tail)) tail += 1;
-  // Never split a surrogate pair: the middle is written as UTF-8.
-  if (head > 0 && isHighSurrogate(b.charCodeAt(head - 1))) head -= 1;
-  if (tail > 0 && isHighSurrogate(b.charCodeAt(b.length - tail - 1))) tail -= 1;
-  return { head, tail };
-}
-
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
 
-export function pack(position: CursorPosition): Buffer {
-  const ref = position.ref === null ? null : narrow(position.ref, position.size);
-  const next = position.next ? narrow(position.next, position.size) : null;
-  // A page's last edge: `next` as what it does not share with the ref, when they share something.
-  const delta = ref && next ? sharedEnds(ref.text, next.text) : null;
-  const useDelta = delta !== null && delta.head + delta.tail > 0;
-  const flags = (ref ? HAS_REF : 0) | (next ? HAS_NEXT : 0) | (ref?.sized ? REF_SIZED : 0) | (next?.sized ? NEXT_SIZED : 0) | (useDelta ? NEXT_DELTA : 0);
-  const body = new Writer();
-  body.varint(position.size);
-  body.varint(position.index);
-  body.text(position.id);
-  if (ref) body.reference(ref.text);
+const writer = new Writer();
+
+/**
+ * Packs `position` into the shared buffer and returns a view of it, good until the next
+ * call: for `CursorCodec.encode`, which seals it at once (the cipher copies what it reads).
+ */
+export function packShared(position: CursorPosition): Buffer {
+  const { ref, next, size } = position;
+  // Each reference is used up to `refEnd` / `nextEnd`: shorter when its page_size suffix is dropped.
+  const refEnd = ref === null ? 0 : narrowedLength(ref, size);
+  const nextEnd = next ? narrowedLength(next, size) : 0;
+  // A page's last edge: `next` as what it does not share with the ref (`head` characters
+  // at the start, `tail` at the end, never overlapping), when they share something.
+  let head = 0;
+  let tail = 0;
+  if (ref !== null && next) {
+    const most = Math.min(refEnd, nextEnd);
+    while (head < most && ref.charCodeAt(head) === next.charCodeAt(head)) head += 1;
+    while (tail < most - head && ref.charCodeAt(refEnd - 1 - tail) === next.charCodeAt(nextEnd - 1 - tail)) tail += 1;
+    // Never split a surrogate pair: the middle is written as UTF-8.
+    if (head > 0 && isHighSurrogate(next.charCodeAt(head - 1))) head -= 1;
+    if (tail > 0 && isHighSurrogate(next.charCodeAt(nextEnd - tail - 1))) tail -= 1;
+  }
+  const useDelta = head + tail > 0;
+  const flags =
+    (ref !== null ? HAS_REF : 0) |
+    (next ? HAS_NEXT : 0) |
+    (ref !== null && refEnd < ref.length ? REF_SIZED : 0) |
+    (next && nextEnd < next.length ? NEXT_SIZED : 0) |
+    (useDelta ? NEXT_DELTA : 0);
+  writer.start();
+  writer.byte(flags);
+  writer.varint(size);
+  writer.varint(position.index);
+  writer.text(position.id);
+  if (ref !== null) writer.reference(ref, 0, refEnd);
   if (next && useDelta) {
-    body.varint(delta.head);
-    body.varint(delta.tail);
-    body.reference(next.text.slice(delta.head, next.text.length - delta.tail));
-  } else if (next) body.reference(next.text);
-  return Buffer.concat([Buffer.of(flags), body.bytes()]);
+    writer.varint(head);
+    writer.varint(tail);
+    writer.reference(next, head, nextEnd - tail);
+  } else if (next) writer.reference(next, 0, nextEnd);
+  return writer.view();
+}
+
+/** The compact bytes of `position`, a buffer of their own. */
+export function pack(position: CursorPosition): Buffer {
+  return Buffer.from(packShared(position));
 }
 
 export function unpack(plain: Buffer): CursorPosition {
   const flags = plain[0];
   if (flags === undefined) throw new RangeError('empty');
-  const rest = plain.subarray(1);
-  const body = new Reader(flags & DEFLATED ? inflateRawSync(rest, { maxOutputLength: MAX_PLAIN_BYTES, windowBits: 9 }) : rest);
+  const body = flags & DEFLATED ? new Reader(inflateRawSync(plain.subarray(1), { maxOutputLength: MAX_PLAIN_BYTES, windowBits: 9 }), 0) : new Reader(plain, 1);
   const size = body.varint();
   const index = body.varint();
   const id = body.text();
@@ -209,5 +351,5 @@ export function unpack(plain: Buffer): CursorPosition {
     next = widen(text, size, (flags & NEXT_SIZED) !== 0);
   }
   if (!body.done()) throw new RangeError('trailing bytes');
-  return { ref, size, index, id, ...(next !== undefined && { next }) };
+  return next === undefined ? { ref, size, index, id } : { ref, size, index, id, next };
 }

@@ -43,7 +43,8 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import type * as GraphQLJit from 'graphql-jit';
+import type { CompiledQuery } from 'graphql-jit';
 
 type Gateway = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
@@ -74,6 +75,8 @@ export const MAX_COMPILED = 100;
  * a few dozen; a page of locations with its page info, 7.
  */
 export const MAX_COMPILED_FIELDS = 200;
+
+let jit: typeof GraphQLJit | undefined;
 
 /** The symbol Apollo Server puts on a request's context when a plugin watches its fields (`willResolveField`). */
 const WATCHED_FIELDS = 'apolloServerExecutionDispatcherWillResolveField';
@@ -182,9 +185,11 @@ export class CompiledExecution implements Gateway {
   private compile(document: DocumentNode, operation: OperationDefinitionNode, operationName: string | undefined): CompiledQuery | null {
     if (selectedFields(document, operation, MAX_COMPILED_FIELDS) > MAX_COMPILED_FIELDS) return null;
     this.compileSchema ??= this.buildSchema();
+    // Loaded at the first compilation, not at start-up (a replica's cold start: bench/README.md).
+    jit ??= require('graphql-jit') as typeof GraphQLJit;
     try {
-      const compiled = compileQuery(this.compileSchema, document, operationName);
-      return isCompiledQuery(compiled) ? compiled : null;
+      const compiled = jit.compileQuery(this.compileSchema, document, operationName);
+      return jit.isCompiledQuery(compiled) ? compiled : null;
     } catch {
       return null;
     }

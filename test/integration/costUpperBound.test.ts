@@ -3,6 +3,7 @@ import { estimateCost } from '../../src/graphql/server/cost';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
 import { as } from '../helpers/fixtures';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { seeded } from '../helpers/seeded';
 
 /**
  * The cost estimate (src/graphql/server/cost.ts) is an upper bound of the answer: random
@@ -21,18 +22,6 @@ const seeds = process.env.COST_SEED
   : process.env.COST_SEEDS
     ? Array.from({ length: Number(process.env.COST_SEEDS) }, (_, i) => i + 1)
     : [FIXED_SEED];
-
-/** mulberry32: a small seeded generator, so a failing document can be made again. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Ids {
   locations: Array<{ id: string; nodeId: string }>;
@@ -170,7 +159,7 @@ afterAll(async () => {
 });
 
 it.each(seeds)('seed %i: no answer holds more records than its estimate', async (seed) => {
-  const random = generator(seed);
+  const random = seeded(seed);
   let answered = 0;
   for (let i = 0; i < DOCUMENTS_PER_SEED; i++) {
     const { query, variables } = randomDocument(random, ids);

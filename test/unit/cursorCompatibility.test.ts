@@ -6,6 +6,7 @@ import * as current from '../../src/graphql/data/cursorPayload';
 import type { CursorPosition } from '../../src/graphql/data/cursorPayload';
 import { badUserInput } from '../../src/graphql/errors';
 import { OTHER_TENANT_ID, TENANT_ID } from '../helpers/fixtures';
+import { seeded } from '../helpers/seeded';
 
 /**
  * The cursor codec was rewritten for speed (one buffer written in place instead of a
@@ -384,18 +385,6 @@ function wellFormed(position: CursorPosition): boolean {
  */
 function bareSuffix(position: CursorPosition): boolean {
   return [position.ref, position.next].includes(`&page_size=${position.size}`);
-}
-
-/** mulberry32: the same numbers on every run, so a failure can be replayed. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 /**

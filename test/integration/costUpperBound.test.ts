@@ -4,6 +4,7 @@ import { createSubgraphSchema } from '../../src/graphql/server/schema';
 import { as } from '../helpers/fixtures';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { seeded } from '../helpers/seeded';
+import { COMPILE_AFTER } from '../../src/graphql/server/execution';
 
 /**
  * The cost estimate (src/graphql/server/cost.ts) is an upper bound of the answer: random
@@ -177,3 +178,33 @@ it.each(seeds)('seed %i: no answer holds more records than its estimate', async 
   // The documents must mostly run, or the check proves little.
   expect(answered).toBeGreaterThan(DOCUMENTS_PER_SEED / 2);
 }, 120_000);
+
+/**
+ * The same documents answered by compiled queries (src/graphql/server/execution.ts): an
+ * operation's run after COMPILE_AFTER runs through graphql-js is compiled; its answer,
+ * data and errors with their codes, paths and locations, must be the first run's.
+ */
+it('answers every document the same once it is compiled as through graphql-js', async () => {
+  const random = seeded(FIXED_SEED);
+  const byPath = (errors: Array<{ path?: unknown; message: string }> = []) =>
+    [...errors].sort((a, b) => `${JSON.stringify(a.path)} ${a.message}`.localeCompare(`${JSON.stringify(b.path)} ${b.message}`));
+  // Cursors are sealed with a fresh nonce each time: compared as present or not.
+  const unsealed = (value: unknown): unknown =>
+    JSON.parse(JSON.stringify(value ?? null), (key, item: unknown) => (/^(cursor|startCursor|endCursor)$/.test(key) && typeof item === 'string' ? '<cursor>' : item));
+  let compared = 0;
+  for (let i = 0; i < DOCUMENTS_PER_SEED; i++) {
+    const { query, variables } = randomDocument(random, ids);
+    const answers = [];
+    for (let run = 0; run <= COMPILE_AFTER + 1; run++) answers.push(await subgraph.query(query, variables, headers));
+    const [interpreted, compiled] = [answers[0]!, answers.at(-1)!];
+    const context = `document ${i}\n${query}\n${JSON.stringify(variables)}`;
+    expect({ context, data: unsealed(compiled.data), errors: byPath(compiled.errors), status: compiled.status }).toEqual({
+      context,
+      data: unsealed(interpreted.data),
+      errors: byPath(interpreted.errors),
+      status: interpreted.status,
+    });
+    if (interpreted.data) compared += 1;
+  }
+  expect(compared).toBeGreaterThan(DOCUMENTS_PER_SEED / 2);
+}, 180_000);

@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
+import type { GraphQLSchema } from 'graphql';
 import type { AddressInfo } from 'node:net';
 import { createApp, type AppOverrides } from './app';
 import type { Config } from './config';
@@ -89,7 +90,12 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const app = createApp(config, logger, metrics, observability.observer, options);
   const httpServer = createServer();
   const sharing = new SharedRequests(observability.observer);
+  // The schema copy Apollo Server never instruments, built when first needed: by a
+  // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
+  let uninstrumented: GraphQLSchema | undefined;
+  const executionSchema = (): GraphQLSchema => (uninstrumented ??= createSubgraphSchema());
   const apollo = createApolloServer({
+    executionSchema,
     logger,
     httpServer,
     hideSchemaDetails: !config.explorer,
@@ -145,7 +151,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const liveSocket = attachLiveSocket({
     httpServer,
     path: GRAPHQL_PATH,
-    schema: createSubgraphSchema(),
+    schema: executionSchema,
     services: app.services,
     hub,
     authorize: (tenantId, resource) => app.services.client.authorize(tenantId, resource),

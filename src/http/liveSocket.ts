@@ -126,7 +126,11 @@ const VIOLATION_STRIKES = 5;
 export interface LiveSocketOptions {
   readonly httpServer: Server;
   readonly path: string;
-  readonly schema: GraphQLSchema;
+  /**
+   * The subgraph schema, asked for at the first subscription (a replica that serves no
+   * subscription never builds it); one not instrumented by Apollo Server's plugins.
+   */
+  readonly schema: () => GraphQLSchema;
   readonly services: ContextServices;
   readonly hub: LiveHub;
   /** Whether the tenant may read `list` now (the client's scope check); rejects with FORBIDDEN. */
@@ -248,7 +252,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
 
   const server = useServer<Record<string, unknown> | undefined>(
     {
-      schema,
+      schema: () => schema(),
       connectionInitWaitTimeout: limits.connectionInitMs,
       onConnect: async (ctx) => {
         const headers = identityHeaders(ctx.extra.request.headers, ctx.connectionParams?.headers);
@@ -327,7 +331,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       return refuse('document', 'BAD_REQUEST', `only subscriptions are served over WebSocket; send ${operation.operation === 'query' ? 'queries' : 'mutations'} over HTTP POST to this path`);
     }
     const variables = payload.variables ?? {};
-    const overBudget = costRefusal(operation, estimates.of(schema, document, operation, variables), options.queryLimits.maxCost);
+    const overBudget = costRefusal(operation, estimates.of(schema(), document, operation, variables), options.queryLimits.maxCost);
     if (overBudget) {
       metrics.refused.inc({ reason: 'cost' });
       return [overBudget];
@@ -342,7 +346,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     connection.contexts.get(id)?.close();
     connection.contexts.set(id, context);
     return {
-      schema,
+      schema: schema(),
       document,
       operationName: payload.operationName ?? null,
       variableValues: variables,
@@ -384,7 +388,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       const tokens = isTokenLimitError(message);
       return { errors: [new GraphQLError(tokens ? message.replace(/^Syntax Error: /, '') : message, { extensions: { code: tokens ? LIMIT_ERROR_CODE : 'GRAPHQL_PARSE_FAILED' } })] };
     }
-    const invalid = validate(schema, document, rules);
+    const invalid = validate(schema(), document, rules);
     if (invalid.length > 0) {
       return { errors: invalid.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: LIMIT_ERROR_CODE, ...error.extensions } })) };
     }

@@ -7,7 +7,7 @@
 import type { Server } from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import type { GraphQLFormattedError } from 'graphql';
+import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { GraphQLContext } from '../data/context';
 import { costLimit } from './cost';
@@ -28,6 +28,12 @@ export interface ApolloServerOptions {
   /** Plugins that run after the subgraph's own (metrics, logs, tracing, demo notices). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
   readonly limits?: QueryLimits;
+  /**
+   * A copy of the subgraph schema that Apollo Server never instruments, for compiled
+   * queries (execution.ts), asked for at the first compilation; the server shares it with
+   * the live socket. Default: a copy of its own.
+   */
+  readonly executionSchema?: () => GraphQLSchema;
   /** Apollo's `stringifyResult` (default: compact JSON); the shared-requests one writes a shared answer's JSON once. */
   readonly stringifyResult?: (value: object) => string;
 }
@@ -42,7 +48,7 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
   const formatError = createErrorFormatter((error) => options.logger.error({ err: error }, 'unexpected error in a resolver'));
   return new ApolloServer<GraphQLContext>({
     // Apollo's pipeline with a compiled executor for documents seen again (execution.ts).
-    gateway: new CompiledExecution(createSubgraphSchema(), createSubgraphSchema),
+    gateway: new CompiledExecution(createSubgraphSchema(), options.executionSchema ?? createSubgraphSchema),
     introspection: options.introspection,
     logger: options.logger,
     parseOptions: limitParseOptions(limits),

@@ -133,7 +133,11 @@ describe('explorer in a real browser', () => {
     await page.keyboard.press('ControlOrMeta+A');
     await page.keyboard.insertText('subscription { shiftChanges { kind shift { id end } } }');
     await page.getByRole('button', { name: /^Execute query/ }).click();
-    await waitFor(() => server.live.subscriptions === 1, 'the explorer subscribed');
+    await waitFor(() => server.live.subscriptions === 1, 'the explorer subscribed').catch(async (error: Error) => {
+      // What the page shows says why: a refusal in the result pane, or nothing sent at all.
+      const shown = await page.locator('.result-window').innerText().catch(() => '(no result pane)');
+      throw new Error(`${error.message}; the result pane shows ${JSON.stringify(shown.slice(0, 500))}; ${problems.join('; ') || 'no page errors'}`);
+    });
     const tenant = demo.emulator.tenants.find((candidate) => candidate.tenantId === demo.defaultTenant)!;
     const shift = tenant.shifts[1]!;
     // Edited once the baseline is read (the demo's own edits may come first; any change will do).

@@ -9,7 +9,7 @@
  * graphql-js interprets the document on every request (collecting fields, reading
  * arguments, checking each value's type, for each of a page's records); graphql-jit
  * turns a document into a function once and runs that. On a page of 100 records that
- * was about a sixth of the product's CPU per request (bench/README.md, "Compiled execution").
+ * was about a sixth of the product's CPU per request (bench/README.md, "Results of 2026-11-25T22:33Z").
  * The answers are graphql-js's: the whole test suite passed with every operation
  * compiled at its first run.
  *
@@ -64,7 +64,7 @@ export const COMPILE_AFTER = 9;
  * Compiled operations kept at most; past it the one used least recently goes (it runs
  * through graphql-js again, and compiles again if it is seen again). A compiled query
  * holds about 20 KiB of heap and 0.5 KiB more per field it selects (measured for
- * bench/README.md, "Compiled execution"); a client app sends a few dozen operations.
+ * bench/README.md, "Results of 2026-11-25T22:33Z"); a client app sends a few dozen operations.
  */
 export const MAX_COMPILED = 100;
 

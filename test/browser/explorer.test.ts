@@ -129,9 +129,19 @@ describe('explorer in a real browser', () => {
     // GraphiQL 5's editor is Monaco: the document is replaced as a user would, select all and type (inserted as text, so no brackets are auto-closed).
     const editor = page.locator('.graphiql-query-editor .monaco-editor').first();
     await editor.waitFor();
-    await editor.click();
-    await page.keyboard.press('ControlOrMeta+A');
-    await page.keyboard.insertText('subscription { shiftChanges { kind shift { id end } } }');
+    // On a loaded machine the editor may not take the first keystrokes: type again until it shows the subscription.
+    const shown = page.locator('.graphiql-query-editor .view-lines').first();
+    for (let attempt = 1; ; attempt++) {
+      await editor.click();
+      await page.keyboard.press('ControlOrMeta+A');
+      await page.keyboard.insertText('subscription { shiftChanges { kind shift { id end } } }');
+      const typed = await shown.filter({ hasText: 'shiftChanges' }).waitFor({ timeout: 5_000 }).then(
+        () => true,
+        () => false,
+      );
+      if (typed) break;
+      if (attempt === 3) throw new Error(`the editor shows ${JSON.stringify((await shown.innerText()).slice(0, 200))}, not the subscription typed into it`);
+    }
     await page.getByRole('button', { name: /^Execute query/ }).click();
     await waitFor(() => server.live.subscriptions === 1, 'the explorer subscribed').catch(async (error: Error) => {
       // What the page shows says why: a refusal in the result pane, or nothing sent at all.

@@ -31,20 +31,10 @@
  * which would turn a compiled query's plain property reads into calls.
  */
 import type { ApolloServerOptionsWithGateway, BaseContext } from '@apollo/server';
-import {
-  execute,
-  getVariableValues,
-  GraphQLError,
-  Kind,
-  type DocumentNode,
-  type ExecutionResult,
-  type FragmentDefinitionNode,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
-  type SelectionSetNode,
-} from 'graphql';
+import { execute, getVariableValues, GraphQLError, locatedError, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type * as GraphQLJit from 'graphql-jit';
 import type { CompiledQuery } from 'graphql-jit';
+import { selectedFields } from './limits';
 
 type Gateway = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
@@ -126,13 +116,15 @@ export class CompiledExecution implements Gateway {
 
   readonly executor: Executor = async (requestContext) => {
     const compiled = this.compiledFor(requestContext);
-    // The variables as graphql-js coerces them, which is what the cost estimate read
-    // (cost.ts); variables that do not fit are refused by graphql-js, in its words.
-    const coerced = compiled && getVariableValues(this.schema, requestContext.operation!.variableDefinitions ?? [], requestContext.request.variables ?? {}, { maxErrors: 50 });
-    if (compiled && coerced?.coerced) {
-      const result = await compiled.query(undefined, requestContext.context, coerced.coerced);
-      // No data at all would be a refusal before any resolver ran: graphql-js answers it.
-      if (result.data !== undefined) return result.errors ? { ...result, errors: result.errors.map(asLocatedError) } : result;
+    if (compiled) {
+      // The variables as graphql-js coerces them, which is what the cost estimate read
+      // (cost.ts); variables that do not fit are refused by graphql-js, in its words.
+      const { coerced } = getVariableValues(this.schema, requestContext.operation!.variableDefinitions ?? [], requestContext.request.variables ?? {}, { maxErrors: 50 });
+      if (coerced) {
+        const result = await compiled.query(undefined, requestContext.context, coerced);
+        // No data at all would be a refusal before any resolver ran: graphql-js answers it.
+        if (result.data !== undefined) return result.errors ? { ...result, errors: result.errors.map(asLocatedError) } : result;
+      }
     }
     return this.interpret(requestContext);
   };
@@ -183,7 +175,7 @@ export class CompiledExecution implements Gateway {
 
   /** The operation compiled, or null when it is not to be (too many fields, or graphql-jit cannot). */
   private compile(document: DocumentNode, operation: OperationDefinitionNode, operationName: string | undefined): CompiledQuery | null {
-    if (selectedFields(document, operation, MAX_COMPILED_FIELDS) > MAX_COMPILED_FIELDS) return null;
+    if (selectedFields(document, operation) > MAX_COMPILED_FIELDS) return null;
     this.compileSchema ??= this.buildSchema();
     // Loaded at the first compilation, not at start-up (a replica's cold start: bench/README.md).
     jit ??= require('graphql-jit') as typeof GraphQLJit;
@@ -196,55 +188,24 @@ export class CompiledExecution implements Gateway {
   }
 }
 
-/**
- * The fields `operation` selects with its fragments expanded, counted until past
- * `bound` (validation has refused fragment cycles). Each fragment is counted once.
- */
-export function selectedFields(document: DocumentNode, operation: OperationDefinitionNode, bound: number): number {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  const fragmentFields = new Map<string, number>();
-  const count = (selectionSet: SelectionSetNode): number => {
-    let fields = 0;
-    for (const selection of selectionSet.selections) {
-      if (selection.kind === Kind.FIELD) fields += 1 + (selection.selectionSet ? count(selection.selectionSet) : 0);
-      else if (selection.kind === Kind.INLINE_FRAGMENT) fields += count(selection.selectionSet);
-      else {
-        const name = selection.name.value;
-        let spread = fragmentFields.get(name);
-        if (spread === undefined) {
-          const fragment = fragments.get(name);
-          spread = fragment ? count(fragment.selectionSet) : 0;
-          fragmentFields.set(name, spread);
-        }
-        fields += spread;
-      }
-      if (fields > bound) return fields;
-    }
-    return fields;
-  };
-  return count(operation.selectionSet);
-}
-
 function watchesFields(context: object): boolean {
   for (const symbol of Object.getOwnPropertySymbols(context)) if (symbol.description === WATCHED_FIELDS) return true;
   return false;
 }
 
 /**
- * A compiled query's error as graphql-js reports it (its `locatedError`): the error
- * thrown, when it is a GraphQL error that already has its path; else a GraphQL error
- * with its message, path and locations, the thrown error as `originalError` and that
- * error's extensions. graphql-jit's own error class leaves `extensions` out when the
- * thrown error has none, which Apollo Server and its plugins read. graphql-js raises
+ * A compiled query's error as graphql-js reports it: the error thrown, through
+ * graphql-js's own `locatedError` (kept as it is when it is a GraphQL error with its
+ * path, else wrapped with its message, the path and the thrown error's extensions), with
+ * graphql-jit's locations. graphql-jit's own error class leaves `extensions` out when
+ * the thrown error has none, which Apollo Server and its plugins read. graphql-js raises
  * a null in a non-null field as a plain Error (the one error of its own that is no
  * GraphQLError, so error formatting treats it as unexpected); so is it here.
  */
 function asLocatedError(error: GraphQLError): GraphQLError {
   const original = error.originalError ?? (error.message.startsWith(NON_NULL_VIOLATION) ? new Error(error.message) : undefined);
-  if (original instanceof GraphQLError && Array.isArray(original.path)) return original;
-  const located = new GraphQLError(error.message, { path: error.path, originalError: original });
-  if (error.locations) (located as { locations?: GraphQLError['locations'] }).locations = error.locations;
+  const located = original ? locatedError(original, undefined, error.path) : new GraphQLError(error.message, { path: error.path });
+  if (located !== original && error.locations) (located as { locations?: GraphQLError['locations'] }).locations = error.locations;
   return located;
 }
 

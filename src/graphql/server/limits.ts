@@ -89,10 +89,7 @@ const CAP = Number.MAX_SAFE_INTEGER / 4;
 
 function limitsVisitor(context: ValidationContext, limits: QueryLimits): ASTVisitor {
   const document = context.getDocument();
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
+  const fragments = fragmentsOf(document);
   const report = (message: string) => context.reportError(new GraphQLError(message, { extensions: { code: LIMIT_ERROR_CODE } }));
 
   const directives = countDirectives(document);
@@ -111,6 +108,22 @@ function limitsVisitor(context: ValidationContext, limits: QueryLimits): ASTVisi
       return false; // measured as a whole; nothing below needs visiting again
     },
   };
+}
+
+/**
+ * The fields `operation` selects once fragments are expanded: what `maxFields` bounds,
+ * measured the same way (compiled execution, execution.ts, bounds what it compiles by it).
+ */
+export function selectedFields(document: DocumentNode, operation: OperationDefinitionNode): number {
+  return measureOperation(operation.selectionSet, fragmentsOf(document)).fields;
+}
+
+function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  return fragments;
 }
 
 function countDirectives(document: DocumentNode): number {

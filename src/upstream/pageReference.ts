@@ -75,7 +75,8 @@ function plainQueryAfter(reference: string, apiBase: string, listPath: string): 
  * looks like, and what a page URL can then be written from by concatenation.
  */
 const PLAIN_QUERY = /^[\w.*-]+=[\w.*-]*(?:&[\w.*-]+=[\w.*-]*)*$/;
-const HAS_PAGE_SIZE = /(?:^|&)page_size=/;
+/** A plain query's `page_size` parameter, and its value. */
+const PAGE_SIZE = /(?:^|&)page_size=([^&]*)/;
 
 /**
  * The URL of a page: the list path on the tenant's `api_base` (an origin, checkApiBase),
@@ -85,7 +86,7 @@ const HAS_PAGE_SIZE = /(?:^|&)page_size=/;
  */
 export function pageUrl(apiBase: string, listPath: string, ref: PageRef | null, pageSize: number): string {
   if (!ref) return `${apiBase}${listPath}?page_size=${pageSize}`;
-  if (PLAIN_QUERY.test(ref)) return HAS_PAGE_SIZE.test(ref) ? `${apiBase}${listPath}?${ref}` : `${apiBase}${listPath}?${ref}&page_size=${pageSize}`;
+  if (PLAIN_QUERY.test(ref)) return PAGE_SIZE.test(ref) ? `${apiBase}${listPath}?${ref}` : `${apiBase}${listPath}?${ref}&page_size=${pageSize}`;
   const url = new URL(listPath, apiBase);
   url.search = ref;
   if (!url.searchParams.has('page_size')) url.searchParams.set('page_size', String(pageSize));
@@ -95,6 +96,6 @@ export function pageUrl(apiBase: string, listPath: string, ref: PageRef | null, 
 /** The `page_size` a page URL of `pageUrl` sends. */
 export function sentPageSize(url: string): number {
   const query = url.slice(url.indexOf('?') + 1);
-  if (PLAIN_QUERY.test(query)) return Number(/(?:^|&)page_size=([^&]*)/.exec(query)?.[1]);
+  if (PLAIN_QUERY.test(query)) return Number(PAGE_SIZE.exec(query)?.[1]);
   return Number(new URL(url).searchParams.get('page_size'));
 }

@@ -85,7 +85,7 @@ export class TenantBulkheads {
     const next = slots.waiting.shift();
     if (next) return next();
     slots.active -= 1;
-    if (slots.active === 0 && this.bulkheads.get(tenantId) === slots) this.bulkheads.delete(tenantId);
+    if (slots.active === 0) this.bulkheads.delete(tenantId);
   }
 }
 

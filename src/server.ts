@@ -55,6 +55,8 @@ export interface ServerOptions extends AppOverrides {
   readonly writeTimeoutMs?: number;
   /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
   readonly maxBufferedBodyBytes?: number;
+  /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
+  readonly compileAfter?: number;
   /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts and http/liveSocket.ts. */
   readonly live?: Partial<LiveLimits> & { readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>; readonly redisPrefix?: string };
 }
@@ -96,6 +98,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const executionSchema = (): GraphQLSchema => (uninstrumented ??= createSubgraphSchema());
   const apollo = createApolloServer({
     executionSchema,
+    ...(options.compileAfter !== undefined && { compileAfter: options.compileAfter }),
     logger,
     httpServer,
     hideSchemaDetails: !config.explorer,

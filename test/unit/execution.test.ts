@@ -160,19 +160,35 @@ describe('compiled execution', () => {
     expect(after.data).toEqual(first!.data);
   });
 
+  /** An operation of its own shape (canonical forms differ by shape, not by names or literals): seven fields, each `items` or `item` by the bits of i. */
+  const shaped = (name: string, i: number) =>
+    `query ${name} { ${Array.from({ length: 7 }, (_, k) => (i & (1 << k) ? `x${k}: item(id: "item-0") { id }` : `x${k}: items(n: 1) { id }`)).join(' ')} }`;
+
   it('keeps at most MAX_COMPILED compiled operations: the one used least recently goes, and compiles again when seen again', async () => {
-    for (let i = 0; i < MAX_COMPILED; i++) await runsUntilCompiled(`query Q${i} { items(n: 1) { id } }`);
+    for (let i = 0; i < MAX_COMPILED; i++) await runsUntilCompiled(shaped(`Q${i}`, i));
     expect(execution.compiled).toBe(MAX_COMPILED);
     // Q0 used again: Q1 is now the least recently used.
-    await run('query Q0 { items(n: 1) { id } }');
-    const answers = await runsUntilCompiled('query Past { items(n: 1, prefix: "past") { id } }');
+    await run(shaped('Q0', 0));
+    const answers = await runsUntilCompiled('query Past { items(n: 1, prefix: "past") { id name } }');
     expect(execution.compiled).toBe(MAX_COMPILED);
-    expect(answers.map((answer) => answer.data)).toEqual(answers.map(() => ({ items: [{ id: 'past-0' }] })));
-    // Q1 went: its next run is graphql-js's (counted), the one after compiles it again, pushing out Q2.
-    const q1 = await runsUntilCompiled('query Q1 { items(n: 1) { id } }');
-    expect(q1.map((answer) => answer.data)).toEqual(q1.map(() => ({ items: [{ id: 'item-0' }] })));
+    expect(answers.map((answer) => answer.data)).toEqual(answers.map(() => ({ items: [{ id: 'past-0', name: 'name of past-0' }] })));
+    // Q1 went: its next runs are graphql-js's (counted), then it compiles again, pushing out Q2.
+    const q1 = await runsUntilCompiled(shaped('Q1', 1));
+    const q1Data = { x0: { id: 'item-0' }, ...Object.fromEntries(Array.from({ length: 6 }, (_, k) => [`x${k + 1}`, [{ id: 'item-0' }]])) };
+    expect(q1.map((answer) => answer.data)).toEqual(q1.map(() => q1Data));
     expect(execution.compiled).toBe(MAX_COMPILED);
     expect(builds).toBe(1);
+  });
+
+  it('shares one compiled query among operations that differ only in literals, aliases, names and variable names', async () => {
+    await runsUntilCompiled('query A { one: item(id: "a") { id name } }');
+    expect(execution.compiled).toBe(1);
+    // Another document of the same shape runs compiled from its first run: nothing is compiled anew.
+    const other = await run('query B($which: ID!) { other: item(id: $which) { id name } }', { which: 'b' });
+    expect(other.data).toEqual({ other: { id: 'b', name: 'name of b' } });
+    const literal = await run('{ third: item(id: "c") { id name } }');
+    expect(literal.data).toEqual({ third: { id: 'c', name: 'name of c' } });
+    expect(execution.compiled).toBe(1);
   });
 
   it('never compiles an operation selecting more than MAX_COMPILED_FIELDS fields, and answers it all the same', async () => {

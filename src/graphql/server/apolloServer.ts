@@ -34,6 +34,8 @@ export interface ApolloServerOptions {
    * the live socket. Default: a copy of its own.
    */
   readonly executionSchema?: () => GraphQLSchema;
+  /** Executions by graphql-js before an operation is compiled (default execution.ts's COMPILE_AFTER; tests lower it). */
+  readonly compileAfter?: number;
   /** Apollo's `stringifyResult` (default: compact JSON); the shared-requests one writes a shared answer's JSON once. */
   readonly stringifyResult?: (value: object) => string;
 }
@@ -48,7 +50,7 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
   const formatError = createErrorFormatter((error) => options.logger.error({ err: error }, 'unexpected error in a resolver'));
   return new ApolloServer<GraphQLContext>({
     // Apollo's pipeline with a compiled executor for documents seen again (execution.ts).
-    gateway: new CompiledExecution(createSubgraphSchema(), options.executionSchema ?? createSubgraphSchema),
+    gateway: new CompiledExecution(createSubgraphSchema(), options.executionSchema ?? createSubgraphSchema, { ...(options.compileAfter !== undefined && { compileAfter: options.compileAfter }) }),
     introspection: options.introspection,
     logger: options.logger,
     parseOptions: limitParseOptions(limits),

@@ -26,14 +26,21 @@
  * A compiled query gets the variables as graphql-js coerced them: the values the cost
  * estimate read (cost.ts, docs/limits.md) are the values execution sees.
  *
+ * What graphql-jit compiles is the operation's canonical form (canonicalOperation.ts),
+ * never the client's document: graphql-jit writes what it compiles into JavaScript
+ * source, and the canonical form holds only the schema's names, canonical names and
+ * punctuation. Every argument reaches the compiled query as a variable; operations
+ * that differ only in literals, names or variable names share one compiled query.
+ *
  * Compiled queries run on a schema of their own, built at the first compilation: once
  * Apollo instruments its schema for a traced request, every field of it has a resolver,
  * which would turn a compiled query's plain property reads into calls.
  */
 import type { ApolloServerOptionsWithGateway, BaseContext } from '@apollo/server';
-import { execute, getVariableValues, GraphQLError, locatedError, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { execute, getVariableValues, GraphQLError, locatedError, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode, type SourceLocation } from 'graphql';
 import type * as GraphQLJit from 'graphql-jit';
 import type { CompiledQuery } from 'graphql-jit';
+import { argumentValues, canonicalize, renameKeys, type CanonicalOperation } from './canonicalOperation';
 import { selectedFields } from './limits';
 
 type Gateway = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
@@ -42,11 +49,11 @@ type RequestContext = Parameters<Executor>[0];
 type SchemaListener = Parameters<Gateway['onSchemaLoadOrUpdate']>[0];
 
 /**
- * Executions of one operation by graphql-js before it is compiled (at the next one).
- * Compiling the largest operation compiled (MAX_COMPILED_FIELDS) takes about as long
- * as parsing and validating it ten times over, so a client sending ever new documents,
- * each often enough to be compiled, makes a replica do at most about twice the work
- * it did for them before; an app's operations are compiled within seconds.
+ * Executions of one canonical operation by graphql-js before it is compiled (at the next
+ * one). Compiling the largest operation compiled (MAX_COMPILED_FIELDS) takes about as
+ * long as parsing and validating it ten times over, so a client sending ever new
+ * documents, each often enough to be compiled, makes a replica do at most about twice
+ * the work it did for them before; an app's operations are compiled within seconds.
  */
 export const COMPILE_AFTER = 9;
 
@@ -58,6 +65,9 @@ export const COMPILE_AFTER = 9;
  */
 export const MAX_COMPILED = 100;
 
+/** Canonical operations whose runs are counted at most (the oldest count goes first). */
+const MAX_COUNTED = 1000;
+
 /**
  * Operations selecting more fields than this (fragments expanded) are never compiled:
  * compiling costs about 0.07 ms and its code about 0.5 KiB per field, and the query
@@ -66,24 +76,36 @@ export const MAX_COMPILED = 100;
  */
 export const MAX_COMPILED_FIELDS = 200;
 
+export interface CompiledExecutionOptions {
+  /** Executions by graphql-js before an operation is compiled (default COMPILE_AFTER; tests compile at once with 0). */
+  readonly compileAfter?: number;
+}
+
 let jit: typeof GraphQLJit | undefined;
 
 /** The symbol Apollo Server puts on a request's context when a plugin watches its fields (`willResolveField`). */
 const WATCHED_FIELDS = 'apolloServerExecutionDispatcherWillResolveField';
 
-/** One operation of one document: how often graphql-js ran it, then its compiled query (null: it is not compiled, ever). */
-interface Entry {
+/** One canonical operation: how often graphql-js ran it, then its compiled query (null: graphql-jit cannot compile it). */
+interface Compilation {
   runs: number;
   compiled?: CompiledQuery | null;
 }
 
 export class CompiledExecution implements Gateway {
   private readonly listeners = new Set<SchemaListener>();
-  /** By document: Apollo's document store hands every request of one text the same DocumentNode, and forgets it with the entry. */
-  private readonly entries = new WeakMap<DocumentNode, Map<string, Entry>>();
-  /** The entries holding a compiled query, least recently used first (at most MAX_COMPILED). */
-  private readonly recent = new Map<Entry, true>();
+  /**
+   * Each document's operations in canonical form (null: not compiled, ever), by
+   * document: Apollo's document store hands every request of one text the same
+   * DocumentNode, and forgets it with the entry.
+   */
+  private readonly canonical = new WeakMap<DocumentNode, Map<string, CanonicalOperation | null>>();
+  /** Canonical operations not compiled yet, by canonical text, oldest first (at most MAX_COUNTED). */
+  private readonly counting = new Map<string, Compilation>();
+  /** Compiled ones by canonical text, least recently used first (at most MAX_COMPILED). */
+  private readonly recent = new Map<string, Compilation>();
   private compileSchema: GraphQLSchema | undefined;
+  private readonly compileAfter: number;
 
   /**
    * @param schema what Apollo validates against and plugins see; graphql-js executes on it.
@@ -92,7 +114,10 @@ export class CompiledExecution implements Gateway {
   constructor(
     private readonly schema: GraphQLSchema,
     private readonly buildSchema: () => GraphQLSchema,
-  ) {}
+    options: CompiledExecutionOptions = {},
+  ) {
+    this.compileAfter = options.compileAfter ?? COMPILE_AFTER;
+  }
 
   onSchemaLoadOrUpdate(listener: SchemaListener): () => void {
     this.listeners.add(listener);
@@ -115,15 +140,16 @@ export class CompiledExecution implements Gateway {
   }
 
   readonly executor: Executor = async (requestContext) => {
-    const compiled = this.compiledFor(requestContext);
-    if (compiled) {
+    const found = this.compiledFor(requestContext);
+    if (found) {
       // The variables as graphql-js coerces them, which is what the cost estimate read
       // (cost.ts); variables that do not fit are refused by graphql-js, in its words.
       const { coerced } = getVariableValues(this.schema, requestContext.operation!.variableDefinitions ?? [], requestContext.request.variables ?? {}, { maxErrors: 50 });
-      if (coerced) {
-        const result = await compiled.query(undefined, requestContext.context, coerced);
+      const values = coerced && argumentValues(found.canonical.args, coerced);
+      if (values) {
+        const result = await found.compiled.query(undefined, requestContext.context, values);
         // No data at all would be a refusal before any resolver ran: graphql-js answers it.
-        if (result.data !== undefined) return result.errors ? { ...result, errors: result.errors.map(asLocatedError) } : result;
+        if (result.data !== undefined) return asClientsAnswer(result, found.canonical);
       }
     }
     return this.interpret(requestContext);
@@ -140,47 +166,59 @@ export class CompiledExecution implements Gateway {
   }
 
   /** The compiled query for this request, or undefined when graphql-js runs it (see the module's comment). */
-  private compiledFor(requestContext: RequestContext): CompiledQuery | undefined {
+  private compiledFor(requestContext: RequestContext): { compiled: CompiledQuery; canonical: CanonicalOperation } | undefined {
     const { document, operation } = requestContext;
     if (!operation || operation.operation !== 'query' || watchesFields(requestContext.context)) return undefined;
-    let byOperation = this.entries.get(document);
-    if (!byOperation) {
-      byOperation = new Map();
-      this.entries.set(document, byOperation);
-    }
-    const name = requestContext.request.operationName ?? '';
-    let entry = byOperation.get(name);
-    if (!entry) {
-      entry = { runs: 0 };
-      byOperation.set(name, entry);
-    }
-    if (entry.compiled) {
+    const canonical = this.canonicalOf(document, operation, requestContext.request.operationName ?? '');
+    if (!canonical) return undefined;
+    const recent = this.recent.get(canonical.text);
+    if (recent?.compiled) {
       // Most recently used: to the end of the line.
-      this.recent.delete(entry);
-      this.recent.set(entry, true);
-      return entry.compiled;
+      this.recent.delete(canonical.text);
+      this.recent.set(canonical.text, recent);
+      return { compiled: recent.compiled, canonical };
     }
-    if (entry.compiled === null || entry.runs++ < COMPILE_AFTER) return undefined;
-    entry.compiled = this.compile(document, operation, requestContext.request.operationName ?? undefined);
-    if (!entry.compiled) return undefined;
-    this.recent.set(entry, true);
-    if (this.recent.size > MAX_COMPILED) {
-      const [oldest] = this.recent.keys();
-      this.recent.delete(oldest!);
-      oldest!.compiled = undefined;
-      oldest!.runs = 0;
-    }
-    return entry.compiled;
+    const compilation = this.counted(canonical.text);
+    if (compilation.compiled === null || compilation.runs++ < this.compileAfter) return undefined;
+    compilation.compiled = this.compile(canonical.document);
+    if (!compilation.compiled) return undefined;
+    this.counting.delete(canonical.text);
+    this.recent.set(canonical.text, compilation);
+    if (this.recent.size > MAX_COMPILED) this.recent.delete(this.recent.keys().next().value!);
+    return { compiled: compilation.compiled, canonical };
   }
 
-  /** The operation compiled, or null when it is not to be (too many fields, or graphql-jit cannot). */
-  private compile(document: DocumentNode, operation: OperationDefinitionNode, operationName: string | undefined): CompiledQuery | null {
-    if (selectedFields(document, operation) > MAX_COMPILED_FIELDS) return null;
+  private canonicalOf(document: DocumentNode, operation: OperationDefinitionNode, name: string): CanonicalOperation | null {
+    let byOperation = this.canonical.get(document);
+    if (!byOperation) {
+      byOperation = new Map();
+      this.canonical.set(document, byOperation);
+    }
+    let canonical = byOperation.get(name);
+    if (canonical === undefined) {
+      canonical = selectedFields(document, operation) > MAX_COMPILED_FIELDS ? null : (canonicalize(this.schema, document, operation) ?? null);
+      byOperation.set(name, canonical);
+    }
+    return canonical;
+  }
+
+  private counted(text: string): Compilation {
+    let compilation = this.counting.get(text);
+    if (!compilation) {
+      compilation = { runs: 0 };
+      this.counting.set(text, compilation);
+      if (this.counting.size > MAX_COUNTED) this.counting.delete(this.counting.keys().next().value!);
+    }
+    return compilation;
+  }
+
+  /** The canonical operation compiled, or null when graphql-jit cannot compile it. */
+  private compile(document: DocumentNode): CompiledQuery | null {
     this.compileSchema ??= this.buildSchema();
     // Loaded at the first compilation, not at start-up (a replica's cold start: bench/README.md).
     jit ??= require('graphql-jit') as typeof GraphQLJit;
     try {
-      const compiled = jit.compileQuery(this.compileSchema, document, operationName);
+      const compiled = jit.compileQuery(this.compileSchema, document);
       return jit.isCompiledQuery(compiled) ? compiled : null;
     } catch {
       return null;
@@ -193,19 +231,29 @@ function watchesFields(context: object): boolean {
   return false;
 }
 
+/** A compiled query's answer in the client's terms: its aliases as keys, its document's locations. */
+function asClientsAnswer(result: ExecutionResult, canonical: CanonicalOperation): ExecutionResult {
+  const data = canonical.aliases.size > 0 ? (renameKeys(result.data, canonical.aliases) as ExecutionResult['data']) : result.data;
+  if (!result.errors) return data === result.data ? result : { ...result, data };
+  return { ...result, data, errors: result.errors.map((error) => asLocatedError(error, canonical)) };
+}
+
 /**
  * A compiled query's error as graphql-js reports it: the error thrown, through
  * graphql-js's own `locatedError` (kept as it is when it is a GraphQL error with its
  * path, else wrapped with its message, the path and the thrown error's extensions), with
- * graphql-jit's locations. graphql-jit's own error class leaves `extensions` out when
- * the thrown error has none, which Apollo Server and its plugins read. graphql-js raises
+ * graphql-jit's locations and path translated back to the client's document (its
+ * locations and aliases). graphql-jit's own error class leaves `extensions` out when the
+ * thrown error has none, which Apollo Server and its plugins read. graphql-js raises
  * a null in a non-null field as a plain Error (the one error of its own that is no
  * GraphQLError, so error formatting treats it as unexpected); so is it here.
  */
-function asLocatedError(error: GraphQLError): GraphQLError {
+function asLocatedError(error: GraphQLError, canonical: CanonicalOperation): GraphQLError {
+  const path = error.path?.map((key) => (typeof key === 'string' ? (canonical.aliases.get(key) ?? key) : key));
+  const locations = error.locations?.map((at) => canonical.locations.get(`${at.line}:${at.column}`)).filter((at): at is SourceLocation => at !== undefined);
   const original = error.originalError ?? (error.message.startsWith(NON_NULL_VIOLATION) ? new Error(error.message) : undefined);
-  const located = original ? locatedError(original, undefined, error.path) : new GraphQLError(error.message, { path: error.path });
-  if (located !== original && error.locations) (located as { locations?: GraphQLError['locations'] }).locations = error.locations;
+  const located = original ? locatedError(original, undefined, path) : new GraphQLError(error.message, { ...(path && { path }) });
+  if (located !== original && locations?.length) (located as { locations?: GraphQLError['locations'] }).locations = locations;
   return located;
 }
 

@@ -188,7 +188,8 @@ export function argumentValues(args: readonly HoistedArgument[], variables: Reco
 export function renameKeys(value: unknown, aliases: ReadonlyMap<string, string>): unknown {
   if (Array.isArray(value)) return value.map((item) => renameKeys(item, aliases));
   if (value === null || typeof value !== 'object') return value;
-  const renamed: Record<string, unknown> = {};
+  // No prototype, as graphql-js's own answers: an alias `__proto__` is a key like any other.
+  const renamed = Object.create(null) as Record<string, unknown>;
   for (const [key, item] of Object.entries(value)) renamed[aliases.get(key) ?? key] = renameKeys(item, aliases);
   return renamed;
 }

@@ -1,0 +1,46 @@
+import { parse, type OperationDefinitionNode } from 'graphql';
+import { createSubgraphSchema } from '../../src/graphql/server/schema';
+import { argumentValues, canonicalize, renameKeys } from '../../src/graphql/server/canonicalOperation';
+
+/** The canonical form graphql-jit compiles (src/graphql/server/canonicalOperation.ts). */
+
+const schema = createSubgraphSchema();
+const canonical = (text: string) => {
+  const document = parse(text);
+  return canonicalize(schema, document, document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!);
+};
+
+describe('canonicalize', () => {
+  it('keeps none of the client text: literals, aliases, fragment, operation and variable names', () => {
+    const form = canonical(
+      'query Secret($who: ID! = "default-id") { mine: shift(id: $who) { id } other: location(id: "lit-1") { ...Mine name @include(if: true) } } fragment Mine on Location { id }',
+    )!;
+    for (const text of ['Secret', 'who', 'default-id', 'mine', 'other', 'lit-1', 'Mine', 'true']) expect(form.text).not.toContain(text);
+    expect(form.text.replace(/\s+/g, ' ')).toBe('query ($a0: ID!, $a1: ID!, $a2: Boolean!) { __r0: shift(id: $a0) { id } __r1: location(id: $a1) { ...f0 name @include(if: $a2) } } fragment f0 on Location { id }');
+  });
+
+  it('gives documents that differ in literals and names one canonical text', () => {
+    expect(canonical('query A { x: shift(id: "1") { id } }')!.text).toBe(canonical('query B($v: ID!) { y: shift(id: $v) { id } }')!.text);
+  });
+
+  it('declares arguments read in fragments after the operation too', () => {
+    const form = canonical('query Q($n: Int) { locations(first: 1) { nodes { ...F } } } fragment F on Location { shifts(first: $n) { nodes { id } } }')!;
+    expect(form.text).toMatch(/^query \(\$a0: Int, \$a1: Int\)/);
+    expect(argumentValues(form.args, { n: 3 })).toEqual({ a0: 1, a1: 3 });
+  });
+
+  it('works out each argument from the coerced variables: absent leaves it out, null in a non-null one is not compiled', () => {
+    const form = canonical('query Q($id: ID, $loc: ID) { shift(id: $id) { id } shifts(first: 1, filter: { locationId: $loc, startsFrom: "2026-01-01T00:00:00Z" }) { nodes { id } } }')!;
+    expect(argumentValues(form.args, { loc: 'l1' })).toEqual({ a1: 1, a2: { locationId: 'l1', startsFrom: '2026-01-01T00:00:00Z' } });
+    expect(argumentValues(form.args, { id: null })).toBeUndefined();
+  });
+});
+
+describe('renameKeys', () => {
+  it('renames canonical response keys back to the aliases, at every depth, and keeps __proto__ a plain key', () => {
+    const aliases = new Map([['__r0', 'first'], ['__r1', '__proto__']]);
+    const renamed = renameKeys({ __r0: [{ id: 1, __r1: { x: 1 } }], id: 2 }, aliases) as Record<string, unknown>;
+    expect(JSON.parse(JSON.stringify(renamed))).toEqual({ first: [{ id: 1, ['__proto__']: { x: 1 } }], id: 2 });
+    expect(JSON.stringify(renamed)).toBe('{"first":[{"id":1,"__proto__":{"x":1}}],"id":2}');
+  });
+});

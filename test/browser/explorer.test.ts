@@ -6,16 +6,16 @@ import { loadConfig } from '../../src/config';
 import { startDemo, type Demo } from '../../src/demo';
 import { createLogger } from '../../src/observability/logger';
 import { EXAMPLE_QUERY, startServer, type RunningServer } from '../../src/server';
-import { buildExplorerAssets } from '../helpers/explorerAssets';
+import { EXPLORER_ASSETS_TIMEOUT_MS, explorerAssets } from '../helpers/explorerAssets';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
  * The explorer in a real headless Chromium (Debian's `chromium`), on the real server
  * in demo mode, started the way src/index.ts starts it: the page loads with no request
  * leaving the machine, runs the example query on a click, and shows the demo
- * company's data and the client-facing schema's docs. The assets are built from the
- * current sources (test/helpers/explorerAssets.ts). The screenshot is kept in
- * test/artifacts/explorer.png.
+ * company's data and the client-facing schema's docs. The assets are the ones `npm run
+ * build` made, built again first if the sources changed since
+ * (test/helpers/explorerAssets.ts). The screenshot is kept in test/artifacts/explorer.png.
  */
 
 const repoRoot = path.resolve(__dirname, '../..');
@@ -27,30 +27,28 @@ describe('explorer in a real browser', () => {
   let server: RunningServer;
   let baseUrl: string;
   let browser: Browser;
-  let assets: ReturnType<typeof buildExplorerAssets>;
 
   beforeAll(async () => {
-    assets = buildExplorerAssets();
+    const assetsDir = await explorerAssets();
     demo = await startDemo(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', WFS_POLL_INTERVAL_SECONDS: '1' }));
     const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
     server = await startServer(demo.config, {
       logger: createLogger('warn', quiet),
       defaultTenant: demo.defaultTenant,
       explorerHeaders: { [demo.config.tenantHeader]: demo.defaultTenant },
-      explorerAssetsDir: assets.dir,
+      explorerAssetsDir: assetsDir,
     });
     baseUrl = server.url.replace(/\/graphql$/, '');
     browser = await chromium.launch({
       executablePath: chromiumPath,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
-  });
+  }, EXPLORER_ASSETS_TIMEOUT_MS);
 
   afterAll(async () => {
     await browser?.close();
     await server?.close();
     await demo?.emulator.close();
-    assets?.remove();
   });
 
   it('runs the example query on a click and shows the demo data, with no request leaving the machine', async () => {

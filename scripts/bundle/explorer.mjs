@@ -9,10 +9,14 @@
 // CSS, its icon font inlined), and Monaco's three web workers (the editor's, JSON's for
 // the variables and headers, GraphQL's) into a script each, which the bootstrap names
 // to Monaco. Every file name carries a hash of its content, so the server can let
-// browsers cache it for a year; manifest.json maps each role to its file.
+// browsers cache it for a year; manifest.json maps each role to its file. sources.json,
+// written last, holds a hash of every file of ours the build read (and of
+// package-lock.json, for the packages): the tests use the files `npm run build` made
+// while these hashes still match (test/helpers/explorerAssets.ts) and build them again
+// only when they do not.
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -30,7 +34,7 @@ const WORKERS = {
   graphqlWorker: 'monaco-graphql/esm/graphql.worker.js',
 };
 
-/** One esbuild bundle for the browser: its script and, when it imports any, its stylesheet. */
+/** One esbuild bundle for the browser: its script, when it imports any its stylesheet, and the files of ours it read. */
 async function browserBundle(entryPoint) {
   const result = await build({
     absWorkingDir: root,
@@ -46,14 +50,30 @@ async function browserBundle(entryPoint) {
     logLevel: 'warning',
     define: { 'process.env.NODE_ENV': '"production"' },
     loader: { '.ttf': 'dataurl', '.woff': 'dataurl', '.woff2': 'dataurl', '.svg': 'dataurl' },
+    metafile: true,
   });
   const of = (extension) => result.outputFiles.find((file) => file.path.endsWith(extension));
-  return { js: Buffer.from(of('.js').contents), css: of('.css') ? Buffer.from(of('.css').contents) : undefined };
+  const ours = Object.keys(result.metafile.inputs).filter((input) => !input.split('/').includes('node_modules'));
+  return { js: Buffer.from(of('.js').contents), css: of('.css') ? Buffer.from(of('.css').contents) : undefined, ours };
 }
+
+const sha256 = (body) => createHash('sha256').update(body).digest('hex');
+
+/**
+ * The hash of each file the assets are built from, by path from the package root: the
+ * files of ours the bundles read, the theme and icon, this script, and package-lock.json
+ * standing for the packages bundled from node_modules.
+ */
+function sourceHashes(bundled) {
+  const paths = [...new Set([...bundled, 'src/explorer/browser/theme.css', 'src/explorer/browser/favicon.svg', 'scripts/bundle/explorer.mjs', 'package-lock.json'])].sort();
+  return Object.fromEntries(paths.map((path) => [path, existsSync(join(root, path)) ? sha256(readFileSync(join(root, path))) : null]));
+}
+
 /** Builds the files into `outDir` (emptied first) and returns the manifest. */
 export async function buildExplorerAssets(outDir = DEFAULT_OUT_DIR) {
   const app = await browserBundle(join(browserDir, 'bootstrap.ts'));
   const workers = await Promise.all(Object.values(WORKERS).map((entry) => browserBundle(require_.resolve(entry))));
+  const sources = sourceHashes([app, ...workers].flatMap((bundle) => bundle.ours));
   const files = {
     bootstrap: ['explorer', '.js', app.js],
     graphiqlCss: ['graphiql', '.css', app.css],
@@ -65,12 +85,14 @@ export async function buildExplorerAssets(outDir = DEFAULT_OUT_DIR) {
   mkdirSync(outDir, { recursive: true });
   const manifest = {};
   for (const [role, [baseName, extension, body]] of Object.entries(files)) {
-    const hash = createHash('sha256').update(body).digest('hex').slice(0, 12);
+    const hash = sha256(body).slice(0, 12);
     const name = `${baseName}.${hash}${extension}`;
     writeFileSync(join(outDir, name), body);
     manifest[role] = name;
   }
   writeFileSync(join(outDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  // Last: a folder with sources.json is complete.
+  writeFileSync(join(outDir, 'sources.json'), `${JSON.stringify(sources, null, 2)}\n`);
   return manifest;
 }
 

@@ -4,24 +4,23 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createExplorer, type ExplorerOptions } from '../../src/explorer';
-import { buildExplorerAssets } from '../helpers/explorerAssets';
+import { EXPLORER_ASSETS_TIMEOUT_MS, explorerAssets } from '../helpers/explorerAssets';
 
 /** The explorer's HTTP side: what it serves, with which headers, and what it leaves alone. */
 
 const NOT_MINE = 418;
 
-let assets: ReturnType<typeof buildExplorerAssets>;
-beforeAll(() => {
-  assets = buildExplorerAssets();
-});
-afterAll(() => assets?.remove());
+let assetsDir: string;
+beforeAll(async () => {
+  assetsDir = await explorerAssets();
+}, EXPLORER_ASSETS_TIMEOUT_MS);
 
 async function startExplorer(options: Partial<ExplorerOptions> = {}): Promise<{ server: Server; base: string }> {
   const explorer = createExplorer({
     graphqlPath: '/graphql',
     defaultQuery: '{ locations { nodes { id } } }',
     defaultHeaders: { 'x-tenant-id': 'tnt_one' },
-    assetsDir: assets.dir,
+    assetsDir,
     ...options,
   });
   const server = createServer((req, res) => {
@@ -128,7 +127,7 @@ describe('createExplorer', () => {
   it('serves the bundle of React, GraphiQL and the bootstrap as built, gzipped for clients that accept it', async () => {
     const html = await (await fetch(`${base}/`)).text();
     const graphiqlUrl = assetUrls(html).find((url) => /\/explorer\.[0-9a-f]+\.js$/.test(url)) ?? 'no bundle named';
-    const installed = readFileSync(path.join(assets.dir, path.basename(graphiqlUrl)));
+    const installed = readFileSync(path.join(assetsDir, path.basename(graphiqlUrl)));
     const response = await fetch(`${base}${graphiqlUrl}`, { headers: { 'accept-encoding': 'gzip' } });
     expect(response.headers.get('content-encoding')).toBe('gzip');
     expect(Number(response.headers.get('content-length'))).toBeLessThan(installed.length / 2);

@@ -12,6 +12,7 @@ import { createElement } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createClient } from 'graphql-ws';
 import { clientFacingIntrospection } from '../clientSchema';
+import { resolveOperation, type OperationRequest } from './operationName';
 
 // The few browser globals used here (the project's tsconfig has no DOM types).
 declare const document: { getElementById(id: string): { textContent: string | null } | null };
@@ -26,9 +27,7 @@ interface PageConfig {
   workers: Record<string, string>;
 }
 
-interface GraphQLParams {
-  query: string;
-  operationName?: string | null;
+interface GraphQLParams extends OperationRequest {
   variables?: Record<string, unknown> | null;
 }
 
@@ -41,18 +40,6 @@ const config = JSON.parse(document.getElementById('explorer-config')?.textConten
 (globalThis as { MonacoEnvironment?: unknown }).MonacoEnvironment = {
   getWorkerUrl: (_moduleId: string, label: string) => config.workers[label] ?? config.workers['editorWorker'],
 };
-
-/**
- * Whether the operation GraphiQL runs is a subscription (the named one, else the
- * document's first): a look at the text is enough here, and keeps graphql-js out of
- * the page.
- */
-function isSubscription(params: GraphQLParams): boolean {
-  const text = params.query.replace(/#[^\n]*/g, '');
-  const name = params.operationName;
-  if (name) return new RegExp(`\\bsubscription\\s+${name.replace(/[^_A-Za-z0-9]/g, '')}\\b`).test(text);
-  return /^\s*subscription\b/.test(text);
-}
 
 /**
  * A subscription runs over graphql-ws at the same path (wss: under https), the headers
@@ -78,10 +65,15 @@ function subscribe(params: GraphQLParams, headers: Record<string, string> = {}):
   };
 }
 
-// GraphiQL passes the headers editor's content as options.headers.
+/**
+ * GraphiQL passes the headers editor's content as options.headers. The operation name
+ * it passes may be stale (the document was edited and run at once): resolveOperation
+ * drops a name the document does not define, for both paths.
+ */
 function fetcher(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> | AsyncIterable<unknown> {
-  if (isSubscription(params)) return subscribe(params, options?.headers);
-  return query(params, options);
+  const resolved = resolveOperation(params);
+  if (resolved.operationType === 'subscription') return subscribe(resolved.params, options?.headers);
+  return query(resolved.params, options);
 }
 
 async function query(params: GraphQLParams, options?: { headers?: Record<string, string> }): Promise<unknown> {

@@ -43,7 +43,7 @@ export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
   /** Headers the explorer pre-fills (demo mode: the first demo tenant). */
   readonly explorerHeaders?: Record<string, string>;
-  /** Where the explorer's built assets are (default dist/explorer/assets/; tests build their own). */
+  /** Where the explorer's built assets are (default dist/explorer/assets/, which `npm run build` writes; test/helpers/explorerAssets.ts builds it when missing). */
   readonly explorerAssetsDir?: string;
   /** The OTEL_* variables to read (default: process.env); tests hand in their own. */
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;

@@ -122,7 +122,7 @@ interface Sender {
 export function createRedisCoordinator(redis: RedisConnections, options: RedisCoordinatorOptions): Coordinator & { readonly replicaId: string } {
   const prefix = options.prefix ?? 'wfs:live:';
   const now = options.now ?? Date.now;
-  const minLeaseMs = options.minLeaseMs ?? MIN_LEASE_MS;
+  const minLeaseMs = Math.max(1, Math.ceil(options.minLeaseMs ?? MIN_LEASE_MS));
   const key = liveSealingKey(options.secret);
   const replicaId = randomUUID();
   const commands = redis.commands;

@@ -139,3 +139,13 @@ it('takes over a poll lease that a value written into Redis by someone else hold
   expect(received.results.slice(before).map((result) => (result.data as { shiftChanges: { shift: { id: string } } }).shiftChanges.shift.id)).toEqual([shift.id]);
   expect(exited).toBe(false);
 });
+
+it('holds two Redis connections, shared by the token store and live updates: one for commands, one subscribed', async () => {
+  const clients = ((await admin.client('LIST')) as string).trim().split('\n');
+  const replica = clients.filter((line) => !/ cmd=client\|list /.test(line));
+  expect(replica).toHaveLength(2);
+  // The subscriber (sub=1 channel) and the commands connection (sub=0).
+  expect(replica.map((line) => /\bsub=(\d+)/.exec(line)![1]).sort()).toEqual(['0', '1']);
+  // Both were used: a token record and the lease are in Redis.
+  expect(await admin.keys('wfs:token:*')).toHaveLength(1);
+});

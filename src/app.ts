@@ -12,6 +12,7 @@ import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
 import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/transport/http';
+import type * as RedisConnectionModule from './upstream/redis/connection';
 import type * as RedisTokenStoreModule from './upstream/token/redisTokenStore';
 import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/token/tokenCache';
@@ -35,6 +36,8 @@ export interface AppOverrides {
 export interface App {
   readonly services: ContextServices;
   readonly tokens: TokenCache;
+  /** The replica's Redis connections (WFS_REDIS_URL), shared by the token store and live updates; closed by `close`. */
+  readonly redis: RedisConnectionModule.RedisConnections | undefined;
   /** Whether the shared token store answers (null without Redis); informational, see `/ready`. */
   sharedStoreUp(): Promise<boolean | null>;
   /**
@@ -66,10 +69,11 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
   const attemptTimeouts = { ...DEFAULT_TIMEOUTS, headersMs: config.upstreamAttemptTimeoutMs, bodyMs: config.upstreamAttemptTimeoutMs };
   const dispatcher = overrides.dispatcher ?? createUpstreamAgent(attemptTimeouts, { allowList: config.apiBaseAllow, loopback: config.apiBaseLoopback });
   const authDispatcher = overrides.dispatcher ?? createUpstreamAgent();
-  const redis = config.redisUrl
-    ? // ioredis is loaded only when Redis is configured: most deployments and every
-      // cold start without WFS_REDIS_URL skip its module graph.
-      (require('./upstream/token/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(config.redisUrl, {
+  // ioredis is loaded only when Redis is configured: most deployments and every cold
+  // start without WFS_REDIS_URL skip its module graph.
+  const connections = config.redisUrl ? (require('./upstream/redis/connection') as typeof RedisConnectionModule).connectRedis(config.redisUrl) : undefined;
+  const redis = connections
+    ? (require('./upstream/token/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(connections, {
         encryptionKey: config.redisKey ?? '',
         apiBaseAllow: config.apiBaseAllow,
         apiBaseLoopback: config.apiBaseLoopback,
@@ -156,6 +160,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
   return {
     services,
     tokens,
+    redis: connections,
     sharedStoreUp: async () => (redis ? redis.store.ping() : null),
     async connectSharedStore(timeoutMs = 3_000) {
       if (!redis || redis.redis.status === 'ready') return true;
@@ -175,7 +180,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
     async close() {
       services.indexes.close();
       tokenEndpoint.close();
-      await redis?.close();
+      await connections?.close();
       if (ownsDispatcher) await Promise.all([dispatcher.close(), authDispatcher.close()]);
     },
   };

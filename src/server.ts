@@ -58,7 +58,14 @@ export interface ServerOptions extends AppOverrides {
   /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
   readonly compileAfter?: number;
   /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts and http/liveSocket.ts. */
-  readonly live?: Partial<LiveLimits> & { readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>; readonly redisPrefix?: string };
+  readonly live?: Partial<LiveLimits> & {
+    readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>;
+    readonly redisPrefix?: string;
+    /** The poll interval in ms instead of WFS_POLL_INTERVAL_SECONDS (tests: 100s of ms). */
+    readonly pollIntervalMs?: number;
+    /** The shortest poll lease in Redis, in ms (default 5 s; tests shorten it to see a failover in 100s of ms). */
+    readonly minLeaseMs?: number;
+  };
 }
 
 export interface RunningServer {
@@ -127,17 +134,20 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // Live updates: one poller per company, list and filter, over the same client as
   // queries; with Redis one replica of the fleet polls each (live/redisCoordinator.ts).
   const liveMetrics = createLiveMetrics(metrics.registry);
-  const coordinator: Coordinator | undefined = config.redisUrl
-    ? (require('./live/redisCoordinator') as typeof RedisCoordinatorModule).createRedisCoordinator(config.redisUrl, {
+  const coordinator: Coordinator | undefined = app.redis
+    ? (require('./live/redisCoordinator') as typeof RedisCoordinatorModule).createRedisCoordinator(app.redis, {
+        secret: config.redisKey ?? '',
         ...(options.live?.redisPrefix && { prefix: options.live.redisPrefix }),
+        ...(options.live?.minLeaseMs !== undefined && { minLeaseMs: options.live.minLeaseMs }),
         onDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
+        onDropped: (reason) => liveMetrics.redisDropped.inc({ reason }),
       })
     : undefined;
   let snapshotEntries = 0;
   let chargedUnits = 0;
   const hub = new LiveHub({
     read: tenantListReader(app.services),
-    intervalMs: config.pollIntervalSeconds * 1000,
+    intervalMs: options.live?.pollIntervalMs ?? config.pollIntervalSeconds * 1000,
     callsPerSecond: config.pollCallsPerSecond,
     metrics: liveMetrics,
     ...(coordinator && { coordinator }),

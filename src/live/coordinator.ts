@@ -1,7 +1,8 @@
 /**
  * Who polls a key, and how its changes reach the other replicas. Alone (no
  * WFS_REDIS_URL) this replica always polls and tells nobody; with Redis see
- * redisCoordinator.ts.
+ * redisCoordinator.ts (messages and leases sealed with the fleet's key, everything
+ * else read from Redis dropped and counted).
  */
 import type { RecordChange } from './snapshot';
 

@@ -18,6 +18,8 @@ export interface LiveMetrics {
   readonly stretchFactor: Gauge;
   readonly slowConsumersDropped: Counter;
   readonly refused: Counter<'reason'>;
+  /** Messages and poll leases read from Redis and dropped (live/redisCoordinator.ts), by reason. */
+  readonly redisDropped: Counter<'reason'>;
 }
 
 export function createLiveMetrics(registry: Registry): LiveMetrics {
@@ -39,5 +41,11 @@ export function createLiveMetrics(registry: Registry): LiveMetrics {
     stretchFactor: new Gauge({ name: 'wfs_live_poll_stretch_factor', help: 'By how much every poll interval is stretched now (1: the poll budget holds)', registers }),
     slowConsumersDropped: new Counter({ name: 'wfs_live_slow_consumers_dropped_total', help: 'Subscriptions or connections dropped because their client did not read fast enough', registers }),
     refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions refused, by reason (connection, company or replica limit, identity, cost, document; rate: connections closed past a bound; address: upgrades refused for their address)', labelNames: ['reason'], registers }),
+    redisDropped: new Counter({
+      name: 'wfs_live_redis_dropped_total',
+      help: 'Live-update messages and poll leases read from Redis and dropped, by reason (oversized, unsealed, forged, malformed, replayed, lease: a lease value no replica wrote, taken over; unpublishable: a change of ours too large to publish)',
+      labelNames: ['reason'],
+      registers,
+    }),
   };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis, type RedisConnections } from '../redis/connection';
 import type { SharedTokenStore } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
 import { openRecord, recordKey, sealRecord, verifyRecord, type ApiBasePolicy } from './tokenRecord';
@@ -189,43 +190,23 @@ function sanitize(error: unknown): Error {
   return clean;
 }
 
-const DISCONNECT_TIMEOUT_MS = 200;
-
 export interface RedisTokenStoreHandle {
   readonly store: RedisTokenStore;
   readonly redis: Redis;
-  /** Closes the connection and stops reconnecting; never throws. */
+  /** Closes the connections it opened itself (a URL given), not shared ones; never throws. */
   close(): Promise<void>;
 }
 
 /**
- * A Redis connection tuned for a token cache in the request path: a dead Redis must
- * fail a command at once rather than hold a GraphQL request (the store then degrades
- * to this replica's own tokens), while the client keeps reconnecting in the background.
+ * The store on the replica's Redis connections (redis/connection.ts, shared with live
+ * updates), or on connections of its own to a URL (tools, tests).
  */
-export function createRedisTokenStore(url: string, options: RedisTokenStoreOptions): RedisTokenStoreHandle {
-  const redisOptions: RedisOptions = {
-    lazyConnect: false,
-    // Disconnected: reject commands immediately instead of queueing them until Redis
-    // is back. This includes the few milliseconds before the first connection is
-    // ready: a token needed then is fetched by this replica alone.
-    enableOfflineQueue: false,
-    // A command already sent when the connection drops is retried at most twice.
-    maxRetriesPerRequest: 2,
-    // A connected but stuck Redis (failover, a full machine) costs a request 1 s at most.
-    commandTimeout: 1_000,
-    // An unreachable host (packets dropped, not refused) is given up on after 2 s.
-    connectTimeout: 2_000,
-    // Keep reconnecting for as long as the process lives, at most every 2 s.
-    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
-    // A token cache has no pending replies worth waiting for when it disconnects.
-    disconnectTimeout: DISCONNECT_TIMEOUT_MS,
-  };
-  const redis = new Redis(url, redisOptions);
+export function createRedisTokenStore(source: string | RedisConnections, options: RedisTokenStoreOptions): RedisTokenStoreHandle {
+  const connections = typeof source === 'string' ? connectRedis(source) : source;
+  const redis = connections.commands;
   const store = new RedisTokenStore(redis, options);
 
-  // Without a listener ioredis prints every connection error to the console. Report
-  // the first of each outage only: reconnect attempts would repeat it every 2 s.
+  // Report the first error of each outage only: reconnect attempts would repeat it every 2 s.
   let down = false;
   redis.on('error', (error: unknown) => {
     if (down) return;
@@ -239,20 +220,8 @@ export function createRedisTokenStore(url: string, options: RedisTokenStoreOptio
   return {
     store,
     redis,
-    async close() {
-      if (redis.status === 'end') return;
-      if (redis.status === 'ready') {
-        try {
-          await redis.quit();
-          return;
-        } catch {
-          // fall through to a hard disconnect
-        }
-      }
-      redis.disconnect();
-      // ioredis destroys a stream that does not close within disconnectTimeout, on a
-      // timer that keeps the process alive: wait it out so nothing is left behind.
-      await new Promise((resolve) => setTimeout(resolve, DISCONNECT_TIMEOUT_MS));
+    close: async () => {
+      if (typeof source === 'string') await connections.close();
     },
   };
 }

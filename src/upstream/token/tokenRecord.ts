@@ -1,34 +1,29 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { decodeJwt } from 'jose';
+import { seal, sealingKey, unseal } from '../redis/seal';
 import { checkApiBase } from '../transport/apiBase';
 import { MAX_TOKEN_LIFETIME_SECONDS } from './tokenLifetime';
 import type { TokenGrant } from './tokenEndpoint';
 
 /*
- * A token as it is kept in the shared store: sealed with AES-256-GCM, so Redis (its
- * backups, a MONITOR session, a stolen dump) never holds a live bearer token in
- * clear, and a record moved to another tenant's key does not open (the key name is
- * the additional authenticated data). What opens is then checked as if it came from
- * the token endpoint: the token's own claims must bind it to the tenant and name the
- * record's `api_base`, which must pass `checkApiBase` with the allow-list.
- *
- *   v1.<base64url(iv[12] | tag[16] | ciphertext)>
+ * A token as it is kept in the shared store: sealed (AES-256-GCM, ../redis/seal.ts, with
+ * its own key derived from WFS_REDIS_KEY), so Redis (its backups, a MONITOR session, a
+ * stolen dump) never holds a live bearer token in clear, and a record moved to another
+ * tenant's key does not open (the key name is the additional authenticated data). What
+ * opens is then checked as if it came from the token endpoint: the token's own claims
+ * must bind it to the tenant and name the record's `api_base`, which must pass
+ * `checkApiBase` with the allow-list.
  *
  * Why not jose's JWE (FlattenedEncrypt, `dir` + A256GCM, the key name as `aad`), which
  * would seal the same way: the stored format would change, so during a rolling deploy
  * old and new replicas would refuse each other's records (a token request per tenant
  * each time) unless a v2 reader shipped first; and it would replace about 25 lines of
- * node:crypto here for a record 77 bytes longer (1,478 -> 1,555 bytes for a
+ * node:crypto in seal.ts for a record 77 bytes longer (1,478 -> 1,555 bytes for a
  * 900-character token, compact serialisation, measured). Worth it with a `v2.` format.
  */
 
-const VERSION = 'v1.';
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
 /** Clock difference between replicas we accept on `obtainedAt`, in ms. */
 const MAX_FUTURE_SKEW_MS = 60_000;
 
-/** The AES-256 key for the records, derived from WFS_REDIS_KEY (32+ characters). */
 /** Where a record's `api_base` may point: the rule `requestToken` applies to a fresh token. */
 export interface ApiBasePolicy {
   readonly allowList: readonly string[];
@@ -36,15 +31,13 @@ export interface ApiBasePolicy {
   readonly loopback: boolean;
 }
 
+/** The AES-256 key for the records, derived from WFS_REDIS_KEY (32+ characters). */
 export function recordKey(secret: string): Buffer {
   if (secret.length < 32) throw new Error('the token store key must be at least 32 characters');
-  return Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), 'wfs-subgraph token record v1', 32));
+  return sealingKey(secret, 'wfs-subgraph token record v1');
 }
 
 export function sealRecord(key: Buffer, keyName: string, grant: TokenGrant): string {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  cipher.setAAD(Buffer.from(keyName, 'utf8'));
   const record = {
     accessToken: grant.accessToken,
     tenantId: grant.tenantId,
@@ -53,21 +46,15 @@ export function sealRecord(key: Buffer, keyName: string, grant: TokenGrant): str
     obtainedAt: grant.obtainedAt,
     expiresAt: grant.expiresAt,
   };
-  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(record), 'utf8'), cipher.final()]);
-  return VERSION + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url');
+  return seal(key, keyName, JSON.stringify(record));
 }
 
 /** The record's JSON, or null when it is not ours (wrong key, another key name, tampered, garbage). */
 export function openRecord(key: Buffer, keyName: string, value: string): unknown {
-  if (!value.startsWith(VERSION)) return null;
-  const bytes = Buffer.from(value.slice(VERSION.length), 'base64url');
-  if (bytes.length <= IV_BYTES + TAG_BYTES) return null;
+  const opened = unseal(key, keyName, value);
+  if (!('text' in opened)) return null;
   try {
-    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(keyName, 'utf8'));
-    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-    const text = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
-    return JSON.parse(text) as unknown;
+    return JSON.parse(opened.text) as unknown;
   } catch {
     return null;
   }

@@ -56,7 +56,12 @@ export interface ServerOptions extends AppOverrides {
   /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
   readonly maxBufferedBodyBytes?: number;
   /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts and http/liveSocket.ts. */
-  readonly live?: Partial<LiveLimits> & { readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>; readonly redisPrefix?: string };
+  readonly live?: Partial<LiveLimits> & {
+    readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>;
+    readonly redisPrefix?: string;
+    /** The poll interval in ms, in place of WFS_POLL_INTERVAL_SECONDS (tests observe a change in about 100 ms). */
+    readonly pollIntervalMs?: number;
+  };
 }
 
 export interface RunningServer {
@@ -134,7 +139,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   let chargedUnits = 0;
   const hub = new LiveHub({
     read: tenantListReader(app.services),
-    intervalMs: config.pollIntervalSeconds * 1000,
+    intervalMs: options.live?.pollIntervalMs ?? config.pollIntervalSeconds * 1000,
     callsPerSecond: config.pollCallsPerSecond,
     metrics: liveMetrics,
     ...(coordinator && { coordinator }),

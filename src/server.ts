@@ -14,11 +14,7 @@ import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket } from './http/liveSocket';
 import { createRoutes } from './http/routes';
-import type { Coordinator } from './live/coordinator';
-import { LiveHub, type LiveLimits } from './live/hub';
-import { tenantListReader } from './live/listReader';
-import { createLiveMetrics } from './live/metrics';
-import type * as RedisCoordinatorModule from './live/redisCoordinator';
+import { createLive, type LiveHub, type LiveOptions } from './live';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { createObservability } from './observability';
@@ -35,9 +31,6 @@ export const GRAPHQL_PATH = '/graphql';
  * ends in our UPSTREAM_UNAVAILABLE error, not in the router's generic timeout.
  */
 export const REQUEST_BUDGET_MS = 15_000;
-
-/** Live pollers' snapshot entries counted as one record unit of the entity indexes' memory budget. */
-const SNAPSHOT_ENTRIES_PER_UNIT = 3;
 
 export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
@@ -56,12 +49,7 @@ export interface ServerOptions extends AppOverrides {
   /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
   readonly maxBufferedBodyBytes?: number;
   /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts and http/liveSocket.ts. */
-  readonly live?: Partial<LiveLimits> & {
-    readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>;
-    readonly redisPrefix?: string;
-    /** The poll interval in ms, in place of WFS_POLL_INTERVAL_SECONDS (tests observe a change in about 100 ms). */
-    readonly pollIntervalMs?: number;
-  };
+  readonly live?: LiveOptions & { readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits> };
 }
 
 export interface RunningServer {
@@ -95,6 +83,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const app = createApp(config, logger, metrics, observability.observer, options);
   const httpServer = createServer();
   const sharing = new SharedRequests(observability.observer);
+  const queryLimits = { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost };
   // The schema copy Apollo Server never instruments, built when first needed: by a
   // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
   let uninstrumented: GraphQLSchema | undefined;
@@ -105,7 +94,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     httpServer,
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
-    limits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+    limits: queryLimits,
     stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it.
     plugins: [
@@ -126,45 +115,28 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     logger.warn('the explorer is on but introspection is off (WFS_INTROSPECTION): it will show no schema docs and no completion');
   }
 
-  // Live updates: one poller per company, list and filter, over the same client as
-  // queries; with Redis one replica of the fleet polls each (live/redisCoordinator.ts).
-  const liveMetrics = createLiveMetrics(metrics.registry);
-  const coordinator: Coordinator | undefined = config.redisUrl
-    ? (require('./live/redisCoordinator') as typeof RedisCoordinatorModule).createRedisCoordinator(config.redisUrl, {
-        ...(options.live?.redisPrefix && { prefix: options.live.redisPrefix }),
-        onDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
-      })
-    : undefined;
-  let snapshotEntries = 0;
-  let chargedUnits = 0;
-  const hub = new LiveHub({
-    read: tenantListReader(app.services),
-    intervalMs: options.live?.pollIntervalMs ?? config.pollIntervalSeconds * 1000,
-    callsPerSecond: config.pollCallsPerSecond,
-    metrics: liveMetrics,
-    ...(coordinator && { coordinator }),
-    ...(options.live && { limits: options.live }),
-    // A snapshot entry (an id and a number) is about a third of an index record unit.
-    charge: (entries) => {
-      snapshotEntries += entries;
-      const units = Math.ceil(snapshotEntries / SNAPSHOT_ENTRIES_PER_UNIT);
-      app.services.indexes.charge(units - chargedUnits);
-      chargedUnits = units;
-    },
+  // Live updates: one poller per company and list, over the same reading side as queries
+  // (live/index.ts); with Redis one replica of the fleet polls each.
+  const live = createLive({
+    config,
+    reading: app.services,
+    memory: app.services.indexes,
+    events: observability.observer,
+    onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
+    ...(options.live && { options: options.live }),
   });
-  liveMetrics.stretchFactor.set(1);
   const liveSocket = attachLiveSocket({
     httpServer,
     path: GRAPHQL_PATH,
     schema: executionSchema,
     services: app.services,
-    hub,
+    hub: live.hub,
     authorize: (tenantId, resource) => app.services.client.authorize(tenantId, resource),
     routerSecret: config.routerSecret ?? null,
-    queryLimits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+    queryLimits,
     budgetMs: REQUEST_BUDGET_MS,
     formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
-    metrics: liveMetrics,
+    metrics: live.metrics,
     logger,
     limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
   });
@@ -222,13 +194,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     metrics,
     logger,
     readinessProblem: () => (draining ? 'shutting down' : app.readinessProblem()),
-    live: hub,
+    live: live.hub,
     async close() {
       draining = true;
       metrics.ready.set(0);
       // WebSocket connections are no longer the HTTP server's once upgraded: closed first.
       await liveSocket.close();
-      await hub.close();
+      await live.close();
       await apollo.stop();
       await app.close();
       await observability.close();

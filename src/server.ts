@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { GraphQLSchema } from 'graphql';
 import type { AddressInfo } from 'node:net';
@@ -108,15 +108,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // endpoint check runs on its own: /ready says "checking" until its first answer, and the
   // first query does not wait for it (it asks the endpoint for a token anyway).
   const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
-  if (!sharedStoreConnected) {
-    logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
-  }
-  if (config.explorer && !config.introspection) {
-    logger.warn('the explorer is on but introspection is off (WFS_INTROSPECTION): it will show no schema docs and no completion');
-  }
+  warnAtStart(config, logger, sharedStoreConnected);
 
-  // Live updates: one poller per company and list, over the same reading side as queries
-  // (live/index.ts); with Redis one replica of the fleet polls each.
+  // Live updates (live/index.ts): one poller per company and list over the reading side queries use.
   const live = createLive({
     config,
     reading: app.services,
@@ -151,9 +145,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         services: app.services,
         budgetMs: REQUEST_BUDGET_MS,
         sharing,
-        ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
-        ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
-        ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
+        ...requestBounds(options),
         onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
         onRefused: (reason) => metrics.requestsRefused.inc({ reason }),
       }),
@@ -164,32 +156,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       sharedStoreUp: () => app.sharedStoreUp(),
       readinessProblem: () => app.readinessProblem(),
       draining: () => draining,
-      explorer: config.explorer
-        ? createExplorer({
-            graphqlPath: GRAPHQL_PATH,
-            defaultQuery: EXAMPLE_QUERY,
-            defaultHeaders: options.explorerHeaders ?? {},
-            ...(options.explorerAssetsDir && { assetsDir: options.explorerAssetsDir }),
-          })
-        : undefined,
+      explorer: config.explorer ? explorerOf(options) : undefined,
     }),
   );
 
-  httpServer.headersTimeout = 10_000;
-  httpServer.requestTimeout = 60_000;
-  httpServer.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    httpServer.once('error', reject);
-    httpServer.listen(config.port, config.host, () => {
-      httpServer.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (httpServer.address() as AddressInfo).port;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-
+  const { url, port } = await listen(httpServer, config);
   return {
-    url: `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${port}${GRAPHQL_PATH}`,
+    url,
     port,
     metrics,
     logger,
@@ -206,4 +179,48 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await observability.close();
     },
   };
+}
+
+function warnAtStart(config: Config, logger: Logger, sharedStoreConnected: boolean): void {
+  if (!sharedStoreConnected) {
+    logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
+  }
+  if (config.explorer && !config.introspection) {
+    logger.warn('the explorer is on but introspection is off (WFS_INTROSPECTION): it will show no schema docs and no completion');
+  }
+}
+
+/** The request path's bounds that tests lower (ServerOptions), those given only. */
+function requestBounds(options: ServerOptions): { maxRequestsInFlight?: number; writeTimeoutMs?: number; maxBufferedBodyBytes?: number } {
+  return {
+    ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
+    ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
+    ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
+  };
+}
+
+function explorerOf(options: ServerOptions): ReturnType<typeof createExplorer> {
+  return createExplorer({
+    graphqlPath: GRAPHQL_PATH,
+    defaultQuery: EXAMPLE_QUERY,
+    defaultHeaders: options.explorerHeaders ?? {},
+    ...(options.explorerAssetsDir && { assetsDir: options.explorerAssetsDir }),
+  });
+}
+
+/** Listens on the configured address with the HTTP timeouts; the GraphQL URL and the port it got. */
+async function listen(httpServer: Server, config: Config): Promise<{ url: string; port: number }> {
+  httpServer.headersTimeout = 10_000;
+  httpServer.requestTimeout = 60_000;
+  httpServer.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(config.port, config.host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (httpServer.address() as AddressInfo).port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return { url: `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${port}${GRAPHQL_PATH}`, port };
 }

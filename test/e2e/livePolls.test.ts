@@ -9,8 +9,9 @@ import { writeTenantsFile } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
 
 /**
- * Issue 36, finding 6: one company's subscriptions starved every company's polls (a
- * poller per distinct filter: 1,000 `startsFrom` windows made 1,000 pollers). The built
+ * One company's subscriptions must not starve every company's polls (docs/live.md, "How
+ * it polls": one poller per company and list; a poller per distinct filter once made
+ * 1,000 `startsFrom` windows 1,000 pollers). The built
  * server as the image runs it (`node --max-semi-space-size=8 --max-old-space-size=256
  * dist/index.js`), against the emulator, whose per-tenant call counters say how often
  * each company's list was walked.

@@ -150,9 +150,12 @@ export class LiveHub {
     const poller = new Poller(key, tenantId, resource, this.services, {
       changes: (changes, before) => {
         for (const view of [...entry.views.values()]) {
-          const seen = view.matches ? inScope(changes, before, view.matches) : changes;
-          for (const change of seen) {
-            const event = eventOf(change);
+          for (const change of changes) {
+            // A view whose subscribers all ended (slow consumers past their bound) stops here.
+            if (view.subscribers.size === 0) break;
+            const seen = view.matches ? inScope(change, before.get(change.id), view.matches) : change;
+            if (!seen) continue;
+            const event = eventOf(seen);
             for (const subscriber of [...view.subscribers]) subscriber.push(event);
           }
         }
@@ -186,12 +189,15 @@ function eventOf(change: RecordChange): LiveEvent {
 
 /**
  * One subscriber's queue and the async iterator its GraphQL subscription reads. Kept
- * by hand, not taken from a library: @repeaterjs/repeater (graphql-yoga's) and the
- * queues of @graphql-tools and graphql-ws either wait for the consumer (a push blocks
- * the poll for every subscriber) or drop changes silently past a bound (a client store
- * then diverges without knowing). A slow consumer here is ended at once: its queue is
- * let go, its slots and maybe its poller freed, and it reads SlowConsumerError next.
- * `onFinish` runs once, when it ends for any reason.
+ * by hand (about 50 lines), not taken from a library, because none keeps the
+ * slow-consumer drop: graphql-ws and @graphql-tools have no bounded queue, and
+ * @repeaterjs/repeater (graphql-yoga's, 3.1) comes closest but past its FixedBuffer
+ * piles pushes up as pending (1 024, then throws), its Sliding and Dropping buffers lose
+ * changes silently (a client's store then diverges without knowing), and its
+ * `stop(error)` delivers the error only once the buffer is drained, so a client that
+ * stopped reading holds its 1 000 stale changes. Here a slow consumer is ended at once:
+ * its queue is let go, its slots (and maybe its poller) freed, and it reads
+ * SlowConsumerError next. `onFinish` runs once, when it ends for any reason.
  */
 function boundedQueue(bound: number, events: LiveEvents, onFinish: () => void): { subscriber: Subscriber; iterator: AsyncIterableIterator<LiveEvent> } {
   const queue: LiveEvent[] = [];

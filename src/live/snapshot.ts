@@ -75,24 +75,20 @@ export function apply(snapshot: Snapshot, change: RecordChange): boolean {
 }
 
 /**
- * The changes of a whole list as one filter's subscriber sees them: a record that
- * starts matching comes as ADDED, one that stops matching as REMOVED, and records
- * outside the filter before and after not at all. `before` holds the previous version
- * of each updated or removed record (the poller keeps them for filterable lists); a
- * record whose previous version is unknown counts as outside the filter before it,
- * except for a removal, which is passed on (a client drops an id it does not hold).
+ * A change of a whole list as one filter's subscriber sees it: a record that starts
+ * matching comes as ADDED, one that stops matching as REMOVED, and one outside the
+ * filter before and after not at all (undefined). `previous` is the record's version
+ * before the change (the poller keeps them for filterable lists); a record whose
+ * previous version is unknown counts as outside the filter before, except for a
+ * removal, which is passed on (a client drops an id it does not hold).
  */
-export function inScope(changes: readonly RecordChange[], before: ReadonlyMap<string, UpstreamRecord>, matches: (record: UpstreamRecord) => boolean): RecordChange[] {
-  const seen: RecordChange[] = [];
-  for (const change of changes) {
-    const previous = before.get(change.id);
-    const was = previous ? matches(previous) : change.kind === 'REMOVED';
-    const now = change.record ? matches(change.record) : false;
-    if (was && now) seen.push(change);
-    else if (now) seen.push({ ...change, kind: 'ADDED' });
-    else if (was) seen.push({ kind: 'REMOVED', id: change.id, fingerprint: REMOVED_FINGERPRINT });
-  }
-  return seen;
+export function inScope(change: RecordChange, previous: UpstreamRecord | undefined, matches: (record: UpstreamRecord) => boolean): RecordChange | undefined {
+  const was = previous ? matches(previous) : change.kind === 'REMOVED';
+  const now = change.record ? matches(change.record) : false;
+  if (was && now) return change;
+  if (now) return { ...change, kind: 'ADDED' };
+  if (was) return { kind: 'REMOVED', id: change.id, fingerprint: REMOVED_FINGERPRINT };
+  return undefined;
 }
 
 /** Snapshot entries (an id and a number) counted as one record unit of the entity indexes' memory budget. */

@@ -194,6 +194,21 @@ describe('live hub, one poller per company and list', () => {
     await hub.close();
   });
 
+  it("charges each poller's snapshot (and a filterable list's kept records) to the memory budget directly, and gives it back when the poller stops", async () => {
+    let held = 0;
+    const memory = new SnapshotMemory({ charge: (units) => (held += units) });
+    const read: ListReader = async (_tenantId, resource) => ({ records: resource === shifts ? [shiftAt('a', START), shiftAt('b', START), shiftAt('c', START)] : [{ id: 'l1', name: 'One' }], calls: 1 });
+    const hub = new LiveHub({ read, intervalMs: 20, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory, random: () => 0.5 });
+    const held1 = hub.subscribe('t1', shifts, { startsFrom: START });
+    const held2 = hub.subscribe('t1', locations);
+    // Shifts: 3 entries and 3 kept records; locations (no filter): 1 entry. Four entries are 2 units, plus 3 records.
+    await waitFor(() => held === 5, 'both baselines charged');
+    await held1.return!();
+    await held2.return!();
+    expect(held).toBe(0);
+    await hub.close();
+  });
+
   it("keeps another company's interval: a company that wants more than its share stretches only its own polls", async () => {
     const walks = new Map<string, number>();
     // The big company's lists are long (10 pages a walk), the small one's one page.

@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { GraphQLSchema } from 'graphql';
 import type { AddressInfo } from 'node:net';
@@ -14,11 +14,7 @@ import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket } from './http/liveSocket';
 import { createRoutes } from './http/routes';
-import type { Coordinator } from './live/coordinator';
-import { LiveHub, type LiveLimits } from './live/hub';
-import { tenantListReader } from './live/listReader';
-import { createLiveMetrics } from './live/metrics';
-import type * as RedisCoordinatorModule from './live/redisCoordinator';
+import { createLive, type LiveHub, type LiveOptions } from './live';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { createObservability } from './observability';
@@ -35,9 +31,6 @@ export const GRAPHQL_PATH = '/graphql';
  * ends in our UPSTREAM_UNAVAILABLE error, not in the router's generic timeout.
  */
 export const REQUEST_BUDGET_MS = 15_000;
-
-/** Live pollers' snapshot entries counted as one record unit of the entity indexes' memory budget. */
-const SNAPSHOT_ENTRIES_PER_UNIT = 3;
 
 export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
@@ -58,14 +51,7 @@ export interface ServerOptions extends AppOverrides {
   /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
   readonly compileAfter?: number;
   /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts and http/liveSocket.ts. */
-  readonly live?: Partial<LiveLimits> & {
-    readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>;
-    readonly redisPrefix?: string;
-    /** The poll interval in ms instead of WFS_POLL_INTERVAL_SECONDS (tests: 100s of ms). */
-    readonly pollIntervalMs?: number;
-    /** The shortest poll lease in Redis, in ms (default 5 s; tests shorten it to see a failover in 100s of ms). */
-    readonly minLeaseMs?: number;
-  };
+  readonly live?: LiveOptions & { readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits> };
 }
 
 export interface RunningServer {
@@ -99,6 +85,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const app = createApp(config, logger, metrics, observability.observer, options);
   const httpServer = createServer();
   const sharing = new SharedRequests(observability.observer);
+  const queryLimits = { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost };
   // The schema copy Apollo Server never instruments, built when first needed: by a
   // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
   let uninstrumented: GraphQLSchema | undefined;
@@ -110,7 +97,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     httpServer,
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
-    limits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+    limits: queryLimits,
     stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it.
     plugins: [
@@ -124,55 +111,30 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // endpoint check runs on its own: /ready says "checking" until its first answer, and the
   // first query does not wait for it (it asks the endpoint for a token anyway).
   const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
-  if (!sharedStoreConnected) {
-    logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
-  }
-  if (config.explorer && !config.introspection) {
-    logger.warn('the explorer is on but introspection is off (WFS_INTROSPECTION): it will show no schema docs and no completion');
-  }
+  warnAtStart(config, logger, sharedStoreConnected);
 
-  // Live updates: one poller per company, list and filter, over the same client as
-  // queries; with Redis one replica of the fleet polls each (live/redisCoordinator.ts).
-  const liveMetrics = createLiveMetrics(metrics.registry);
-  const coordinator: Coordinator | undefined = app.redis
-    ? (require('./live/redisCoordinator') as typeof RedisCoordinatorModule).createRedisCoordinator(app.redis, {
-        secret: config.redisKey ?? '',
-        ...(options.live?.redisPrefix && { prefix: options.live.redisPrefix }),
-        ...(options.live?.minLeaseMs !== undefined && { minLeaseMs: options.live.minLeaseMs }),
-        onDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
-        onDropped: (reason) => liveMetrics.redisDropped.inc({ reason }),
-      })
-    : undefined;
-  let snapshotEntries = 0;
-  let chargedUnits = 0;
-  const hub = new LiveHub({
-    read: tenantListReader(app.services),
-    intervalMs: options.live?.pollIntervalMs ?? config.pollIntervalSeconds * 1000,
-    callsPerSecond: config.pollCallsPerSecond,
-    metrics: liveMetrics,
-    ...(coordinator && { coordinator }),
-    ...(options.live && { limits: options.live }),
-    // A snapshot entry (an id and a number) is about a third of an index record unit.
-    charge: (entries) => {
-      snapshotEntries += entries;
-      const units = Math.ceil(snapshotEntries / SNAPSHOT_ENTRIES_PER_UNIT);
-      app.services.indexes.charge(units - chargedUnits);
-      chargedUnits = units;
-    },
+  // Live updates (live/index.ts): one poller per company and list over the reading side queries use.
+  const live = createLive({
+    config,
+    reading: app.services,
+    memory: app.services.indexes,
+    events: observability.observer,
+    redis: app.redis,
+    onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
+    ...(options.live && { options: options.live }),
   });
-  liveMetrics.stretchFactor.set(1);
   const liveSocket = attachLiveSocket({
     httpServer,
     path: GRAPHQL_PATH,
     schema: executionSchema,
     services: app.services,
-    hub,
+    hub: live.hub,
     authorize: (tenantId, resource) => app.services.client.authorize(tenantId, resource),
     routerSecret: config.routerSecret ?? null,
-    queryLimits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+    queryLimits,
     budgetMs: REQUEST_BUDGET_MS,
     formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
-    metrics: liveMetrics,
+    metrics: live.metrics,
     logger,
     limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
   });
@@ -187,9 +149,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         services: app.services,
         budgetMs: REQUEST_BUDGET_MS,
         sharing,
-        ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
-        ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
-        ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
+        ...requestBounds(options),
         onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
         onRefused: (reason) => metrics.requestsRefused.inc({ reason }),
       }),
@@ -200,17 +160,60 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       sharedStoreUp: () => app.sharedStoreUp(),
       readinessProblem: () => app.readinessProblem(),
       draining: () => draining,
-      explorer: config.explorer
-        ? createExplorer({
-            graphqlPath: GRAPHQL_PATH,
-            defaultQuery: EXAMPLE_QUERY,
-            defaultHeaders: options.explorerHeaders ?? {},
-            ...(options.explorerAssetsDir && { assetsDir: options.explorerAssetsDir }),
-          })
-        : undefined,
+      explorer: config.explorer ? explorerOf(options) : undefined,
     }),
   );
 
+  const { url, port } = await listen(httpServer, config);
+  return {
+    url,
+    port,
+    metrics,
+    logger,
+    readinessProblem: () => (draining ? 'shutting down' : app.readinessProblem()),
+    live: live.hub,
+    async close() {
+      draining = true;
+      metrics.ready.set(0);
+      // WebSocket connections are no longer the HTTP server's once upgraded: closed first.
+      await liveSocket.close();
+      await live.close();
+      await apollo.stop();
+      await app.close();
+      await observability.close();
+    },
+  };
+}
+
+function warnAtStart(config: Config, logger: Logger, sharedStoreConnected: boolean): void {
+  if (!sharedStoreConnected) {
+    logger.warn('WFS_REDIS_URL: Redis is not reachable yet; this replica uses its own tokens until it is');
+  }
+  if (config.explorer && !config.introspection) {
+    logger.warn('the explorer is on but introspection is off (WFS_INTROSPECTION): it will show no schema docs and no completion');
+  }
+}
+
+/** The request path's bounds that tests lower (ServerOptions), those given only. */
+function requestBounds(options: ServerOptions): { maxRequestsInFlight?: number; writeTimeoutMs?: number; maxBufferedBodyBytes?: number } {
+  return {
+    ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
+    ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
+    ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
+  };
+}
+
+function explorerOf(options: ServerOptions): ReturnType<typeof createExplorer> {
+  return createExplorer({
+    graphqlPath: GRAPHQL_PATH,
+    defaultQuery: EXAMPLE_QUERY,
+    defaultHeaders: options.explorerHeaders ?? {},
+    ...(options.explorerAssetsDir && { assetsDir: options.explorerAssetsDir }),
+  });
+}
+
+/** Listens on the configured address with the HTTP timeouts; the GraphQL URL and the port it got. */
+async function listen(httpServer: Server, config: Config): Promise<{ url: string; port: number }> {
   httpServer.headersTimeout = 10_000;
   httpServer.requestTimeout = 60_000;
   httpServer.keepAliveTimeout = 5_000;
@@ -223,23 +226,5 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   });
   const port = (httpServer.address() as AddressInfo).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-
-  return {
-    url: `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${port}${GRAPHQL_PATH}`,
-    port,
-    metrics,
-    logger,
-    readinessProblem: () => (draining ? 'shutting down' : app.readinessProblem()),
-    live: hub,
-    async close() {
-      draining = true;
-      metrics.ready.set(0);
-      // WebSocket connections are no longer the HTTP server's once upgraded: closed first.
-      await liveSocket.close();
-      await hub.close();
-      await apollo.stop();
-      await app.close();
-      await observability.close();
-    },
-  };
+  return { url: `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${port}${GRAPHQL_PATH}`, port };
 }

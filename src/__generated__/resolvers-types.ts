@@ -235,7 +235,7 @@ export type ShiftFilter = {
 /**
  * Live updates (graphql-ws at the GraphQL path, subprotocol `graphql-transport-ws`).
  * Each subscription delivers the changes seen after it starts, not what already exists:
- * query first, then subscribe. One upstream poll per company and list (and filter)
+ * query first, then subscribe. One upstream poll per company and list, whatever the filters,
  * serves every subscriber, every `WFS_POLL_INTERVAL_SECONDS` (jittered).
  */
 export type Subscription = {
@@ -255,7 +255,7 @@ export type Subscription = {
 /**
  * Live updates (graphql-ws at the GraphQL path, subprotocol `graphql-transport-ws`).
  * Each subscription delivers the changes seen after it starts, not what already exists:
- * query first, then subscribe. One upstream poll per company and list (and filter)
+ * query first, then subscribe. One upstream poll per company and list, whatever the filters,
  * serves every subscriber, every `WFS_POLL_INTERVAL_SECONDS` (jittered).
  */
 export type SubscriptionShiftChangesArgs = {

@@ -1,17 +1,16 @@
 /**
- * The live hub of one replica: pollers by key (tenant, list, filter), each shared by
- * every subscriber of its key, started with the first and stopped with the last;
- * bounded subscriptions per company and per replica; each subscriber's queue bounded
- * (a consumer that does not keep up is dropped, not buffered without end).
+ * The live hub of one replica: one poller per company and list, whatever the
+ * subscribers' filters, started with the first subscriber and stopped with the last;
+ * each subscriber's filter applied to the changes of the one walk (subscribers with the
+ * same filter share the work); bounded subscriptions per company and per replica; each
+ * subscriber's queue bounded (a consumer that does not keep up is dropped, not
+ * buffered without end).
  */
 import { filterKey } from '../upstream/pageKey';
 import type { AnyResource, ListFilter, UpstreamRecord } from '../upstream/resources';
-import { LOCAL_COORDINATOR, type Coordinator } from './coordinator';
-import type { ListReader } from './listReader';
-import type { LiveMetrics } from './metrics';
-import { Poller } from './poller';
-import { PollBudget } from './pollBudget';
-import type { ChangeKind, RecordChange } from './snapshot';
+import type { LiveEvents } from './metrics';
+import { Poller, type PollerServices } from './poller';
+import { inScope, type ChangeKind, type RecordChange } from './snapshot';
 
 /** What a subscriber receives: a change, or the error that ends its subscription. */
 export type LiveEvent = { readonly kind: ChangeKind; readonly id: string; readonly record?: UpstreamRecord } | { readonly error: Error };
@@ -44,44 +43,44 @@ export class SlowConsumerError extends Error {
   override readonly name = 'SlowConsumerError';
 }
 
-export interface LiveHubOptions {
-  readonly read: ListReader;
-  /** WFS_POLL_INTERVAL_SECONDS in ms. */
-  readonly intervalMs: number;
-  /** WFS_POLL_CALLS_PER_SECOND. */
-  readonly callsPerSecond: number;
-  readonly coordinator?: Coordinator;
-  readonly metrics?: LiveMetrics;
-  readonly limits?: Partial<LiveLimits>;
-  /** Charges (or gives back) entries of the pollers' snapshots against the memory budget of the entity indexes. */
-  readonly charge?: (entries: number) => void;
-  readonly random?: () => number;
+/** The error that ends subscriptions when the replica shuts down. */
+export class LiveClosedError extends Error {
+  override readonly name = 'LiveClosedError';
 }
 
 interface Subscriber {
   readonly push: (event: LiveEvent) => void;
 }
 
+/** The subscribers of one key with one filter: its changes are worked out once for all of them. */
+interface View {
+  readonly matches: ((record: UpstreamRecord) => boolean) | undefined;
+  readonly subscribers: Set<Subscriber>;
+}
+
+/** A company's list with subscribers on this replica: its poller, and its subscribers by filter. */
 interface Entry {
   readonly poller: Poller;
-  readonly tenantId: string;
-  readonly list: string;
-  readonly subscribers: Set<Subscriber>;
-  leading: boolean;
+  readonly views: Map<string, View>;
+  subscribers: number;
 }
 
 export class LiveHub {
   private readonly entries = new Map<string, Entry>();
   private readonly perCompany = new Map<string, number>();
   private open = 0;
-  private readonly budget: PollBudget;
-  private readonly coordinator: Coordinator;
   readonly limits: LiveLimits;
 
-  constructor(private readonly options: LiveHubOptions) {
-    this.budget = new PollBudget(options.callsPerSecond);
-    this.coordinator = options.coordinator ?? LOCAL_COORDINATOR;
-    this.limits = { ...DEFAULT_LIVE_LIMITS, ...options.limits };
+  /** `services`: what every poller shares (interval, reader, budget, coordinator, events, memory). */
+  constructor(
+    private readonly services: PollerServices,
+    limits: Partial<LiveLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_LIVE_LIMITS, ...limits };
+  }
+
+  private get events(): LiveEvents {
+    return this.services.events;
   }
 
   /** Open subscriptions on this replica. */
@@ -89,7 +88,7 @@ export class LiveHub {
     return this.open;
   }
 
-  /** Pollers on this replica. */
+  /** Pollers on this replica: one per company and list with subscribers here, at most the lists per company. */
   get pollers(): number {
     return this.entries.size;
   }
@@ -102,155 +101,154 @@ export class LiveHub {
   subscribe(tenantId: string, resource: AnyResource, filter?: ListFilter): AsyncIterableIterator<LiveEvent> {
     const company = this.perCompany.get(tenantId) ?? 0;
     if (this.open >= this.limits.perReplica) {
-      this.options.metrics?.refused.inc({ reason: 'replica' });
+      this.events.liveRefused('replica');
       throw new LiveLimitError('SERVICE_UNAVAILABLE', 'replica', `this replica serves ${this.limits.perReplica} subscriptions already; retry in a moment (another replica may take it)`);
     }
     if (company >= this.limits.perCompany) {
-      this.options.metrics?.refused.inc({ reason: 'company' });
+      this.events.liveRefused('company');
       throw new LiveLimitError('SERVICE_UNAVAILABLE', 'company', `your company has ${this.limits.perCompany} open subscriptions on this replica already; share one subscription between screens, or close some`);
     }
-    const key = `${tenantId}\n${resource.name}\n${filterKey(filter)}`;
-    const entry = this.entries.get(key) ?? this.startPoller(key, tenantId, resource, filter);
-    const queue: LiveEvent[] = [];
-    let waiting: ((result: IteratorResult<LiveEvent>) => void) | undefined;
-    let done = false;
-    const subscriber: Subscriber = {
-      push: (event) => {
-        if (done) return;
-        if (waiting) {
-          const resolve = waiting;
-          waiting = undefined;
-          resolve({ value: event, done: false });
-          if ('error' in event) finish();
-          return;
-        }
-        if (queue.length >= this.limits.queuedChanges && !('error' in event)) {
-          // Dropped at once: no more is queued for it, and its poller may stop; the
-          // client reads the error when (if ever) it reads again.
-          this.options.metrics?.slowConsumersDropped.inc();
-          queue.length = 0;
-          queue.push({ error: new SlowConsumerError(`more than ${this.limits.queuedChanges} changes waited for this subscription: it was ended; resubscribe and query again`) });
-          finish();
-          return;
-        }
-        queue.push(event);
-        if ('error' in event) finish();
-      },
-    };
-    entry.subscribers.add(subscriber);
-    this.open += 1;
-    this.perCompany.set(tenantId, company + 1);
-    this.options.metrics?.subscriptions.inc({ list: resource.name });
-
-    const finish = () => {
-      if (done) return;
-      done = true;
-      entry.subscribers.delete(subscriber);
+    const key = `${tenantId}\n${resource.name}`;
+    const entry = this.entries.get(key) ?? this.startPoller(key, tenantId, resource);
+    const scope = filter && resource.matches && filterKey(filter) !== '' ? filterKey(filter) : '';
+    let view = entry.views.get(scope);
+    if (!view) {
+      const matches = scope === '' ? undefined : (record: UpstreamRecord) => resource.matches!(record, filter!);
+      entry.views.set(scope, (view = { matches, subscribers: new Set() }));
+    }
+    const list = resource.name;
+    const subscriber = boundedQueue(this.limits.queuedChanges, this.events, () => {
+      view.subscribers.delete(subscriber.subscriber);
+      if (view.subscribers.size === 0 && entry.views.get(scope) === view) entry.views.delete(scope);
+      entry.subscribers -= 1;
       this.open -= 1;
       const left = (this.perCompany.get(tenantId) ?? 1) - 1;
       if (left === 0) this.perCompany.delete(tenantId);
       else this.perCompany.set(tenantId, left);
-      this.options.metrics?.subscriptions.dec({ list: resource.name });
-      if (entry.subscribers.size === 0) this.stopPoller(key, entry);
-    };
-    const iterator: AsyncIterableIterator<LiveEvent> = {
-      next: () => {
-        const event = queue.shift();
-        if (event) return Promise.resolve({ value: event, done: false });
-        if (done) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve) => (waiting = resolve));
-      },
-      return: () => {
-        finish();
-        queue.length = 0;
-        const resolve = waiting;
-        waiting = undefined;
-        resolve?.({ value: undefined, done: true });
-        return Promise.resolve({ value: undefined, done: true });
-      },
-      [Symbol.asyncIterator]() {
-        return iterator;
-      },
-    };
-    return iterator;
+      this.events.liveSubscriptions(list, -1);
+      if (entry.subscribers === 0) this.stopPoller(key, entry);
+    });
+    view.subscribers.add(subscriber.subscriber);
+    entry.subscribers += 1;
+    this.open += 1;
+    this.perCompany.set(tenantId, company + 1);
+    this.events.liveSubscriptions(list, 1);
+    return subscriber.iterator;
   }
 
   /** Stops every poller and ends every subscription (shutdown). */
   async close(): Promise<void> {
     for (const [key, entry] of this.entries) {
-      for (const subscriber of entry.subscribers) subscriber.push({ error: new LiveClosedError('the server is shutting down; resubscribe to another replica') });
+      this.broadcast(entry, { error: new LiveClosedError('the server is shutting down; resubscribe to another replica') });
       this.stopPoller(key, entry);
     }
-    await this.coordinator.close();
+    await this.services.coordinator.close();
   }
 
-  private startPoller(key: string, tenantId: string, resource: AnyResource, filter: ListFilter | undefined): Entry {
-    const { metrics } = this.options;
-    const list = resource.name;
-    const subscribers = new Set<Subscriber>();
-    const broadcast = (event: LiveEvent) => {
-      for (const subscriber of subscribers) subscriber.push(event);
-    };
-    const deliver = (changes: readonly RecordChange[]) => {
-      for (const change of changes) {
-        metrics?.changes.inc({ list, kind: change.kind });
-        broadcast({ kind: change.kind, id: change.id, ...(change.record && { record: change.record }) });
-      }
-    };
+  private startPoller(key: string, tenantId: string, resource: AnyResource): Entry {
     let entry: Entry;
-    const poller = new Poller({
-      key,
-      tenantId,
-      resource,
-      filter,
-      intervalMs: this.options.intervalMs,
-      read: this.options.read,
-      budget: this.budget,
-      ...(this.options.random && { random: this.options.random }),
-      hooks: {
-        deliver,
-        fail: (error) => {
-          broadcast({ error });
-          this.stopPoller(key, entry);
-        },
-        lead: async (holdMs) => {
-          const leading = await this.coordinator.lead(key, holdMs);
-          if (leading !== entry.leading) metrics?.pollersLeading.inc(leading ? 1 : -1);
-          entry.leading = leading;
-          return leading;
-        },
-        publish: (changes) => this.coordinator.publish(key, changes),
-        polled: (outcome, seconds) => {
-          metrics?.polls.inc({ list, outcome });
-          metrics?.pollDuration.observe({ list }, seconds);
-        },
-        stretched: (factor) => {
-          metrics?.intervalsStretched.inc();
-          metrics?.stretchFactor.set(factor);
-        },
-        resized: (entries) => this.options.charge?.(entries),
+    const poller = new Poller(key, tenantId, resource, this.services, {
+      changes: (changes, before) => {
+        for (const view of [...entry.views.values()]) {
+          for (const change of changes) {
+            // A view whose subscribers all ended (slow consumers past their bound) stops here.
+            if (view.subscribers.size === 0) break;
+            const seen = view.matches ? inScope(change, before.get(change.id), view.matches) : change;
+            if (!seen) continue;
+            const event = eventOf(seen);
+            for (const subscriber of [...view.subscribers]) subscriber.push(event);
+          }
+        }
+      },
+      failed: (error) => {
+        this.broadcast(entry, { error });
+        this.stopPoller(key, entry);
       },
     });
-    entry = { poller, tenantId, list, subscribers, leading: false };
+    entry = { poller, views: new Map(), subscribers: 0 };
     this.entries.set(key, entry);
-    metrics?.pollers.inc();
-    this.coordinator.listen(key, (changes) => poller.received(changes));
     poller.start();
     return entry;
+  }
+
+  private broadcast(entry: Entry, event: LiveEvent): void {
+    for (const view of [...entry.views.values()]) for (const subscriber of [...view.subscribers]) subscriber.push(event);
   }
 
   private stopPoller(key: string, entry: Entry): void {
     if (this.entries.get(key) !== entry) return;
     this.entries.delete(key);
     entry.poller.stop();
-    this.coordinator.forget(key);
-    this.options.metrics?.pollers.dec();
-    if (entry.leading) this.options.metrics?.pollersLeading.dec();
-    if (this.entries.size === 0) this.options.metrics?.stretchFactor.set(1);
+    if (this.entries.size === 0) this.events.livePollStretch(1, false);
   }
 }
 
-/** The error that ends subscriptions when the replica shuts down. */
-export class LiveClosedError extends Error {
-  override readonly name = 'LiveClosedError';
+function eventOf(change: RecordChange): LiveEvent {
+  return { kind: change.kind, id: change.id, ...(change.record && { record: change.record }) };
+}
+
+/**
+ * One subscriber's queue and the async iterator its GraphQL subscription reads. Kept
+ * by hand (about 50 lines), not taken from a library, because none keeps the
+ * slow-consumer drop: graphql-ws and @graphql-tools have no bounded queue, and
+ * @repeaterjs/repeater (graphql-yoga's, 3.1) comes closest but past its FixedBuffer
+ * piles pushes up as pending (1 024, then throws), its Sliding and Dropping buffers lose
+ * changes silently (a client's store then diverges without knowing), and its
+ * `stop(error)` delivers the error only once the buffer is drained, so a client that
+ * stopped reading holds its 1 000 stale changes. Here a slow consumer is ended at once:
+ * its queue is let go, its slots (and maybe its poller) freed, and it reads
+ * SlowConsumerError next. `onFinish` runs once, when it ends for any reason.
+ */
+function boundedQueue(bound: number, events: LiveEvents, onFinish: () => void): { subscriber: Subscriber; iterator: AsyncIterableIterator<LiveEvent> } {
+  const queue: LiveEvent[] = [];
+  let waiting: ((result: IteratorResult<LiveEvent>) => void) | undefined;
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    onFinish();
+  };
+  const subscriber: Subscriber = {
+    push: (event) => {
+      if (done) return;
+      if (waiting) {
+        const resolve = waiting;
+        waiting = undefined;
+        resolve({ value: event, done: false });
+        if ('error' in event) finish();
+        return;
+      }
+      if (queue.length >= bound && !('error' in event)) {
+        // Dropped at once: no more is queued for it, and its poller may stop; the
+        // client reads the error when (if ever) it reads again.
+        events.liveSlowConsumerDropped();
+        queue.length = 0;
+        queue.push({ error: new SlowConsumerError(`more than ${bound} changes waited for this subscription: it was ended; resubscribe and query again`) });
+        finish();
+        return;
+      }
+      queue.push(event);
+      if ('error' in event) finish();
+    },
+  };
+  const iterator: AsyncIterableIterator<LiveEvent> = {
+    next: () => {
+      const event = queue.shift();
+      if (event) return Promise.resolve({ value: event, done: false });
+      if (done) return Promise.resolve({ value: undefined, done: true });
+      return new Promise((resolve) => (waiting = resolve));
+    },
+    return: () => {
+      finish();
+      queue.length = 0;
+      const resolve = waiting;
+      waiting = undefined;
+      resolve?.({ value: undefined, done: true });
+      return Promise.resolve({ value: undefined, done: true });
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return { subscriber, iterator };
 }

@@ -1,14 +1,17 @@
 /**
- * One poller: a tenant's list (and filter scope) polled on a jittered timer while it
- * has subscribers, its changes found by id and content (snapshot.ts) and handed to
- * the hub. Whether this replica polls or only listens is the coordinator's call
- * (coordinator.ts: a Redis lease, or always in a single replica).
+ * One poller: a company's list polled on a jittered timer while it has subscribers,
+ * whatever their filters (the hub applies each subscriber's filter to the changes of
+ * one walk). Its changes are found by id and content (snapshot.ts) and handed to its
+ * listener, the hub. Whether this replica polls or only listens is the coordinator's
+ * call (coordinator.ts: a Redis lease, or always in a single replica).
  */
 import { isUpstreamError } from '../upstream/errors';
-import type { AnyResource, ListFilter, UpstreamRecord } from '../upstream/resources';
+import type { AnyResource, UpstreamRecord } from '../upstream/resources';
+import type { Coordinator } from './coordinator';
 import type { ListReader } from './listReader';
+import type { LiveEvents } from './metrics';
 import type { PollBudget } from './pollBudget';
-import { apply, diff, type RecordChange, type Snapshot } from './snapshot';
+import { apply, diff, type RecordChange, type Snapshot, type SnapshotMemory } from './snapshot';
 
 /** Each poll's delay is the interval times a factor from 1 - JITTER to 1 + JITTER, so companies do not poll in step. */
 export const POLL_JITTER = 0.1;
@@ -20,50 +23,46 @@ export const POLL_JITTER = 0.1;
  */
 const FATAL_CODES = new Set(['FORBIDDEN', 'UPSTREAM_UNAUTHORIZED', 'UPSTREAM_MISCONFIGURED']);
 
-export interface PollerHooks {
-  /** Changes to deliver to this replica's subscribers (already deduplicated). */
-  deliver(changes: readonly RecordChange[]): void;
-  /** The poller cannot go on (scope withdrawn, tenant refused): end its subscribers with `error`. */
-  fail(error: Error): void;
-  /** Whether this replica polls this key now (and keeps its lease); false: another replica does and publishes. */
-  lead(delayMs: number): Promise<boolean>;
-  /** Changes this replica found, for the other replicas' subscribers. */
-  publish(changes: readonly RecordChange[]): void;
-  /** One poll ended: outcome, duration in s, page calls. */
-  polled(outcome: 'ok' | 'error' | 'fatal', seconds: number, calls: number): void;
-  /** The next delay was stretched by the global budget. */
-  stretched(factor: number): void;
-  /** The snapshot grew or shrank by `entries` (for the memory budget). */
-  resized(entries: number): void;
+/** Where a poller's findings go: the hub's subscribers of its key. */
+export interface PollerListener {
+  /** Changes new to this replica; `before`: the previous version of each updated or removed record of a filterable list. */
+  changes(changes: readonly RecordChange[], before: ReadonlyMap<string, UpstreamRecord>): void;
+  /** The poller cannot go on (scope withdrawn, tenant refused): its subscribers end with `error`. */
+  failed(error: Error): void;
 }
 
-export interface PollerOptions {
-  readonly key: string;
-  readonly tenantId: string;
-  readonly resource: AnyResource;
-  readonly filter: ListFilter | undefined;
+/** What every poller of a replica shares. */
+export interface PollerServices {
+  /** The poll interval before jitter and stretching. */
   readonly intervalMs: number;
   readonly read: ListReader;
   readonly budget: PollBudget;
-  readonly hooks: PollerHooks;
+  readonly coordinator: Coordinator;
+  readonly events: LiveEvents;
+  readonly memory: SnapshotMemory;
   /** For tests: jitter source (0..1). */
   readonly random?: () => number;
 }
 
 export class Poller {
   private snapshot: Snapshot | null = null;
+  /** The last version of each record, kept for a filterable list only (a subscriber's filter needs what a record was). */
+  private records: Map<string, UpstreamRecord> | null = null;
   private timer: NodeJS.Timeout | undefined;
   private readonly controller = new AbortController();
   private stopped = false;
+  private leading = false;
   private polling: Promise<void> | undefined;
   private readonly random: () => number;
 
-  constructor(private readonly options: PollerOptions) {
-    this.random = options.random ?? Math.random;
-  }
-
-  get key(): string {
-    return this.options.key;
+  constructor(
+    readonly key: string,
+    private readonly tenantId: string,
+    private readonly resource: AnyResource,
+    private readonly services: PollerServices,
+    private readonly listener: PollerListener,
+  ) {
+    this.random = services.random ?? Math.random;
   }
 
   /** Records the poller keeps a fingerprint of. */
@@ -78,25 +77,35 @@ export class Poller {
    * leader goes.
    */
   start(): void {
-    this.schedule(Math.min(1_000, this.options.intervalMs) * this.random(), true);
+    this.services.events.livePollers(1);
+    this.services.coordinator.listen(this.key, (changes) => this.received(changes));
+    this.schedule(Math.min(1_000, this.services.intervalMs) * this.random(), true);
   }
 
   stop(): void {
+    if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.timer);
     this.controller.abort();
-    this.options.budget.forget(this);
-    this.options.hooks.resized(-this.size);
+    const { budget, coordinator, events, memory } = this.services;
+    budget.forget(this.tenantId, this);
+    coordinator.forget(this.key);
+    events.livePollers(-1);
+    if (this.leading) events.livePollersLeading(-1);
+    memory.resize(-this.size, -(this.records?.size ?? 0));
     this.snapshot = null;
+    this.records = null;
   }
 
   /** What another replica's poll found: those not yet seen here are delivered. */
   received(changes: readonly RecordChange[]): void {
     if (this.stopped || !this.snapshot) return;
-    const before = this.snapshot.size;
-    const fresh = changes.filter((change) => apply(this.snapshot!, change));
-    this.options.hooks.resized(this.snapshot.size - before);
-    if (fresh.length > 0) this.options.hooks.deliver(fresh);
+    // What a replica sent is checked before any of it is applied: a change without a string id is no change.
+    const wellFormed = changes.filter((change) => typeof change?.id === 'string' && typeof change.fingerprint === 'number');
+    const size = this.snapshot.size;
+    const fresh = wellFormed.filter((change) => apply(this.snapshot!, change));
+    this.services.memory.resize(this.snapshot.size - size, 0);
+    this.merge(fresh);
   }
 
   /** Waits for a poll under way (tests). */
@@ -104,11 +113,15 @@ export class Poller {
     return this.polling ?? Promise.resolve();
   }
 
+  private stretch(): number {
+    return this.services.budget.stretch(this.tenantId);
+  }
+
   private nextDelay(): number {
-    const stretch = this.options.budget.stretch();
-    if (stretch > 1) this.options.hooks.stretched(stretch);
+    const stretch = this.stretch();
+    this.services.events.livePollStretch(this.services.budget.largestStretch(), stretch > 1);
     const jitter = 1 - POLL_JITTER + 2 * POLL_JITTER * this.random();
-    return this.options.intervalMs * stretch * jitter;
+    return this.services.intervalMs * stretch * jitter;
   }
 
   private schedule(delayMs: number, baseline = false): void {
@@ -122,43 +135,65 @@ export class Poller {
     this.timer.unref();
   }
 
+  private async lead(): Promise<boolean> {
+    const leading = await this.services.coordinator.lead(this.key, this.services.intervalMs * this.stretch());
+    if (leading !== this.leading && !this.stopped) {
+      this.services.events.livePollersLeading(leading ? 1 : -1);
+      this.leading = leading;
+    }
+    return leading;
+  }
+
   private async tick(baseline: boolean): Promise<void> {
-    const { hooks } = this.options;
+    const { events, coordinator } = this.services;
+    const list = this.resource.name;
     // Without a baseline yet (its first read failed), it reads again whoever leads.
-    if (!baseline && this.snapshot && !(await hooks.lead(this.options.intervalMs * this.options.budget.stretch()))) return;
+    if (!baseline && this.snapshot && !(await this.lead())) return;
     if (this.stopped) return;
     const started = performance.now();
-    let calls = 0;
     try {
-      const read = await this.options.read(this.options.tenantId, this.options.resource, this.controller.signal);
-      calls = read.calls;
+      const read = await this.services.read(this.tenantId, this.resource, this.controller.signal);
       if (this.stopped) return;
-      this.options.budget.note(this, read.calls, this.options.intervalMs);
-      const records = this.inScope(read.records);
-      const before = this.size;
+      this.services.budget.note(this.tenantId, this, read.calls, this.services.intervalMs);
       if (!this.snapshot) {
-        this.snapshot = new Map(diff(new Map(), records).next);
+        // The baseline: what later changes are measured against; it delivers nothing.
+        this.snapshot = diff(new Map(), read.records).next;
+        if (this.resource.matches) this.records = new Map(read.records.map((record) => [record.id, record]));
+        this.services.memory.resize(this.snapshot.size, this.records?.size ?? 0);
       } else {
-        const { changes, next } = diff(this.snapshot, records);
+        const before = this.size;
+        const { changes, next } = diff(this.snapshot, read.records);
         this.snapshot = next;
+        this.services.memory.resize(this.size - before, 0);
         if (changes.length > 0) {
-          hooks.deliver(changes);
-          hooks.publish(changes);
+          this.merge(changes);
+          coordinator.publish(this.key, changes);
         }
       }
-      hooks.resized(this.size - before);
-      hooks.polled('ok', (performance.now() - started) / 1000, calls);
+      events.livePolled(list, 'ok', (performance.now() - started) / 1000);
     } catch (error) {
       if (this.stopped) return;
       const fatal = isUpstreamError(error) && FATAL_CODES.has(error.code);
-      hooks.polled(fatal ? 'fatal' : 'error', (performance.now() - started) / 1000, calls);
-      if (fatal) hooks.fail(error as Error);
+      events.livePolled(list, fatal ? 'fatal' : 'error', (performance.now() - started) / 1000);
+      if (fatal) this.listener.failed(error as Error);
     }
   }
 
-  private inScope(records: readonly UpstreamRecord[]): readonly UpstreamRecord[] {
-    const { resource, filter } = this.options;
-    if (!filter || !resource.matches || Object.keys(filter).length === 0) return records;
-    return records.filter((record) => resource.matches!(record, filter));
+  /** Hands changes (already applied to the snapshot) to the listener, with the records' previous versions, and keeps the new ones. */
+  private merge(changes: readonly RecordChange[]): void {
+    if (changes.length === 0) return;
+    const before = new Map<string, UpstreamRecord>();
+    if (this.records) {
+      const size = this.records.size;
+      for (const change of changes) {
+        const previous = this.records.get(change.id);
+        if (previous) before.set(change.id, previous);
+        if (change.record) this.records.set(change.id, change.record);
+        else this.records.delete(change.id);
+      }
+      this.services.memory.resize(0, this.records.size - size);
+    }
+    for (const change of changes) this.services.events.liveChanged(this.resource.name, change.kind);
+    this.listener.changes(changes, before);
   }
 }

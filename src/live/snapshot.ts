@@ -73,3 +73,50 @@ export function apply(snapshot: Snapshot, change: RecordChange): boolean {
   snapshot.set(change.id, change.fingerprint);
   return true;
 }
+
+/**
+ * A change of a whole list as one filter's subscriber sees it: a record that starts
+ * matching comes as ADDED, one that stops matching as REMOVED, and one outside the
+ * filter before and after not at all (undefined). `previous` is the record's version
+ * before the change (the poller keeps them for filterable lists); a record whose
+ * previous version is unknown counts as outside the filter before, except for a
+ * removal, which is passed on (a client drops an id it does not hold).
+ */
+export function inScope(change: RecordChange, previous: UpstreamRecord | undefined, matches: (record: UpstreamRecord) => boolean): RecordChange | undefined {
+  const was = previous ? matches(previous) : change.kind === 'REMOVED';
+  const now = change.record ? matches(change.record) : false;
+  if (was && now) return change;
+  if (now) return { ...change, kind: 'ADDED' };
+  if (was) return { kind: 'REMOVED', id: change.id, fingerprint: REMOVED_FINGERPRINT };
+  return undefined;
+}
+
+/** Snapshot entries (an id and a number) counted as one record unit of the entity indexes' memory budget. */
+export const SNAPSHOT_ENTRIES_PER_UNIT = 3;
+
+/** The memory budget the pollers' snapshots count against: the entity indexes' (`EntityIndexes.charge`). */
+export interface MemoryBudget {
+  charge(units: number): void;
+}
+
+/**
+ * Charges every poller's snapshot of a replica against the memory budget, straight
+ * from the poller: an entry (id and fingerprint) is a third of a record unit, a kept
+ * record (the previous version of a filterable list's record) a unit.
+ */
+export class SnapshotMemory {
+  private entries = 0;
+  private records = 0;
+  private charged = 0;
+
+  constructor(private readonly budget: MemoryBudget) {}
+
+  resize(entries: number, records: number): void {
+    this.entries += entries;
+    this.records += records;
+    const units = Math.ceil(this.entries / SNAPSHOT_ENTRIES_PER_UNIT) + this.records;
+    if (units === this.charged) return;
+    this.budget.charge(units - this.charged);
+    this.charged = units;
+  }
+}

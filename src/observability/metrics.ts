@@ -35,6 +35,8 @@ export interface Metrics {
   readonly logLinesSuppressed: Counter<'event'>;
   /** Upstream resilience (breaker, retries, bulkhead, fail-fast refusals): see the block at the end. */
   readonly resilience: ResilienceMetrics;
+  /** Live updates (src/live/, http/liveSocket.ts): see the block at the end. */
+  readonly live: LiveMetrics;
 }
 
 /** Seconds; 1 s is the latency SLO's threshold (deploy/prometheus/alerts.yaml), so it must stay a bucket. */
@@ -154,6 +156,7 @@ export function createMetrics(): Metrics {
       registers,
     }),
     resilience: createResilienceMetrics(registry),
+    live: createLiveMetrics(registry),
   };
   // Series that exist from the start, so rate() and the dashboards see zero, not "no data".
   for (const { name: list } of RESOURCES) metrics.upstreamCoalesced.inc({ list }, 0);
@@ -163,6 +166,7 @@ export function createMetrics(): Metrics {
   metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);
   metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
   metrics.ready.set(1);
+  metrics.live.stretchFactor.set(1);
   return metrics;
 }
 
@@ -222,6 +226,57 @@ function createResilienceMetrics(registry: Registry): ResilienceMetrics {
   };
 }
 
+// ---------------------------------------------------------------------------
+// Live-update metrics, fed by the live events (`metricsObserver` below). No tenant
+// label (docs/operations.md, "Metrics"): `list`, `kind`, `outcome` and `reason` only.
+// ---------------------------------------------------------------------------
+
+export interface LiveMetrics {
+  /** Open subscriptions on this replica, by list. */
+  readonly subscriptions: Gauge<'list'>;
+  /** Pollers on this replica (one per company and list with subscribers here), and how many of them poll (lead) rather than listen. */
+  readonly pollers: Gauge;
+  readonly pollersLeading: Gauge;
+  readonly polls: Counter<'list' | 'outcome'>;
+  readonly pollDuration: Histogram<'list'>;
+  /** Changes found (or received from another replica) once per poller, not per subscriber. */
+  readonly changes: Counter<'list' | 'kind'>;
+  readonly intervalsStretched: Counter;
+  readonly stretchFactor: Gauge;
+  readonly slowConsumersDropped: Counter;
+  readonly refused: Counter<'reason'>;
+  /** Messages and poll leases read from Redis and dropped (live/redisCoordinator.ts), by reason. */
+  readonly redisDropped: Counter<'reason'>;
+}
+
+function createLiveMetrics(registry: Registry): LiveMetrics {
+  const registers = [registry];
+  return {
+    subscriptions: new Gauge({ name: 'wfs_live_subscriptions', help: 'Open live subscriptions on this replica, by list', labelNames: ['list'], registers }),
+    pollers: new Gauge({ name: 'wfs_live_pollers', help: 'Live pollers on this replica: one per company and list with subscribers here', registers }),
+    pollersLeading: new Gauge({ name: 'wfs_live_pollers_leading', help: 'Live pollers that poll the upstream from this replica (hold the Redis lease, or no Redis); the others hear another replica', registers }),
+    polls: new Counter({ name: 'wfs_live_polls_total', help: 'Live polls (one walk of a list each), by list and outcome (ok, error: tried again next interval, fatal: subscriptions ended)', labelNames: ['list', 'outcome'], registers }),
+    pollDuration: new Histogram({
+      name: 'wfs_live_poll_duration_seconds',
+      help: 'Duration of a live poll (every page of the list), by list',
+      labelNames: ['list'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
+      registers,
+    }),
+    changes: new Counter({ name: 'wfs_live_changes_total', help: 'Changes found by live polls or heard from another replica, once per poller (not per subscriber), by list and kind', labelNames: ['list', 'kind'], registers }),
+    intervalsStretched: new Counter({ name: 'wfs_live_intervals_stretched_total', help: "Poll delays stretched because the company's polls wanted more than its fair share of WFS_POLL_CALLS_PER_SECOND", registers }),
+    stretchFactor: new Gauge({ name: 'wfs_live_poll_stretch_factor', help: "By how much the most stretched company's poll intervals are stretched now (1: the poll budget holds)", registers }),
+    slowConsumersDropped: new Counter({ name: 'wfs_live_slow_consumers_dropped_total', help: 'Subscriptions or connections dropped because their client did not read fast enough', registers }),
+    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions refused, by reason (connection, company or replica limit, identity, cost, document; rate: connections closed past a bound; address: upgrades refused for their address)', labelNames: ['reason'], registers }),
+    redisDropped: new Counter({
+      name: 'wfs_live_redis_dropped_total',
+      help: 'Live-update messages and poll leases read from Redis and dropped, by reason (oversized, unsealed, forged, malformed, replayed, lease: a lease value no replica wrote, taken over; unpublishable: a change of ours too large to publish)',
+      labelNames: ['reason'],
+      registers,
+    }),
+  };
+}
+
 /**
  * The Prometheus side of the events: resilience (retries, breaker, bulkhead,
  * fail-fast refusals), token requests, coalesced calls; cache lookups are added up
@@ -229,8 +284,23 @@ function createResilienceMetrics(registry: Registry): ResilienceMetrics {
  * are counted with the calls' failure lines (upstreamObserver.ts).
  */
 export function metricsObserver(metrics: Metrics, originLabel: (origin: string) => string): Partial<Observer> & { requestEnded(record: RequestRecord): void } {
-  const { resilience } = metrics;
+  const { resilience, live } = metrics;
   return {
+    liveSubscriptions: (list, delta) => live.subscriptions.inc({ list }, delta),
+    livePollers: (delta) => live.pollers.inc(delta),
+    livePollersLeading: (delta) => live.pollersLeading.inc(delta),
+    livePolled(list, outcome, seconds) {
+      live.polls.inc({ list, outcome });
+      live.pollDuration.observe({ list }, seconds);
+    },
+    liveChanged: (list, kind) => live.changes.inc({ list, kind }),
+    livePollStretch(factor, stretched) {
+      if (stretched) live.intervalsStretched.inc();
+      live.stretchFactor.set(factor);
+    },
+    liveSlowConsumerDropped: () => live.slowConsumersDropped.inc(),
+    liveRefused: (reason) => live.refused.inc({ reason }),
+    liveRedisDropped: (reason) => live.redisDropped.inc({ reason }),
     upstreamRetry: (list, reason) => resilience.retries.inc({ list, reason }),
     upstreamFailFast: (reason) => resilience.failFast.inc({ reason }),
     bulkheadQueued: () => resilience.bulkheadQueued.inc(),

@@ -53,7 +53,28 @@ export interface Observer {
   entityLookup<T>(ids: number, run: () => Promise<T>): Promise<T>;
   /** Within `entityLookup`: `hit`, every id was in the index; `scan`, list pages had to be read. */
   entityLookupResult(result: 'hit' | 'scan'): void;
+
+  /** Live updates (src/live/): open subscriptions of `list` on this replica went up (1) or down (-1). */
+  liveSubscriptions(list: string, delta: number): void;
+  /** A poller (one per company and list) started (1) or stopped (-1) on this replica. */
+  livePollers(delta: number): void;
+  /** Pollers that poll the upstream (hold the lease, or no Redis) rather than hear another replica, up or down. */
+  livePollersLeading(delta: number): void;
+  /** One poll (a walk of a list) ended: `ok`, `error` (tried again next interval) or `fatal` (its subscriptions end). */
+  livePolled(list: string, outcome: LivePollOutcome, seconds: number): void;
+  /** A change found by a poll or heard from another replica, once per poller (not per subscriber). */
+  liveChanged(list: string, kind: 'ADDED' | 'UPDATED' | 'REMOVED'): void;
+  /** The largest stretch of any company's poll intervals now (1: the poll budget holds); `stretched`: a delay was stretched by it. */
+  livePollStretch(factor: number, stretched: boolean): void;
+  /** A subscription or connection dropped because its client did not read fast enough. */
+  liveSlowConsumerDropped(): void;
+  /** A subscription or connection refused, by reason (connection, company, replica, identity, cost, document, rate, address). */
+  liveRefused(reason: string): void;
+  /** A live-update message or poll lease read from Redis was dropped (live/redisCoordinator.ts): oversized, unsealed, forged, malformed, replayed, lease, unpublishable. */
+  liveRedisDropped(reason: string): void;
 }
+
+export type LivePollOutcome = 'ok' | 'error' | 'fatal';
 
 /** The members of `Observer` that run the work they are about (see above). */
 export const SCOPES = ['upstreamCall', 'tokenRequest', 'entityLookup'] as const;
@@ -142,4 +163,13 @@ export const NO_OBSERVER: Observer = {
   cacheLookup() {},
   entityLookup: (_ids, run) => run(),
   entityLookupResult() {},
+  liveSubscriptions() {},
+  livePollers() {},
+  livePollersLeading() {},
+  livePolled() {},
+  liveChanged() {},
+  livePollStretch() {},
+  liveSlowConsumerDropped() {},
+  liveRefused() {},
+  liveRedisDropped() {},
 };

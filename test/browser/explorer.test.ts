@@ -30,13 +30,14 @@ describe('explorer in a real browser', () => {
 
   beforeAll(async () => {
     const assetsDir = await explorerAssets();
-    demo = await startDemo(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', WFS_POLL_INTERVAL_SECONDS: '1' }));
+    demo = await startDemo(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' }));
     const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
     server = await startServer(demo.config, {
       logger: createLogger('warn', quiet),
       defaultTenant: demo.defaultTenant,
       explorerHeaders: { [demo.config.tenantHeader]: demo.defaultTenant },
       explorerAssetsDir: assetsDir,
+      live: { pollIntervalMs: 100 },
     });
     baseUrl = server.url.replace(/\/graphql$/, '');
     browser = await chromium.launch({

@@ -53,7 +53,7 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
   let fetches = 0;
 
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({ tenants: [TENANT] }, { WFS_ROUTER_SECRET: HIVE_ROUTER_SECRET, WFS_POLL_INTERVAL_SECONDS: '1', LOG_LEVEL: 'warn' });
+    subgraph = await startTestSubgraph({ tenants: [TENANT] }, { WFS_ROUTER_SECRET: HIVE_ROUTER_SECRET, LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: 100 } });
     people = await startPeopleSubgraph();
     gateway = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, HIVE_ROUTER_SECRET);
   });

@@ -25,7 +25,7 @@ describe('live updates in the frontends\' clients', () => {
   let sockets: Client[] = [];
 
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({}, { WFS_POLL_INTERVAL_SECONDS: '1', LOG_LEVEL: 'warn' });
+    subgraph = await startTestSubgraph({}, { LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: 100 } });
   });
   afterEach(async () => {
     await Promise.all(sockets.map((socket) => socket.dispose()));
@@ -96,7 +96,7 @@ describe('live updates in relay-runtime (requestSubscription, the updater keyed 
   const tenant = makeTenant({ tenantId: '7a1c2e3f-4b5d-4e6f-9a0b-1c2d3e4f5a70', name: 'Relay Rota', locationCount: 3, shiftCount: 20 });
   let subgraph: TestSubgraph;
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({ tenants: [tenant] }, { WFS_POLL_INTERVAL_SECONDS: '1', LOG_LEVEL: 'warn' });
+    subgraph = await startTestSubgraph({ tenants: [tenant] }, { LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: 100 } });
   });
   afterAll(() => subgraph.close());
 

@@ -61,8 +61,8 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
   const refused = (reason: string) => counterTotal(metric('wfs_live_subscriptions_refused_total'), { reason });
 
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({ tenants: demoTenants() }, { WFS_POLL_INTERVAL_SECONDS: '1', WFS_MAX_COST: '5000', LOG_LEVEL: 'warn' }, {
-      live: { socket: { addressStrikes: 6, addressBlockSeconds: 2, refusalDelayMs: 300 } },
+    subgraph = await startTestSubgraph({ tenants: demoTenants() }, { WFS_MAX_COST: '5000', LOG_LEVEL: 'warn' }, {
+      live: { pollIntervalMs: 100, socket: { addressStrikes: 6, addressBlockSeconds: 2, refusalDelayMs: 300 } },
     });
     tenantId = subgraph.emulator.tenants[0]!.tenantId;
   });

@@ -1,10 +1,12 @@
-import { LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent } from '../../src/live/hub';
+import { LOCAL_COORDINATOR } from '../../src/live/coordinator';
+import { LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent, type LiveLimits } from '../../src/live/hub';
 import type { ListReader } from '../../src/live/listReader';
 import { PollBudget } from '../../src/live/pollBudget';
-import { diff, apply, fingerprint } from '../../src/live/snapshot';
+import { diff, apply, fingerprint, SnapshotMemory } from '../../src/live/snapshot';
+import { NO_OBSERVER } from '../../src/upstream/observer';
 import { makeTenant, startShiftChurn } from '../../src/emulator';
 import { UpstreamError } from '../../src/upstream/errors';
-import { shifts, type ShiftRecord } from '../../src/upstream/resources';
+import { locations, shifts, type ShiftRecord } from '../../src/upstream/resources';
 import { waitFor } from '../helpers/waitFor';
 
 const shift = (id: string, end = '2026-11-23T17:00:00+01:00', locationId = 'loc_1'): ShiftRecord => ({ id, start: '2026-11-23T09:00:00+01:00', end, locationId, userId: null });
@@ -41,18 +43,36 @@ describe('live snapshot', () => {
 describe('poll budget', () => {
   it('stretches every interval by the same factor once the pollers want more calls than the budget', () => {
     const budget = new PollBudget(10);
-    const pollers = Array.from({ length: 5 }, () => ({}));
-    for (const poller of pollers) budget.note(poller, 2, 1_000);
-    expect(budget.stretch()).toBe(1);
-    for (const poller of pollers) budget.note(poller, 4, 1_000);
-    expect(budget.stretch()).toBe(2);
-    for (const poller of pollers) budget.forget(poller);
-    expect(budget.stretch()).toBe(1);
+    const pollers = Array.from({ length: 5 }, (_, i) => ({ company: `c${i}` }));
+    for (const poller of pollers) budget.note(poller.company, poller, 2, 1_000);
+    expect(pollers.map((poller) => budget.stretch(poller.company))).toEqual([1, 1, 1, 1, 1]);
+    for (const poller of pollers) budget.note(poller.company, poller, 4, 1_000);
+    expect(pollers.map((poller) => budget.stretch(poller.company))).toEqual([2, 2, 2, 2, 2]);
+    expect(budget.largestStretch()).toBe(2);
+    for (const poller of pollers) budget.forget(poller.company, poller);
+    expect(budget.stretch('c0')).toBe(1);
+    expect(budget.largestStretch()).toBe(1);
+  });
+
+  it("is fair per company: one company's demand stretches its own intervals only", () => {
+    const budget = new PollBudget(50);
+    // A company wanting 2 calls a second, and one wanting 1 000 (a long list, or many lists).
+    budget.note('small', {}, 30, 15_000);
+    const greedy = Array.from({ length: 10 }, () => ({}));
+    for (const poller of greedy) budget.note('greedy', poller, 1_500, 15_000);
+    expect(budget.stretch('small')).toBe(1);
+    // The greedy company gets what the small one leaves: 48 of its 1 000 calls a second.
+    expect(budget.stretch('greedy')).toBeCloseTo(1_000 / 48, 6);
+    // Below its equal share, a company is never stretched, however many companies want more.
+    for (let i = 0; i < 8; i++) budget.note(`big${i}`, {}, 1_500, 15_000);
+    expect(budget.stretch('small')).toBe(1);
+    expect(budget.stretch('big0')).toBeCloseTo(100 / (48 / 9), 6);
   });
 });
 
 describe('live hub', () => {
-  const hubOf = (read: ListReader, limits = {}) => new LiveHub({ read, intervalMs: 20, callsPerSecond: 1_000, limits, random: () => 0.5 });
+  const hubOf = (read: ListReader, limits: Partial<LiveLimits> = {}, intervalMs = 20, callsPerSecond = 1_000) =>
+    new LiveHub({ read, intervalMs, budget: new PollBudget(callsPerSecond), coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5 }, limits);
 
   it('shares one poller between the subscribers of a key and stops it with the last one', async () => {
     const list = fakeList([shift('a')]);
@@ -124,6 +144,96 @@ describe('live hub', () => {
     expect(() => hub.subscribe('t1', shifts)).toThrow(LiveLimitError);
     held.push(hub.subscribe('t2', shifts));
     expect(() => hub.subscribe('t3', shifts)).toThrow(expect.objectContaining({ reason: 'replica' }));
+    await hub.close();
+  });
+});
+
+describe('live hub, one poller per company and list', () => {
+  const START = Date.parse('2026-11-23T09:00:00+01:00');
+  const at = (ms: number) => new Date(ms).toISOString();
+  const shiftAt = (id: string, start: number): ShiftRecord => ({ id, start: at(start), end: at(start + 3_600_000), locationId: 'loc_1', userId: null });
+  const MINUTE = 60_000;
+
+  it('makes one poller for 1,000 subscriptions with distinct startsFrom, walks once per interval, and applies each filter to the changes of that walk', async () => {
+    const walks: number[] = [];
+    const state = { records: [shiftAt('a', START)] };
+    const read: ListReader = async () => {
+      walks.push(performance.now());
+      return { records: [...state.records], calls: 1 };
+    };
+    const budget = new PollBudget(1_000);
+    const hub = new LiveHub({ read, intervalMs: 20, budget, coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5 });
+    // Subscriber i sees shifts from START + (i - 500) minutes: 0..500 see shift a, 501..999 do not.
+    const subscriptions = Array.from({ length: 1_000 }, (_, i) => hub.subscribe('big', shifts, { startsFrom: START + (i - 500) * MINUTE }));
+    expect(hub.pollers).toBe(1);
+    expect(hub.subscriptions).toBe(1_000);
+    await waitFor(() => walks.length >= 3, 'the baseline and two polls');
+
+    // a starts 100 minutes later: still seen by 0..500 (UPDATED), newly by 501..600 (ADDED).
+    state.records = [shiftAt('a', START + 100 * MINUTE)];
+    expect(await next(subscriptions[0]!)).toMatchObject({ kind: 'UPDATED', id: 'a' });
+    expect(await next(subscriptions[500]!)).toMatchObject({ kind: 'UPDATED', id: 'a' });
+    expect(await next(subscriptions[550]!)).toMatchObject({ kind: 'ADDED', id: 'a' });
+    expect(await next(subscriptions[600]!)).toMatchObject({ kind: 'ADDED', id: 'a' });
+    // a goes, and z (in every window) comes: 0..600 see z ADDED then a REMOVED (removals last), 601..999 only z ADDED.
+    state.records = [shiftAt('z', START + 1_000 * MINUTE)];
+    expect(await next(subscriptions[0]!)).toMatchObject({ kind: 'ADDED', id: 'z' });
+    expect(await next(subscriptions[0]!)).toMatchObject({ kind: 'REMOVED', id: 'a' });
+    expect(await next(subscriptions[600]!)).toMatchObject({ kind: 'ADDED', id: 'z' });
+    expect(await next(subscriptions[600]!)).toMatchObject({ kind: 'REMOVED', id: 'a' });
+    expect(await next(subscriptions[601]!)).toMatchObject({ kind: 'ADDED', id: 'z' });
+    expect(await next(subscriptions[999]!)).toMatchObject({ kind: 'ADDED', id: 'z' });
+
+    // One walk per interval: never two walks of the company's list closer than the interval (20 ms,
+    // the jitter at 0.5); 1,000 pollers would have walked 1,000 times at each tick.
+    const gaps = walks.slice(1).map((time, i) => time - walks[i]!);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(15);
+    expect(hub.pollers).toBe(1);
+    for (const subscription of subscriptions) await subscription.return!();
+    expect(hub.pollers).toBe(0);
+    await hub.close();
+  });
+
+  it("charges each poller's snapshot (and a filterable list's kept records) to the memory budget directly, and gives it back when the poller stops", async () => {
+    let held = 0;
+    const memory = new SnapshotMemory({ charge: (units) => (held += units) });
+    const read: ListReader = async (_tenantId, resource) => ({ records: resource === shifts ? [shiftAt('a', START), shiftAt('b', START), shiftAt('c', START)] : [{ id: 'l1', name: 'One' }], calls: 1 });
+    const hub = new LiveHub({ read, intervalMs: 20, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory, random: () => 0.5 });
+    const held1 = hub.subscribe('t1', shifts, { startsFrom: START });
+    const held2 = hub.subscribe('t1', locations);
+    // Shifts: 3 entries and 3 kept records; locations (no filter): 1 entry. Four entries are 2 units, plus 3 records.
+    await waitFor(() => held === 5, 'both baselines charged');
+    await held1.return!();
+    await held2.return!();
+    expect(held).toBe(0);
+    await hub.close();
+  });
+
+  it("keeps another company's interval: a company that wants more than its share stretches only its own polls", async () => {
+    const walks = new Map<string, number>();
+    // The big company's lists are long (10 pages a walk), the small one's one page.
+    const read: ListReader = async (tenantId) => {
+      walks.set(tenantId, (walks.get(tenantId) ?? 0) + 1);
+      return { records: [], calls: tenantId === 'big' ? 10 : 1 };
+    };
+    // 100 calls a second: the small company wants 50 (one page every 20 ms), the big one 1 000.
+    const budget = new PollBudget(100);
+    const hub = new LiveHub({ read, intervalMs: 20, budget, coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5 });
+    const held = [
+      ...Array.from({ length: 500 }, (_, i) => hub.subscribe('big', shifts, { startsFrom: START + i * MINUTE })),
+      hub.subscribe('big', locations),
+      hub.subscribe('small', shifts),
+    ];
+    expect(hub.pollers).toBe(3);
+    await waitFor(() => (walks.get('big') ?? 0) >= 2 && (walks.get('small') ?? 0) >= 2, 'both companies polled');
+    expect(budget.stretch('small')).toBe(1);
+    expect(budget.stretch('big')).toBeGreaterThan(10);
+    const big = walks.get('big')!;
+    const small = walks.get('small')!;
+    await waitFor(() => walks.get('small')! >= small + 20, 'twenty more polls of the small company');
+    // In the time the small company polled 20 times at its interval, the big one's two stretched lists polled a few times at most.
+    expect(walks.get('big')! - big).toBeLessThanOrEqual(8);
+    for (const subscription of held) await subscription.return!();
     await hub.close();
   });
 });

@@ -1,0 +1,84 @@
+/**
+ * Live updates assembled: the hub, what its pollers share (reader, fair poll budget,
+ * coordinator, events, memory accounting), and Redis when configured. The wiring
+ * (server.ts) hands in the replica's parts and gets back what the WebSocket transport
+ * and the resolvers use; the live settings are read here, once.
+ */
+import type { Config } from '../config';
+import type { ReadingServices } from '../upstream/reading/tenantReader';
+import type { RedisConnections } from '../upstream/redis/connection';
+import { LOCAL_COORDINATOR, type Coordinator } from './coordinator';
+import { LiveHub, type LiveLimits } from './hub';
+import { tenantListReader } from './listReader';
+import { liveMetrics, type LiveEvents, type LiveMetrics } from './metrics';
+import { PollBudget } from './pollBudget';
+import type * as RedisCoordinatorModule from './redisCoordinator';
+import { SnapshotMemory, type MemoryBudget } from './snapshot';
+
+/** What tests may set in place of the configuration (ServerOptions.live). */
+export interface LiveOptions extends Partial<LiveLimits> {
+  /** The poll interval in ms, in place of WFS_POLL_INTERVAL_SECONDS (tests observe a change in about 100 ms). */
+  readonly pollIntervalMs?: number;
+  /** Redis key prefix (tests run several fleets on one Redis). */
+  readonly redisPrefix?: string;
+  /** The shortest poll lease in Redis, in ms (default 5 s; tests shorten it to see a failover in 100s of ms). */
+  readonly minLeaseMs?: number;
+  /** Jitter source (0..1), for tests. */
+  readonly random?: () => number;
+}
+
+export interface LiveParts {
+  readonly config: Pick<Config, 'pollIntervalSeconds' | 'pollCallsPerSecond' | 'redisKey'>;
+  /** The replica's Redis connections (app.ts), when a fleet shares the polls. */
+  readonly redis?: RedisConnections | undefined;
+  /** The reading side queries use: each poll walks a list through a TenantReader of its own. */
+  readonly reading: ReadingServices;
+  /** The memory budget the pollers' snapshots count against (the entity indexes'). */
+  readonly memory: MemoryBudget;
+  /** The Observer port (its live events). */
+  readonly events: LiveEvents;
+  /** Told once per outage that Redis does not answer (the replica then polls for its own subscribers). */
+  readonly onRedisDown?: (error: Error) => void;
+  readonly options?: LiveOptions;
+}
+
+export interface Live {
+  readonly hub: LiveHub;
+  /** What the WebSocket transport counts (refusals, slow consumers), over the same port. */
+  readonly metrics: LiveMetrics;
+  close(): Promise<void>;
+}
+
+export function createLive(parts: LiveParts): Live {
+  const { config, options = {} } = parts;
+  // Redis's client loads only when a fleet shares the polls.
+  const coordinator: Coordinator = parts.redis
+    ? (require('./redisCoordinator') as typeof RedisCoordinatorModule).createRedisCoordinator(parts.redis, {
+        secret: config.redisKey ?? '',
+        ...(options.redisPrefix && { prefix: options.redisPrefix }),
+        ...(options.minLeaseMs !== undefined && { minLeaseMs: options.minLeaseMs }),
+        ...(parts.onRedisDown && { onDown: parts.onRedisDown }),
+        onDropped: (reason) => parts.events.liveRedisDropped(reason),
+      })
+    : LOCAL_COORDINATOR;
+  const hub = new LiveHub(
+    {
+      intervalMs: options.pollIntervalMs ?? config.pollIntervalSeconds * 1000,
+      read: tenantListReader(parts.reading),
+      budget: new PollBudget(config.pollCallsPerSecond),
+      coordinator,
+      events: parts.events,
+      memory: new SnapshotMemory(parts.memory),
+      ...(options.random && { random: options.random }),
+    },
+    limitsOf(options),
+  );
+  return { hub, metrics: liveMetrics(parts.events), close: () => hub.close() };
+}
+
+function limitsOf(options: LiveOptions): Partial<LiveLimits> {
+  const { perCompany, perReplica, queuedChanges } = options;
+  return { ...(perCompany !== undefined && { perCompany }), ...(perReplica !== undefined && { perReplica }), ...(queuedChanges !== undefined && { queuedChanges }) };
+}
+
+export { LiveClosedError, LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent, type LiveLimits } from './hub';

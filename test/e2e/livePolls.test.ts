@@ -1,0 +1,97 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client } from 'graphql-ws';
+import { request } from 'undici';
+import { makeTenant, startEmulator, type Emulator } from '../../src/emulator';
+import { collect, liveClient, type Received } from '../helpers/liveClient';
+import { writeTenantsFile } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
+
+/**
+ * One company's subscriptions must not starve every company's polls (docs/live.md, "How
+ * it polls": one poller per company and list; a poller per distinct filter once made
+ * 1,000 `startsFrom` windows 1,000 pollers). The built
+ * server as the image runs it (`node --max-semi-space-size=8 --max-old-space-size=256
+ * dist/index.js`), against the emulator, whose per-tenant call counters say how often
+ * each company's list was walked.
+ */
+const root = join(__dirname, '..', '..');
+const entry = join(root, 'dist', 'index.js');
+const SHIPPED_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=256'];
+const SUBSCRIPTIONS = 1_000;
+/** 250 shifts: a walk of the flooding company's list is 3 pages of 100. */
+const PAGES_PER_WALK = 3;
+const SHIFT_CHANGES = 'subscription($from: DateTime) { shiftChanges(filter: { startsFrom: $from }) { kind nodeId } }';
+
+describe('live polls of the built server: one poller per company and list', () => {
+  let emulator: Emulator;
+  let child: ChildProcessWithoutNullStreams;
+  let out = '';
+  let url: string;
+  const clients: Client[] = [];
+
+  const metric = async (name: string): Promise<number> => {
+    const text = await (await request(`${new URL(url).origin}/metrics`)).body.text();
+    return [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);
+  };
+  const shiftCalls = (tenantId: string) => emulator.counters.listRequestsByTenant[tenantId]?.shifts ?? 0;
+
+  beforeAll(async () => {
+    if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
+    emulator = await startEmulator({
+      tenants: [makeTenant({ tenantId: 'flooder', locationCount: 5, shiftCount: 250 }), makeTenant({ tenantId: 'quiet', locationCount: 2, shiftCount: 20 })],
+    });
+    child = spawn(process.execPath, [...SHIPPED_FLAGS, entry], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        WFS_AUTH_URL: emulator.authUrl,
+        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+        WFS_CURSOR_SECRET: 'e2e-live-polls-cursor-secret-0123456789',
+        // The smallest interval the settings allow: production's unit is the second.
+        WFS_POLL_INTERVAL_SECONDS: '1',
+      },
+    });
+    child.stdout.on('data', (chunk) => (out += String(chunk)));
+    child.stderr.on('data', (chunk) => (out += String(chunk)));
+    await waitFor(() => /"url":"(http:[^"]+)"/.test(out), 'the ready log line', 15_000);
+    url = /"url":"(http:[^"]+)"/.exec(out)![1]!;
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.dispose()));
+    child?.kill('SIGKILL');
+    await emulator?.close();
+  });
+
+  it("makes one poller for 1,000 subscriptions with distinct startsFrom from one company, walks its list about once per interval, and leaves another company's interval unstretched", async () => {
+    const flooder = liveClient(url, { 'x-tenant-id': 'flooder' });
+    const quiet = liveClient(url, { 'x-tenant-id': 'quiet' });
+    clients.push(flooder, quiet);
+    const base = Date.parse('2020-01-01T00:00:00Z');
+    const flood: Received[] = [];
+    for (let i = 0; i < SUBSCRIPTIONS; i++) flood.push(collect(flooder, SHIFT_CHANGES, { from: new Date(base + i * 60_000).toISOString() }));
+    const other = collect(quiet, SHIFT_CHANGES, { from: new Date(base).toISOString() });
+    await waitFor(async () => (await metric('wfs_live_subscriptions')) === SUBSCRIPTIONS + 1, 'every subscription open', 30_000);
+    expect(flood.filter((received) => received.error !== undefined || received.results.length > 0)).toEqual([]);
+    expect(other.error).toBeUndefined();
+    // One poller per company and list: 1,000 filters of one list are one poller.
+    expect(await metric('wfs_live_pollers')).toBe(2);
+
+    emulator.resetCounters();
+    // Five polls of the quiet company at its 1 s interval (jittered ±10 %); stretched
+    // 13 times as before, this would take a minute and time out.
+    await waitFor(() => shiftCalls('quiet') >= 5, "five polls of the quiet company's shifts", 12_000);
+    const quietWalks = shiftCalls('quiet');
+    const flooderCalls = shiftCalls('flooder');
+    // About one walk of the flooding company's list per interval (its baseline long done):
+    // in the time of `quietWalks` intervals, at most one walk more (the jitters differ).
+    expect(flooderCalls).toBeGreaterThanOrEqual(PAGES_PER_WALK);
+    expect(flooderCalls).toBeLessThanOrEqual(PAGES_PER_WALK * (quietWalks + 1));
+    expect(await metric('wfs_live_poll_stretch_factor')).toBe(1);
+    expect(await metric('wfs_live_pollers')).toBe(2);
+    expect(child.exitCode).toBeNull();
+  });
+});

@@ -1,4 +1,4 @@
-import type { Config } from './config';
+import { NUMERIC_SETTINGS, type Config } from './config';
 import { startEmulator, startShiftChurn, type Emulator } from './emulator';
 import { EXAMPLE_QUERY } from './exampleQuery';
 
@@ -14,8 +14,15 @@ export interface Demo {
  */
 /** How often the demo's first company has a shift edited (emulator/churn.ts), in ms. */
 export const DEMO_CHURN_MS = 10_000;
+/**
+ * The demo's live poll interval, in seconds, unless WFS_POLL_INTERVAL_SECONDS is set:
+ * well under DEMO_CHURN_MS, so each edit reaches a subscriber on its own, within about
+ * 3 s (the default 15 s would deliver the first edit after up to 17 s and the rest in pairs).
+ */
+export const DEMO_POLL_INTERVAL_SECONDS = 2;
 
-export async function startDemo(config: Config): Promise<Demo> {
+/** `env` is where `config` was loaded from: an interval set there (or in `config`, away from the default) is kept. */
+export async function startDemo(config: Config, env: NodeJS.ProcessEnv = process.env): Promise<Demo> {
   const emulator = await startEmulator();
   // A live rota: subscriptions (`shiftChanges`) see an edit every DEMO_CHURN_MS.
   startShiftChurn(emulator.tenants[0]!, DEMO_CHURN_MS);
@@ -27,9 +34,32 @@ export async function startDemo(config: Config): Promise<Demo> {
   }));
   return {
     emulator,
-    config: Object.freeze({ ...config, authUrl: emulator.authUrl, tenants }),
+    config: Object.freeze({
+      ...config,
+      authUrl: emulator.authUrl,
+      tenants,
+      pollIntervalSeconds:
+        env['WFS_POLL_INTERVAL_SECONDS'] === undefined && config.pollIntervalSeconds === NUMERIC_SETTINGS.WFS_POLL_INTERVAL_SECONDS.default
+          ? DEMO_POLL_INTERVAL_SECONDS
+          : config.pollIntervalSeconds,
+    }),
     defaultTenant: tenants[0]!.tenantId,
   };
+}
+
+/**
+ * When the demo's edits reach a subscriber, for a poll interval in seconds: each poll
+ * waits the interval plus up to 10 % jitter, and the first poll after subscribing is the
+ * baseline, so the first edit arrives at the first poll at or after it (edits come every
+ * DEMO_CHURN_MS whether or not anyone subscribes).
+ */
+export function liveArrival(pollIntervalSeconds: number): string {
+  const churnSeconds = DEMO_CHURN_MS / 1000;
+  const pollAtMost = pollIntervalSeconds * 1.1;
+  const firstAtMost = Math.ceil(Math.ceil(churnSeconds / pollIntervalSeconds) * pollAtMost);
+  return pollAtMost < churnSeconds
+    ? `each edit arrives on its own, within ${Math.ceil(pollAtMost)} s of being made (the first within ${firstAtMost} s of subscribing)`
+    : `the edits made between two polls arrive together, one batch every ${pollIntervalSeconds} s or so (the first within ${firstAtMost} s of subscribing)`;
 }
 
 /** The start-up text of demo mode: where to go and what to paste. */
@@ -55,7 +85,9 @@ export function demoBanner(demo: Demo, graphqlUrl: string): string {
     `  curl -s ${graphqlUrl} -H 'content-type: application/json' -H '${header}: ${demo.defaultTenant}'${routerHeader} \\`,
     `    -d '{"query":"{ locations(first: 5) { nodes { id name } } shifts(first: 3) { nodes { id start end location { name } } } }"}'`,
     '',
-    `Live updates: subscribe in the explorer (graphql-ws, same URL) to see the first company's rota change every ${DEMO_CHURN_MS / 1000} s`,
+    `Live updates: subscribe in the explorer (graphql-ws, same URL) to the first company's rota. The emulator edits one`,
+    `of its shifts every ${DEMO_CHURN_MS / 1000} s; the subgraph polls it every ${demo.config.pollIntervalSeconds} s (±10 %) while someone subscribes, so`,
+    `${liveArrival(demo.config.pollIntervalSeconds)}:`,
     `  subscription { shiftChanges { kind nodeId shift { id start end location { name } } } }`,
     '',
     'Or paste into the explorer:',

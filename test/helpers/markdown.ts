@@ -65,3 +65,36 @@ export function section(text: string, heading: string): string {
 export function links(text: string): string[] {
   return [...withoutCode(text).matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!);
 }
+
+/** Every markdown file of the README, docs/ and examples/, at any depth, relative to the root. */
+export function markdownFiles(): string[] {
+  const under = (dir: string): string[] =>
+    readdirSync(path.join(repoRoot, dir), { withFileTypes: true }).flatMap((entry) => {
+      const relative = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) return entry.name === 'node_modules' || entry.name === '__generated__' ? [] : under(relative);
+      return entry.name.endsWith('.md') ? [relative] : [];
+    });
+  return ['README.md', ...under('docs'), ...under('examples')];
+}
+
+/** The fenced blocks of a shell language (sh, bash, shell, console, zsh), as their text. */
+export function shellBlocks(text: string): string[] {
+  return [...text.matchAll(/^```(?:sh|bash|shell|console|zsh)[^\n]*\n([\s\S]*?)^```/gm)].map((match) => match[1]!);
+}
+
+/** The text of every inline code span outside fenced blocks. */
+export function inlineCode(text: string): string[] {
+  return [...withoutCode(text).matchAll(/(`+)([^`][\s\S]*?)\1/g)].map((match) => match[2]!);
+}
+
+/**
+ * The shell commands of a block: continuation lines (`\` at the end) joined, comments
+ * and blank lines dropped; each command as the shell reads it.
+ */
+export function shellCommands(block: string): string[] {
+  return block
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+}

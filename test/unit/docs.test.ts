@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { KNOWN_ENV_VARIABLES, loadConfig, NUMERIC_SETTINGS, UPSTREAM_SETTINGS } from '../../src/config';
-import { headingAnchors, links, manualPages, readDoc, repoRoot, section } from '../helpers/markdown';
+import { headingAnchors, inlineCode, links, manualPages, markdownFiles, readDoc, repoRoot, section, shellBlocks, shellCommands } from '../helpers/markdown';
 
 /**
  * The manual stays true to itself and to the code: every relative link and anchor of
@@ -53,6 +53,56 @@ describe('the manual (README.md and docs/*.md)', () => {
       const headings = [...readDoc(page).replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6}\s+(.+?)\s*$/gm)].map((match) => match[1]!);
       expect({ page, repeated: headings.filter((heading, index) => headings.indexOf(heading) !== index) }).toEqual({ page, repeated: [] });
     }
+  });
+});
+
+/**
+ * Each `npx` (or `npm exec`) of a command that runs it without `--yes`: npx asks before it
+ * installs a package it does not find, and a non-interactive shell cannot answer, so npm
+ * cancels ("npm error canceled"). With `--yes` it installs, or runs the local one, without asking.
+ */
+function promptingNpx(command: string): string[] {
+  return [...command.matchAll(/(?:^|[\s;&|(])(npx|npm\s+exec)\s+((?:-[^\s]*(?:\s+[^-\s][^\s]*)?\s+)*)/g)]
+    .filter((match) => !/(?:^|\s)(?:--yes|-y)(?:\s|$)/.test(` ${match[2]!}`))
+    .map(() => command);
+}
+
+describe('install and run lines of README.md, docs/**/*.md and examples/**/*.md', () => {
+  const files = markdownFiles();
+  /** Every command of a shell block, and every inline code span, of each file. */
+  const commands = files.flatMap((file) => {
+    const text = readDoc(file);
+    return [...shellBlocks(text).flatMap(shellCommands), ...inlineCode(text)].map((command) => ({ file, command }));
+  });
+
+  it('reads the commands of every page (the check has something to check)', () => {
+    expect(files).toEqual(expect.arrayContaining(['README.md', 'docs/supergraph.md', 'docs/frontend.md']));
+    expect(commands.filter(({ command }) => /\bnpx\b/.test(command)).length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('finds the npx lines that would stop for a prompt', () => {
+    expect(promptingNpx('npx -p node@24 npm ci')).toHaveLength(1);
+    expect(promptingNpx('FOO=1 npx hive-gateway supergraph x.graphql -p 4000')).toHaveLength(1);
+    expect(promptingNpx('cd examples/relay && npm exec relay-compiler')).toHaveLength(1);
+    expect(promptingNpx('npx --yes -p node@24 npm ci')).toEqual([]);
+    expect(promptingNpx('npx -y -p "node@24" -c \'npm ci\'')).toEqual([]);
+    expect(promptingNpx('npx -p node@24 --yes npm ci')).toEqual([]);
+  });
+
+  it('has no npx that would stop for a prompt in a non-interactive shell (each says --yes)', () => {
+    expect(commands.flatMap(({ file, command }) => promptingNpx(command).map((line) => `${file}: ${line}`))).toEqual([]);
+  });
+
+  it('installs no package with `npm install --no-save` that package.json already brings', () => {
+    const manifest = JSON.parse(readDoc('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const declared = new Set([...Object.keys(manifest.dependencies), ...Object.keys(manifest.devDependencies)]);
+    const redundant = commands.flatMap(({ file, command }) =>
+      [...command.matchAll(/npm\s+(?:install|i)\s+--no-save\s+([^\s]+)/g)]
+        .map((match) => match[1]!.replace(/(?!^)@[^@/]*$/, ''))
+        .filter((name) => declared.has(name))
+        .map((name) => `${file}: ${name}`),
+    );
+    expect(redundant).toEqual([]);
   });
 });
 

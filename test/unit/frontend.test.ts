@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSchema, isAbstractType, parse, print, type OperationDefinitionNode, type SelectionNode } from 'graphql';
@@ -132,20 +132,69 @@ describe('for frontend teams', () => {
     }
   });
 
-  it("generates an app's own typed documents with examples/frontend/app/codegen.ts, which then type-check", () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'wfs-frontend-app-'));
-    temporary.push(dir);
-    cpSync(path.join(frontendDir, 'app'), dir, { recursive: true });
-    mkdirSync(path.join(dir, 'schema'));
-    cpSync(path.join(repoRoot, 'supergraph.api.graphql'), path.join(dir, 'schema', 'supergraph.api.graphql'));
-    symlinkSync(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-    const node = path.join(repoRoot, 'node_modules', '.bin', 'node');
-    const run = spawnSync(node, [path.join(repoRoot, 'node_modules', '@graphql-codegen', 'cli', 'cjs', 'bin.js'), '--config', 'codegen.ts'], { cwd: dir, encoding: 'utf8' });
-    expect({ status: run.status, stderr: run.stderr.split('\n').filter((line) => /error/i.test(line)) }).toEqual({ status: 0, stderr: [] });
-    const generated = readFileSync(path.join(dir, 'src', 'gql', 'graphql.ts'), 'utf8');
+  /**
+   * examples/frontend/app run as committed, with its codegen.ts unchanged: a copy at the
+   * same place in a throwaway tree that holds the repository's supergraph.api.graphql
+   * and node_modules, as this repository does. Returns the app's directory.
+   */
+  const generatedApp = (() => {
+    let app: string | undefined;
+    return () => {
+      if (app) return app;
+      const root = mkdtempSync(path.join(tmpdir(), 'wfs-frontend-app-'));
+      temporary.push(root);
+      app = path.join(root, 'examples', 'frontend', 'app');
+      cpSync(path.join(frontendDir, 'app'), app, { recursive: true });
+      cpSync(path.join(repoRoot, 'supergraph.api.graphql'), path.join(root, 'supergraph.api.graphql'));
+      symlinkSync(path.join(repoRoot, 'node_modules'), path.join(root, 'node_modules'), 'dir');
+      const node = path.join(repoRoot, 'node_modules', '.bin', 'node');
+      const run = spawnSync(node, [path.join(repoRoot, 'node_modules', '@graphql-codegen', 'cli', 'cjs', 'bin.js'), '--config', 'codegen.ts'], { cwd: app, encoding: 'utf8' });
+      expect({ status: run.status, stderr: run.stderr.split('\n').filter((line) => /error/i.test(line)) }).toEqual({ status: 0, stderr: [] });
+      return app;
+    };
+  })();
+
+  it("generates an app's own typed documents with examples/frontend/app/codegen.ts as committed (its schema path exists), which then type-check", () => {
+    const config = readFileSync(path.join(frontendDir, 'app', 'codegen.ts'), 'utf8');
+    const schema = /^\s*schema: '([^']+)'/m.exec(config)![1]!;
+    expect(existsSync(path.resolve(frontendDir, 'app', schema))).toBe(true);
+    const app = generatedApp();
+    const generated = readFileSync(path.join(app, 'src', 'gql', 'graphql.ts'), 'utf8');
     expect(generated).toContain('export type AppLocationPickerQuery');
     expect(generated).toContain('headcount: number | null');
-    expect(diagnostics(path.join(dir, 'tsconfig.json'))).toEqual([]);
+    expect(diagnostics(path.join(app, 'tsconfig.json'))).toEqual([]);
+  });
+
+  it("generates files whose imports resolve in plain Node ESM (codegen.ts's importExtension), and would not without the extension", () => {
+    const app = generatedApp();
+    const gql = path.join(app, 'src', 'gql');
+    expect(readFileSync(path.join(gql, 'index.ts'), 'utf8')).toMatch(/from "\.\/gql\.js"/);
+    // tsc as an ESM app compiles them (nodenext, "type": "module"), then plain Node imports the index.
+    const out = path.join(app, 'esm');
+    mkdirSync(out);
+    // An ESM app: its package.json says "type": "module" (here, one beside the generated files).
+    writeFileSync(path.join(gql, 'package.json'), '{ "type": "module" }');
+    writeFileSync(path.join(out, 'package.json'), '{ "type": "module" }');
+    const program = ts.createProgram({
+      rootNames: readdirSync(gql).filter((file) => file.endsWith('.ts')).map((file) => path.join(gql, file)),
+      options: { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, outDir: out, rootDir: gql, strict: true, skipLibCheck: true },
+    });
+    const emitted = program.emit();
+    expect(emitted.diagnostics.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual([]);
+    const node = path.join(repoRoot, 'node_modules', '.bin', 'node');
+    // The document the app's own source hands to graphql(...): the generated map must know it.
+    const operation = /graphql\(`([\s\S]*?)`\)/.exec(readFileSync(path.join(app, 'src', 'LocationPicker.ts'), 'utf8'))![1]!;
+    const script = `const m = await import(${JSON.stringify(path.join(out, 'index.js'))}); console.log(typeof m.graphql, m.graphql(${JSON.stringify(operation)})?.kind);`;
+    const load = () => spawnSync(node, ['--input-type=module', '-e', script], { cwd: out, encoding: 'utf8' });
+    const loaded = load();
+    expect({ status: loaded.status, stdout: loaded.stdout.trim(), stderr: loaded.stderr.trim() }).toEqual({ status: 0, stdout: 'function Document', stderr: '' });
+    // The same files with extensionless relative imports, as codegen writes them without importExtension.
+    for (const file of readdirSync(out).filter((name) => name.endsWith('.js'))) {
+      const target = path.join(out, file);
+      writeFileSync(target, readFileSync(target, 'utf8').replace(/(from ["']\.\/[\w-]+)\.js(["'])/g, '$1$2'));
+    }
+    const failed = load();
+    expect({ status: failed.status, error: /ERR_MODULE_NOT_FOUND/.test(failed.stderr) }).toEqual({ status: 1, error: true });
   });
 
   describe('persisted documents', () => {

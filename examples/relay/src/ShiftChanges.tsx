@@ -23,11 +23,17 @@ export const ShiftChangesSubscriptionNode = graphql`
   }
 `;
 
-/** Keeps the rota of `ShiftList` current while mounted (the environment needs a `live` client). */
-export function useShiftChanges() {
+/**
+ * Keeps the rota of `ShiftList` current while mounted (the environment needs a `live`
+ * client). `onError` hears a refusal, after which the subscription has ended: a `next`
+ * with errors (`FORBIDDEN` without the scope, ...) or the socket closed (`4403`: the
+ * identity was refused; create the graphql-ws client with a `shouldRetry` that does not
+ * retry it, docs/frontend.md "Live updates"). Show it: the rota is no longer live.
+ */
+export function useShiftChanges(onError: (error: Error) => void) {
   const config = useMemo<GraphQLSubscriptionConfig<ShiftChangesSubscription>>(
-    () => ({ subscription: ShiftChangesSubscriptionNode, variables: {}, updater: shiftChangesUpdater }),
-    [],
+    () => ({ subscription: ShiftChangesSubscriptionNode, variables: {}, updater: shiftChangesUpdater, onError }),
+    [onError],
   );
   useSubscription(config);
 }

@@ -40,6 +40,19 @@ export function getDataID(fieldValue: { [key: string]: unknown }, typeName: stri
   return typeName.endsWith('Change') ? undefined : fieldValue['nodeId'];
 }
 
+/**
+ * What graphql-ws hands a sink's `error` as an `Error` for Relay: a closed socket (a
+ * refused identity is `4403` with the reason) by its code and reason, GraphQL errors by
+ * their messages.
+ */
+export function liveError(error: unknown): Error {
+  if (error instanceof Error) return error;
+  const closed = error as { code?: unknown; reason?: unknown } | null;
+  if (typeof closed?.code === 'number') return new Error(`live updates closed: ${closed.code} ${String(closed.reason ?? '')}`.trim());
+  if (Array.isArray(error)) return new Error(error.map((item: { message?: unknown }) => String(item?.message)).join('; '));
+  return new Error(String(error));
+}
+
 export function createTenantEnvironment(options: TenantEnvironmentOptions): Environment {
   const doFetch = options.fetch ?? fetch;
   const fetchFn: FetchFunction = async (request, variables) => {
@@ -57,7 +70,7 @@ export function createTenantEnvironment(options: TenantEnvironmentOptions): Envi
         Observable.create<GraphQLResponse>((sink) =>
           live.subscribe<GraphQLResponse>({ query: request.text ?? '', operationName: request.name, variables }, {
             next: (result) => sink.next(result as GraphQLResponse),
-            error: (error) => sink.error(error instanceof Error ? error : new Error(JSON.stringify(error))),
+            error: (error) => sink.error(liveError(error)),
             complete: () => sink.complete(),
           }),
         )

@@ -1,4 +1,4 @@
-// An app's own operation, typed by the codegen.ts beside src/ (npx graphql-codegen writes ./gql).
+// An app's own operation, typed by the codegen.ts beside src/ (npx --yes graphql-codegen writes ./gql).
 import { useQuery } from '@apollo/client/react';
 import { graphql } from './gql';
 

@@ -49,8 +49,10 @@ export interface ServerOptions extends AppOverrides {
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
   /** Apollo Server plugins that run after the subgraph's own (tests observe requests with them). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
-  /** GraphQL requests served at once before 503 (default MAX_REQUESTS_IN_FLIGHT; tests lower it). */
+  /** GraphQL requests served at once before 503 (default WFS_MAX_REQUESTS_IN_FLIGHT; tests lower it). */
   readonly maxRequestsInFlight?: number;
+  /** How long a request body may take to arrive whole, in ms (default WFS_REQUEST_BODY_TIMEOUT_MS; tests lower it). */
+  readonly bodyTimeoutMs?: number;
   /** How long a written answer may take to leave (default RESPONSE_WRITE_TIMEOUT_MS; tests lower it). */
   readonly writeTimeoutMs?: number;
   /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
@@ -174,7 +176,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         services: app.services,
         budgetMs: REQUEST_BUDGET_MS,
         sharing,
-        ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
+        maxRequestsInFlight: options.maxRequestsInFlight ?? config.maxRequestsInFlight,
+        bodyTimeoutMs: options.bodyTimeoutMs ?? config.requestBodyTimeoutMs,
         ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
         ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
         onBodyBytes: (held) => metrics.requestBodyBytes.set(held),

@@ -39,6 +39,8 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_POLL_CALLS_PER_SECOND',
   'WFS_LIVE_ADDRESS_STRIKES',
   'WFS_LIVE_ADDRESS_BLOCK_SECONDS',
+  'WFS_MAX_REQUESTS_IN_FLIGHT',
+  'WFS_REQUEST_BODY_TIMEOUT_MS',
 ] as const;
 
 /**
@@ -59,6 +61,8 @@ export const NUMERIC_SETTINGS = {
   WFS_POLL_CALLS_PER_SECOND: { default: 50, max: 100_000 },
   WFS_LIVE_ADDRESS_STRIKES: { default: 20, max: 1_000_000 },
   WFS_LIVE_ADDRESS_BLOCK_SECONDS: { default: 30, max: 3_600 },
+  WFS_MAX_REQUESTS_IN_FLIGHT: { default: 2_000, max: 100_000 },
+  WFS_REQUEST_BODY_TIMEOUT_MS: { default: 5_000, max: 60_000 },
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -133,6 +137,10 @@ export interface Config {
   readonly liveAddressStrikes: number;
   /** WFS_LIVE_ADDRESS_BLOCK_SECONDS: how long such an address's upgrades are refused (429, Retry-After; default 30). */
   readonly liveAddressBlockSeconds: number;
+  /** WFS_MAX_REQUESTS_IN_FLIGHT: GraphQL requests one replica serves at once (default 2 000); one client address may hold a quarter (http/graphqlHandler.ts). */
+  readonly maxRequestsInFlight: number;
+  /** WFS_REQUEST_BODY_TIMEOUT_MS: how long a request body may take to arrive whole before it is dropped (408; default 5 000). */
+  readonly requestBodyTimeoutMs: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -241,6 +249,8 @@ export function loadConfig(env: Env = process.env): Config {
     pollCallsPerSecond: positiveInteger(env, 'WFS_POLL_CALLS_PER_SECOND'),
     liveAddressStrikes: positiveInteger(env, 'WFS_LIVE_ADDRESS_STRIKES'),
     liveAddressBlockSeconds: positiveInteger(env, 'WFS_LIVE_ADDRESS_BLOCK_SECONDS'),
+    maxRequestsInFlight: positiveInteger(env, 'WFS_MAX_REQUESTS_IN_FLIGHT'),
+    requestBodyTimeoutMs: positiveInteger(env, 'WFS_REQUEST_BODY_TIMEOUT_MS'),
   };
   return Object.freeze(config);
 }

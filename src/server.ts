@@ -42,8 +42,10 @@ export interface ServerOptions extends AppOverrides {
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
   /** Apollo Server plugins that run after the subgraph's own (tests observe requests with them). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
-  /** GraphQL requests served at once before 503 (default MAX_REQUESTS_IN_FLIGHT; tests lower it). */
+  /** GraphQL requests served at once before 503 (default WFS_MAX_REQUESTS_IN_FLIGHT; tests lower it). */
   readonly maxRequestsInFlight?: number;
+  /** How long a request body may take to arrive whole, in ms (default WFS_REQUEST_BODY_TIMEOUT_MS; tests lower it). */
+  readonly bodyTimeoutMs?: number;
   /** How long a written answer may take to leave (default RESPONSE_WRITE_TIMEOUT_MS; tests lower it). */
   readonly writeTimeoutMs?: number;
   /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
@@ -149,7 +151,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         services: app.services,
         budgetMs: REQUEST_BUDGET_MS,
         sharing,
-        ...requestBounds(options),
+        ...requestBounds(config, options),
         onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
         onRefused: (reason) => metrics.requestsRefused.inc({ reason }),
       }),
@@ -195,9 +197,10 @@ function warnAtStart(config: Config, logger: Logger, sharedStoreConnected: boole
 }
 
 /** The request path's bounds that tests lower (ServerOptions), those given only. */
-function requestBounds(options: ServerOptions): { maxRequestsInFlight?: number; writeTimeoutMs?: number; maxBufferedBodyBytes?: number } {
+function requestBounds(config: Config, options: ServerOptions): { maxRequestsInFlight: number; bodyTimeoutMs: number; writeTimeoutMs?: number; maxBufferedBodyBytes?: number } {
   return {
-    ...(options.maxRequestsInFlight !== undefined && { maxRequestsInFlight: options.maxRequestsInFlight }),
+    maxRequestsInFlight: options.maxRequestsInFlight ?? config.maxRequestsInFlight,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? config.requestBodyTimeoutMs,
     ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
     ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
   };

@@ -45,8 +45,9 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
         return sendGraphQLError(res, 401, 'UNAUTHENTICATED', 'this subgraph only answers the router: the router-authorization header is missing or wrong');
       }
       // Everything the request causes runs in its scope (request id on every log line,
-      // abort accounting, the in-flight gauge) and, with tracing on, in its span.
-      options.serve(req, res, (record) => graphql(req, res, record)).catch((error: unknown) => {
+      // abort accounting, the in-flight gauge) and, with tracing on, in its span. With a
+      // router secret, every request that gets here carried it: no address share applies.
+      options.serve(req, res, (record) => graphql(req, res, record, routerSecret !== null)).catch((error: unknown) => {
         if (error instanceof ClientAbortedError) {
           metrics.graphqlAborted.inc({ operation_type: 'unknown' });
           logger.debug(error.message);

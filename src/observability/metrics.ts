@@ -9,6 +9,14 @@ import { RESOURCES } from '../upstream/resources';
  * thousands of companies would otherwise grow thousands of series per metric.
  * docs/operations.md, "Metrics", lists each family and what to read it with.
  */
+/**
+ * Why a GraphQL request was refused before any GraphQL work (http/graphqlHandler.ts):
+ * the replica's bounds on requests in flight and on their body bytes (503), one client
+ * address's share of either (429), a body that did not arrive in time (408).
+ */
+export const REQUEST_REFUSAL_REASONS = ['in_flight', 'body_bytes', 'address_in_flight', 'address_body_bytes', 'body_timeout'] as const;
+export type RequestRefusalReason = (typeof REQUEST_REFUSAL_REASONS)[number];
+
 export interface Metrics {
   readonly registry: Registry;
   /** Each HTTP attempt to a shard, by list, shard origin and status (0: network error); client aborts are not counted. */
@@ -29,7 +37,8 @@ export interface Metrics {
   readonly graphqlAborted: Counter<'operation_type'>;
   readonly graphqlInFlight: Gauge;
   readonly requestBodyBytes: Gauge;
-  readonly requestsRefused: Counter;
+  /** GraphQL requests refused before any GraphQL work, by the bound reached (REQUEST_REFUSAL_REASONS). */
+  readonly requestsRefused: Counter<'reason'>;
   /** 1 while `/ready` answers ready, 0 while draining. */
   readonly ready: Gauge;
   readonly logLinesSuppressed: Counter<'event'>;
@@ -140,7 +149,7 @@ export function createMetrics(): Metrics {
     }),
     requestsRefused: new Counter({
       name: 'wfs_graphql_requests_refused_total',
-      help: 'GraphQL requests answered 503 before any GraphQL work, by the bound reached (body_bytes, in_flight)',
+      help: 'GraphQL requests refused before any GraphQL work, by the bound reached (503: body_bytes, in_flight; 429: address_body_bytes, address_in_flight, one address past its share; 408: body_timeout)',
       labelNames: ['reason'],
       registers,
     }),
@@ -164,6 +173,7 @@ export function createMetrics(): Metrics {
     for (const result of ['hit', 'miss']) metrics.cacheRequests.inc({ cache, result }, 0);
   }
   metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);
+  for (const reason of REQUEST_REFUSAL_REASONS) metrics.requestsRefused.inc({ reason }, 0);
   metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
   metrics.ready.set(1);
   metrics.live.stretchFactor.set(1);

@@ -91,3 +91,22 @@ it('answers a page-size variable of 300 000 nested arrays with 400 BAD_USER_INPU
   expect(answer.body.errors?.[0]?.extensions?.['code']).toBe('BAD_USER_INPUT');
   expect(exited).toBe(false);
 });
+
+/** The nested bomb (refused alone) once went through beside `_entities` given a variable inside its list literal (docs/limits.md, "Query limits"). */
+const BOMB = 'locations { nodes { shifts { nodes { location { shifts { nodes { id } } } } } } }';
+
+it('refuses the nested bomb beside _entities(representations: [$r]) with the cost error, as it refuses the bomb alone', async () => {
+  const alone = await post(JSON.stringify({ query: `{ ${BOMB} }` }));
+  const beside = await post(JSON.stringify({ query: `query Q($r: _Any!) { _entities(representations: [$r]) { __typename } ${BOMB} }`, variables: { r: { __typename: 'Location', id: 'loc_hlc_001' } } }));
+  expect(alone.body.errors?.[0]?.extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', 'cost.estimated': 2_030_201, 'cost.max': 50_000 });
+  expect(beside.status).toBe(400);
+  expect(beside.body.data).toBeUndefined();
+  // The bomb's estimate and the one entity's `__typename`.
+  expect(beside.body.errors?.[0]?.extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', 'cost.estimated': 2_030_201 + 1, 'cost.max': 50_000 });
+});
+
+it('refuses the bomb beside an _entities argument that fails alone (a null for a defaulted item variable): its siblings would still run', async () => {
+  const answer = await post(JSON.stringify({ query: `query Q($r: _Any = {}) { ${BOMB} _entities(representations: [$r]) { __typename } }`, variables: { r: null } }));
+  expect(answer.status).toBe(400);
+  expect(answer.body.errors?.[0]?.extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', 'cost.estimated': 2_030_201 + 1 });
+});

@@ -9,7 +9,8 @@ import { TRACE_HEADER } from '../../src/observability/inlineTrace';
 /**
  * The cost estimate (src/graphql/server/cost.ts) is an upper bound of the answer: random
  * documents over our schema (fragments, inline fragments on Node and _Entity, aliases,
- * variables, @include/@skip, single values where lists are expected) run against the
+ * variables, also inside list and object literals at any depth, @include/@skip, single
+ * values where lists are expected) run against the
  * emulator, and the records each answer holds are never more than its estimate.
  *
  * The test line runs one fixed seed. More: `COST_SEEDS=1000 npx jest costUpperBound`
@@ -34,7 +35,10 @@ interface Generated {
   variables: Record<string, unknown>;
 }
 
-/** One random operation over the schema, with the variables it declares. */
+/**
+ * One random operation over the schema, with the variables it declares, some of them
+ * inside list and object literals (representations, a filter).
+ */
 function randomDocument(random: () => number, ids: Ids): Generated {
   const chance = (p: number) => random() < p;
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
@@ -72,6 +76,16 @@ function randomDocument(random: () => number, ids: Ids): Generated {
   const locationRepresentation = () => `{ __typename: "Location", id: "${pick(ids.locations).id}" }`;
   const shiftRepresentation = () => `{ __typename: "Shift", id: "${pick(ids.shifts).id}" }`;
   const representationValue = () => (chance(0.5) ? { __typename: 'Location', id: pick(ids.locations).id } : { __typename: 'Shift', id: pick(ids.shifts).id });
+  /** A representation with variables in it, at some depth: the whole item, its id, its typename, a list or object inside it. */
+  const nestedRepresentation = (): string => {
+    const [typename, id] = chance(0.5) ? ['Location', pick(ids.locations).id] : ['Shift', pick(ids.shifts).id];
+    return pick<() => string>([
+      () => variable('_Any!', representationValue()),
+      () => `{ __typename: "${typename}", id: ${variable('ID!', id)} }`,
+      () => `{ __typename: ${variable('String', typename)}, id: ${variable('_Any', id)} }`,
+      () => `{ __typename: "${typename}", id: "${id}", extra: [${variable('Int', int(1, 9))}, { deeper: [${variable('_Any', representationValue())}] }] }`,
+    ])();
+  };
 
   const nodeFragment = (depth: number): string => `... on Node${directive()} { nodeId ${chance(0.3) ? `... on Shift { ${shiftSelection(depth - 1)} }` : ''} }`;
   const connection = (item: (depth: number) => string, depth: number): string => {
@@ -112,7 +126,15 @@ function randomDocument(random: () => number, ids: Ids): Generated {
 
   const roots: Array<() => string> = [
     () => `${named()}locations(${pick(['first', 'last'])}: ${size()})${directive()} { ${connection(locationSelection, int(1, 3))} }`,
-    () => `${named()}shifts(first: ${size()}${chance(0.3) ? `, filter: { locationId: "${pick(ids.locations).id}" }` : ''}) { ${connection(shiftSelection, int(1, 3))} }`,
+    () => {
+      const filter = pick<() => string>([
+        () => '',
+        () => '',
+        () => `, filter: { locationId: "${pick(ids.locations).id}" }`,
+        () => `, filter: { locationId: ${variable('ID', pick(ids.locations).id)} }`,
+      ])();
+      return `${named()}shifts(first: ${size()}${filter}) { ${connection(shiftSelection, int(1, 3))} }`;
+    },
     () => `${named()}location(id: "${pick(ids.locations).id}") { ${locationSelection(int(0, 2))} }`,
     () => `${named()}shift(id: "${pick(ids.shifts).id}") { ${shiftSelection(int(0, 2))} }`,
     () => `${named()}node(nodeId: "${pick([...ids.locations, ...ids.shifts]).nodeId}") { ${chance(0.5) ? '__typename ' : ''}${nodeFragment(2)} ${entitySelection(int(0, 2))} }`,
@@ -124,6 +146,9 @@ function randomDocument(random: () => number, ids: Ids): Generated {
         () => `[${Array.from({ length: int(1, 3) }, () => (chance(0.5) ? locationRepresentation() : shiftRepresentation())).join(', ')}]`,
         () => variable('[_Any!]!', representationValue()),
         () => variable('[_Any!]!', Array.from({ length: int(1, 3) }, representationValue)),
+        // Variables inside the literal (the estimate once lost the whole operation to these).
+        () => `[${Array.from({ length: int(1, 3) }, () => nestedRepresentation()).join(', ')}]`,
+        () => nestedRepresentation(),
       ])();
       return `${named()}_entities(representations: ${representations}) { ${entitySelection(int(0, 2))} }`;
     },

@@ -89,6 +89,32 @@ describe('cost estimate (docs/limits.md, "Query limits": the size of the answer 
     expect(estimate(query, { n: 5, m: 7 })).toBe(1 + 1 + 1);
   });
 
+  it('reads variables anywhere inside an argument value: the issue\'s `_entities(representations: [$r])` beside the bomb counts as the bomb alone does', () => {
+    const bomb = 'locations { nodes { shifts { nodes { location { shifts { nodes { id } } } } } } }';
+    const alone = estimate(`{ ${bomb} }`)!;
+    expect(alone).toBe(2_030_201);
+    const location = { __typename: 'Location', id: 'loc_1' };
+    // The finding's document: a variable as a list item (its one entity counts 1).
+    expect(estimate(`query Q($r: _Any!) { _entities(representations: [$r]) { __typename } ${bomb} }`, { r: location })).toBe(alone + 1);
+    // Deeper: in an object literal, in a list inside it, in an object inside that; and a list item beside literals.
+    const deep = `query Q($t: String!, $id: _Any, $x: _Any!, $y: Int) {
+      _entities(representations: [{ __typename: $t, id: $id, extra: [$x, { y: $y }] }, $x, { __typename: "Shift", id: "s1" }]) { __typename }
+      ${bomb} }`;
+    expect(estimate(deep, { t: 'Location', id: 'loc_1', x: location, y: 3 })).toBe(alone + 3);
+    // A single object literal holding a variable is the list of one it was without one: 1 × (1 + name).
+    expect(estimate(`query Q($id: ID!) { _entities(representations: { __typename: "Location", id: $id }) { ... on Location { name } } ${bomb} }`, { id: 'loc_1' })).toBe(alone + 2);
+    // Nested variables that do not coerce: execution refuses the request before any resolver.
+    expect(estimate(`query Q($r: _Any!) { _entities(representations: [$r]) { __typename } ${bomb} }`, {})).toBeUndefined();
+  });
+
+  it('counts an argument that does not coerce although its variables did at its largest: execution fails that field alone and runs the others', () => {
+    const bomb = 'locations { nodes { shifts { nodes { location { shifts { nodes { id } } } } } } }';
+    // `$r` is nullable with a default, so it may stand for a non-null item, and null is a value it coerces to.
+    const query = `query Q($r: _Any = {}) { _entities(representations: [$r, $r]) { ... on Location { name } } ${bomb} }`;
+    expect(estimate(query, { r: null })).toBe(estimate(`{ ${bomb} }`)! + 2 * 2);
+    expect(estimate(query, { r: { __typename: 'Location', id: 'loc_1' } })).toBe(estimate(`{ ${bomb} }`)! + 2 * 2);
+  });
+
   it('counts __typename, nodeId selected on the Node interface and literally skipped fields as 0', () => {
     expect(estimate('{ __typename node(nodeId: "x") { __typename nodeId } }')).toBe(1);
     expect(estimate('{ locations(first: 2) { nodes { id @skip(if: true) name @include(if: false) } } }')).toBe(1 + 2);

@@ -35,9 +35,12 @@ import { LIMIT_ERROR_CODE } from './limits';
  *   (`first` or `last`; the default page size when neither is given), `_entities` the
  *   number of representations, any other list the default page size.
  * - Those numbers are the ones execution will see: each argument's value as graphql-js
- *   coerces it for the resolver (literal or variable, defaults applied, a single value
- *   given where a list is expected made a list of one). A request whose variables do
- *   not coerce has no estimate (undefined): execution refuses it before any resolver.
+ *   coerces it for the resolver (literal or variable, variables inside list and object
+ *   literals at any depth too, defaults applied, a single value given where a list is
+ *   expected made a list of one). A request whose variables do not coerce has no
+ *   estimate (undefined): execution refuses it before any resolver. An argument that
+ *   does not coerce although its variables did fails only its field at execution, the
+ *   others run: it counts at its largest (page size 100, a literal list's length).
  * - `__typename` counts 0, and so does a scalar field selected on an interface
  *   (`nodeId` on `Node`): the Federation spec allows no `@cost` on interface fields,
  *   so a router counts them 0, and its estimate must be ours (schema.graphql).
@@ -64,7 +67,7 @@ export function costVariableValues(schema: GraphQLSchema, document: DocumentNode
 }
 
 /** The estimate, given the coerced values of the variables it reads (`coerceCostVariables`). */
-function estimateWith(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variables: CoercedVariables): number | undefined {
+function estimateWith(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variables: CoercedVariables): number {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
@@ -121,13 +124,7 @@ function estimateWith(schema: GraphQLSchema, document: DocumentNode, operation: 
   };
 
   const root = schema.getRootType(operation.operation);
-  try {
-    return root ? costOfSet(operation.selectionSet, root, null) : 0;
-  } catch (error) {
-    // An argument that does not coerce: execution refuses it with its own error.
-    if (error instanceof GraphQLError) return undefined;
-    throw error;
-  }
+  return root ? costOfSet(operation.selectionSet, root, null) : 0;
 }
 
 /** Past this, numbers only grow; capping keeps them exact integers in JSON. */
@@ -148,10 +145,19 @@ type CoercedVariables = { readonly [name: string]: unknown };
 /**
  * Some of a field's arguments as its resolver will get them: graphql-js's own
  * `getArgumentValues`, over only `names` (the other arguments' variables are not
- * coerced for the estimate, and are not needed).
+ * coerced for the estimate, and are not needed). Undefined when they do not coerce
+ * although every variable in them did (a null given for a nullable variable with a
+ * default, in a list literal whose items are non-null): execution then fails that
+ * field alone and goes on with the others, so the estimate must go on too, counting
+ * the field at its largest (never "no estimate": that would let its siblings through).
  */
-function argumentValues(field: GraphQLField<unknown, unknown>, node: FieldNode, names: ReadonlySet<string>, variables: CoercedVariables): Record<string, unknown> {
-  return getArgumentValues({ ...field, args: field.args.filter((arg) => names.has(arg.name)) }, node, variables);
+function argumentValues(field: GraphQLField<unknown, unknown>, node: FieldNode, names: ReadonlySet<string>, variables: CoercedVariables): Record<string, unknown> | undefined {
+  try {
+    return getArgumentValues({ ...field, args: field.args.filter((arg) => names.has(arg.name)) }, node, variables);
+  } catch (error) {
+    if (error instanceof GraphQLError) return undefined;
+    throw error;
+  }
 }
 
 /**
@@ -162,6 +168,7 @@ function argumentValues(field: GraphQLField<unknown, unknown>, node: FieldNode, 
  */
 function connectionPageSize(field: GraphQLField<unknown, unknown>, node: FieldNode, variables: CoercedVariables): number {
   const args = argumentValues(field, node, PAGE_SIZE_ARGUMENTS, variables);
+  if (!args) return MAX_PAGE_SIZE;
   const sizes = [args['first'], args['last']].filter((value): value is number => typeof value === 'number').map(clampPageSize);
   return sizes.length === 0 ? DEFAULT_PAGE_SIZE : Math.max(...sizes);
 }
@@ -170,9 +177,19 @@ function clampPageSize(value: number): number {
   return Math.min(Math.max(value, 0), MAX_PAGE_SIZE);
 }
 
-/** How many representations `_entities` resolves: the coerced list's length (a single value is a list of one). */
+/**
+ * How many representations `_entities` resolves: the coerced list's length (a single
+ * value is a list of one). Arguments that do not coerce: the most the value can be, a
+ * literal list's length or a list variable's.
+ */
 function representationCount(field: GraphQLField<unknown, unknown>, node: FieldNode, variables: CoercedVariables): number {
-  const value = argumentValues(field, node, LIST_ARGUMENTS, variables)['representations'];
+  const args = argumentValues(field, node, LIST_ARGUMENTS, variables);
+  if (!args) {
+    const literal = node.arguments?.find((arg) => LIST_ARGUMENTS.has(arg.name.value))?.value;
+    const value = literal?.kind === Kind.VARIABLE ? variables[literal.name.value] : undefined;
+    return literal?.kind === Kind.LIST ? literal.values.length : Array.isArray(value) ? value.length : 1;
+  }
+  const value = args['representations'];
   return Array.isArray(value) ? value.length : value === undefined || value === null ? 0 : 1;
 }
 
@@ -244,10 +261,15 @@ export function costCacheBytes(document: DocumentNode): number {
   return operations * (BYTES_PER_OPERATION + ESTIMATES_PER_OPERATION * BYTES_PER_ESTIMATE);
 }
 
-/** Which variables an operation's estimate reads: page sizes (`first`, `last`) and `_entities` representations. */
+/**
+ * Which variables an operation's estimate reads: page sizes (`first`, `last`) and
+ * `_entities` representations that are an argument's whole value, and every variable
+ * anywhere inside such an argument's value (`representations: [$r, { id: $id }]`).
+ */
 interface CostVariables {
   readonly sizes: readonly VariableDefinitionNode[];
   readonly lists: readonly VariableDefinitionNode[];
+  readonly nested: readonly VariableDefinitionNode[];
   readonly estimates: Map<string, number>;
 }
 
@@ -279,24 +301,33 @@ export class CostEstimates {
   }
 }
 
-/** The variables of `operation` that feed the arguments the estimate reads. */
+/**
+ * The variables of `operation` that feed the arguments the estimate reads. One left
+ * out would be missing when graphql-js coerces the argument for the estimate: a list
+ * item that is a variable then fails to coerce, and the estimate must not lose that
+ * field (nor, before, the whole operation: `_entities(representations: [$r])` beside
+ * the nested bomb once made the bomb pass).
+ */
 function costVariables(document: DocumentNode, operation: OperationDefinitionNode): CostVariables {
   const sizes = new Set<string>();
   const lists = new Set<string>();
+  const nested = new Set<string>();
   visit(document, {
     Argument(node) {
-      if (node.value.kind !== Kind.VARIABLE) return;
       const name = node.name.value;
-      if (PAGE_SIZE_ARGUMENTS.has(name)) sizes.add(node.value.name.value);
-      else if (LIST_ARGUMENTS.has(name)) lists.add(node.value.name.value);
+      if (!PAGE_SIZE_ARGUMENTS.has(name) && !LIST_ARGUMENTS.has(name)) return false;
+      if (node.value.kind === Kind.VARIABLE) {
+        (PAGE_SIZE_ARGUMENTS.has(name) ? sizes : lists).add(node.value.name.value);
+        return false;
+      }
+      // Inside list and object literals, at any depth.
+      visit(node.value, { Variable: (variable) => void nested.add(variable.name.value) });
+      return false;
     },
   });
   const definitions = operation.variableDefinitions ?? [];
-  return {
-    sizes: definitions.filter((definition) => sizes.has(definition.variable.name.value)),
-    lists: definitions.filter((definition) => lists.has(definition.variable.name.value)),
-    estimates: new Map(),
-  };
+  const among = (names: Set<string>) => definitions.filter((definition) => names.has(definition.variable.name.value));
+  return { sizes: among(sizes), lists: among(lists), nested: among(nested), estimates: new Map() };
 }
 
 /**
@@ -308,8 +339,10 @@ function costVariables(document: DocumentNode, operation: OperationDefinitionNod
  * `getVariableValues` itself (test/unit/cost.test.ts holds the two equal).
  */
 function coerceCostVariables(schema: GraphQLSchema, variables: CostVariables, inputs: Readonly<Record<string, unknown>>): CoercedVariables | undefined {
-  const { sizes, lists } = variables;
-  if (sizes.length === 0 && lists.length === 0) return {};
+  const { sizes, lists, nested } = variables;
+  if (sizes.length === 0 && lists.length === 0 && nested.length === 0) return {};
+  // Variables inside literals are rare (a router sends `representations: $representations`): graphql-js's own coercion.
+  if (nested.length > 0) return coerceWithGraphQL(schema, variables, inputs);
   const coerced: Record<string, unknown> = {};
   for (const definition of sizes) {
     const name = definition.variable.name.value;
@@ -327,8 +360,8 @@ function coerceCostVariables(schema: GraphQLSchema, variables: CostVariables, in
   return coerced;
 }
 
-function coerceWithGraphQL(schema: GraphQLSchema, { sizes, lists }: CostVariables, inputs: Readonly<Record<string, unknown>>): CoercedVariables | undefined {
-  return getVariableValues(schema, [...sizes, ...lists], inputs as Record<string, unknown>, { maxErrors: 1 }).coerced;
+function coerceWithGraphQL(schema: GraphQLSchema, { sizes, lists, nested }: CostVariables, inputs: Readonly<Record<string, unknown>>): CoercedVariables | undefined {
+  return getVariableValues(schema, [...sizes, ...lists, ...nested], inputs as Record<string, unknown>, { maxErrors: 1 }).coerced;
 }
 
 /** A value GraphQL's Int coerces to itself. */
@@ -344,7 +377,9 @@ function isObject(value: unknown): value is object {
  * The checked values the estimate depends on, as a key: a page size clamped as the
  * estimate clamps it (`-` for null, `?` for left out: an argument default would then
  * apply), a list by its length (`.` for none); undefined
- * when the key would be long (many such variables): then nothing is kept.
+ * when the key would be long (many such variables): then nothing is kept. Variables
+ * inside literals have no part in it: a list literal's length is its own, whatever its
+ * items' values, and they have coerced by now.
  */
 function cacheKey({ sizes, lists }: CostVariables, coerced: CoercedVariables): string | undefined {
   let key = '';

@@ -13,6 +13,7 @@ import { DEFAULT_QUERY_LIMITS } from './graphql/server/limits';
 import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket } from './http/liveSocket';
+import type { LiveSocketLimits } from './http/liveSocketLimits';
 import { createRoutes } from './http/routes';
 import type { Coordinator } from './live/coordinator';
 import { LiveHub, type LiveLimits } from './live/hub';
@@ -21,6 +22,7 @@ import { createLiveMetrics } from './live/metrics';
 import type * as RedisCoordinatorModule from './live/redisCoordinator';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
+import { createSubscribeGate, type SubscribeGateLimits } from './graphql/server/subscribeGate';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
@@ -55,8 +57,8 @@ export interface ServerOptions extends AppOverrides {
   readonly writeTimeoutMs?: number;
   /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
   readonly maxBufferedBodyBytes?: number;
-  /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts and http/liveSocket.ts. */
-  readonly live?: Partial<LiveLimits> & { readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits>; readonly redisPrefix?: string };
+  /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts, http/liveSocket.ts and graphql/server/subscribeGate.ts. */
+  readonly live?: Partial<LiveLimits> & { readonly socket?: Partial<LiveSocketLimits & SubscribeGateLimits>; readonly redisPrefix?: string };
 }
 
 export interface RunningServer {
@@ -148,18 +150,25 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     },
   });
   liveMetrics.stretchFactor.set(1);
+  const refused = (reason: string) => liveMetrics.refused.inc({ reason });
   const liveSocket = attachLiveSocket({
     httpServer,
     path: GRAPHQL_PATH,
-    schema: executionSchema,
-    services: app.services,
-    hub,
-    authorize: (tenantId, resource) => app.services.client.authorize(tenantId, resource),
+    protocol: createSubscribeGate({
+      schema: executionSchema,
+      services: app.services,
+      hub,
+      authorize: (tenantId, resource) => app.services.client.authorize(tenantId, resource),
+      routerSecret: config.routerSecret ?? null,
+      queryLimits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+      budgetMs: REQUEST_BUDGET_MS,
+      formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
+      refused,
+      ...(options.live?.socket && { limits: options.live.socket }),
+    }),
     routerSecret: config.routerSecret ?? null,
-    queryLimits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
-    budgetMs: REQUEST_BUDGET_MS,
-    formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
-    metrics: liveMetrics,
+    refused,
+    slowConsumerDropped: () => liveMetrics.slowConsumersDropped.inc(),
     logger,
     limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
   });

@@ -224,6 +224,9 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       return checked.errors;
     }
     const { document } = checked;
+    // graphql-ws keeps the subscribe's payload for the subscription's life; its text is
+    // not needed once parsed (the document is kept per text), so it is let go of here.
+    (payload as { query: string }).query = '';
     const operation = getOperationAST(document, payload.operationName);
     if (!operation) return refuse('document', 'BAD_REQUEST', 'the document has no operation of that name (name one with operationName)');
     if (operation.operation !== 'subscription') {

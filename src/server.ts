@@ -1,8 +1,8 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { GraphQLSchema } from 'graphql';
 import type { AddressInfo } from 'node:net';
-import { createApp, type AppOverrides } from './app';
+import { createApp, type App, type AppOverrides } from './app';
 import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
@@ -12,13 +12,13 @@ import { createSubgraphSchema } from './graphql/server/schema';
 import { DEFAULT_QUERY_LIMITS } from './graphql/server/limits';
 import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
-import { attachLiveSocket } from './http/liveSocket';
+import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
 import type { LiveSocketLimits } from './http/liveSocketLimits';
 import { createRoutes } from './http/routes';
 import type { Coordinator } from './live/coordinator';
 import { LiveHub, type LiveLimits } from './live/hub';
 import { tenantListReader } from './live/listReader';
-import { createLiveMetrics } from './live/metrics';
+import { createLiveMetrics, type LiveMetrics } from './live/metrics';
 import type * as RedisCoordinatorModule from './live/redisCoordinator';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
@@ -150,28 +150,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     },
   });
   liveMetrics.stretchFactor.set(1);
-  const refused = (reason: string) => liveMetrics.refused.inc({ reason });
-  const liveSocket = attachLiveSocket({
-    httpServer,
-    path: GRAPHQL_PATH,
-    protocol: createSubscribeGate({
-      schema: executionSchema,
-      services: app.services,
-      hub,
-      authorize: (tenantId, resource) => app.services.client.authorize(tenantId, resource),
-      routerSecret: config.routerSecret ?? null,
-      queryLimits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
-      budgetMs: REQUEST_BUDGET_MS,
-      formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
-      refused,
-      ...(options.live?.socket && { limits: options.live.socket }),
-    }),
-    routerSecret: config.routerSecret ?? null,
-    refused,
-    slowConsumerDropped: () => liveMetrics.slowConsumersDropped.inc(),
-    logger,
-    limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
-  });
+  const liveSocket = serveLive({ httpServer, config, options, services: app.services, hub, schema: executionSchema, logger, metrics: liveMetrics });
 
   let draining = false;
   httpServer.on(
@@ -238,4 +217,44 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await observability.close();
     },
   };
+}
+
+/**
+ * Live updates' WebSocket side: the transport (http/liveSocket.ts) on the HTTP server,
+ * given the subscribe gate (graphql/server/subscribeGate.ts) as its graphql-ws hooks.
+ */
+function serveLive(parts: {
+  httpServer: Server;
+  config: Config;
+  options: ServerOptions;
+  services: App['services'];
+  hub: LiveHub;
+  schema: () => GraphQLSchema;
+  logger: Logger;
+  metrics: LiveMetrics;
+}): LiveSocket {
+  const { httpServer, config, options, services, hub, logger, metrics } = parts;
+  const refused = (reason: string) => metrics.refused.inc({ reason });
+  return attachLiveSocket({
+    httpServer,
+    path: GRAPHQL_PATH,
+    protocol: createSubscribeGate({
+      schema: parts.schema,
+      services,
+      hub,
+      authorize: (tenantId, resource) => services.client.authorize(tenantId, resource),
+      routerSecret: config.routerSecret ?? null,
+      queryLimits: { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost },
+      budgetMs: REQUEST_BUDGET_MS,
+      formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
+      refused,
+      ...(options.live?.socket && { limits: options.live.socket }),
+      ...(options.defaultTenant && { demo: { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } }),
+    }),
+    routerSecret: config.routerSecret ?? null,
+    refused,
+    slowConsumerDropped: () => metrics.slowConsumersDropped.inc(),
+    logger,
+    limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
+  });
 }

@@ -47,6 +47,8 @@ export interface SocketExtra {
   readonly headers: IncomingHttpHeaders;
   /** Closes the connection (a close code of VIOLATION_CLOSE_CODES counts against its address). */
   close(code: number, reason: string): void;
+  /** Its upgrade carried the router secret: a gateway's connection, for its callers. */
+  readonly gateway: boolean;
 }
 
 /** The graphql-ws hooks the transport serves (the subscribe gate), and their timers to stop. */
@@ -158,7 +160,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       }
       socket.close(code, reason);
     };
-    const extra: SocketExtra = { headers: req.headers, close };
+    const extra: SocketExtra = { headers: req.headers, close, gateway: routerSecret !== null && state.address === null };
     acked.set(extra, () => (state.acked = true));
     // A socket's errors (a frame over the size bound, a bad frame) are the client's
     // doing, which any client can cause at will: the debug log, not console.error.

@@ -27,7 +27,7 @@ import { counterTotal, waitFor } from '../helpers/waitFor';
  * (requestSubscription with examples/relay's updater keyed by nodeId).
  */
 
-const { withShifts: TENANT } = gatewayTenants();
+const { withShifts: TENANT, other: WITHDRAWN } = gatewayTenants();
 
 const ROTA = 'query Rota { shifts(first: 100) { nodes { id nodeId end location { id name headcount } } } }';
 const CHANGES = 'subscription RotaChanges { shiftChanges { kind nodeId shift { id nodeId end location { id name headcount } } } }';
@@ -53,7 +53,7 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
   let fetches = 0;
 
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({ tenants: [TENANT] }, { WFS_ROUTER_SECRET: HIVE_ROUTER_SECRET, WFS_POLL_INTERVAL_SECONDS: '1', LOG_LEVEL: 'warn' });
+    subgraph = await startTestSubgraph({ tenants: [TENANT, WITHDRAWN] }, { WFS_ROUTER_SECRET: HIVE_ROUTER_SECRET, WFS_POLL_INTERVAL_SECONDS: '1', WFS_MAX_COST: '5000', LOG_LEVEL: 'warn' });
     people = await startPeopleSubgraph();
     gateway = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, HIVE_ROUTER_SECRET);
   });
@@ -72,8 +72,8 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
   });
 
   /** graphql-ws to the gateway, the identity as connectionParams (Hive Gateway reads them as headers). */
-  const gatewaySocket = () => {
-    const socket = createClient({ url: wsUrl(gateway.url), connectionParams: as(TENANT), retryAttempts: 0, shouldRetry: () => false });
+  const gatewaySocket = (connectionParams: Record<string, string> = as(TENANT)) => {
+    const socket = createClient({ url: wsUrl(gateway.url), connectionParams, retryAttempts: 0, shouldRetry: () => false });
     sockets.push(socket);
     return socket;
   };
@@ -88,6 +88,52 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
     await waitFor(async () => (await polls()) > pollsBefore, 'the baseline poll');
   };
   const shifts = () => subgraph.emulator.tenants[0]!.shifts;
+
+  it('Apollo Client 4: every refusal (unknown tenant, no tenant, over cost, invalid document, withdrawn grant) reaches the error sink with its code and message', async () => {
+    /**
+     * A subscription through the gateway in Apollo Client 4, which hands a result's
+     * GraphQL errors to the subscriber as its `error` (CombinedGraphQLErrors); resolves
+     * with those errors, or what the observable's error callback got.
+     */
+    type Refusal = Array<{ message: string; extensions?: { code?: string; [key: string]: unknown } }>;
+    const refusalOf = (connectionParams: Record<string, string>, query: string, whileOpen?: () => void) => {
+      const client = new ApolloClient({ link: new GraphQLWsLink(gatewaySocket(connectionParams)), cache: new InMemoryCache() });
+      let subscription: { unsubscribe(): void } | undefined;
+      return new Promise<Refusal>((resolve, reject) => {
+        subscription = client.subscribe({ query: apolloGql(query) }).subscribe({
+          next: (result) => void (result.error && resolve(((result.error as { errors?: unknown }).errors ?? [result.error]) as Refusal)),
+          error: (error: unknown) => resolve(((error as { errors?: unknown }).errors ?? [error]) as Refusal),
+          complete: () => reject(new Error(`${query}: completed without an error`)),
+        });
+        if (whileOpen) waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed').then(whileOpen, reject);
+      }).finally(() => {
+        subscription?.unsubscribe();
+        client.stop();
+      });
+    };
+    const heavy = 'subscription { shiftChanges { shift { location { shifts(first: 100) { nodes { location { shifts(first: 100) { nodes { id } } } } } } } } }';
+    const deep = 'subscription { shiftChanges { shift { location { shifts(first: 1) { nodes { location { shifts(first: 1) { nodes { location { shifts(first: 1) { nodes { location { name } } } } } } } } } } } } }';
+    const withdraw = () => {
+      const company = subgraph.emulator.tenants.find((tenant) => tenant.tenantId === WITHDRAWN.tenantId)!;
+      company.grantedScopes = ['locations.read'];
+      subgraph.emulator.revokeTokens(company.tenantId);
+    };
+    const cases: Array<[string, Record<string, string>, string, RegExp, RegExp, (() => void)?]> = [
+      ['unknown tenant', { 'x-tenant-id': 'no-such-company' }, CHANGES, /^FORBIDDEN$/, /not configured on this subgraph/],
+      ['no tenant', {}, CHANGES, /^UNAUTHENTICATED$/, /x-tenant-id/],
+      ['over cost', as(TENANT), heavy, /^GRAPHQL_VALIDATION_FAILED$/, /estimated at \d+ .* at most 5000/],
+      ['invalid document (deeper than the depth limit)', as(TENANT), deep, /^GRAPHQL_VALIDATION_FAILED$/, /13 fields deep; at most 12/],
+      ['withdrawn grant', as(WITHDRAWN), CHANGES, /^(FORBIDDEN|UPSTREAM_UNAUTHORIZED)$/, /./, withdraw],
+    ];
+    // Hive Gateway loads the supergraph at its first HTTP request; a graphql-ws subscribe before it fails there ("Expected null to be a GraphQL schema").
+    expect((await gateway.query('{ __typename }', as(TENANT))).errors).toBeUndefined();
+    for (const [name, params, query, code, message, whileOpen] of cases) {
+      const errors = await refusalOf(params, query, whileOpen);
+      expect([name, errors.map((error) => [error.extensions?.code, error.message])]).toEqual([name, [[expect.stringMatching(code), expect.stringMatching(message)]]]);
+      expect([name, errors[0]!.message]).toEqual([name, expect.not.stringMatching(/^Unexpected error/)]);
+      if (name === 'over cost') expect(errors[0]!.extensions).toMatchObject({ 'cost.max': 5000, 'cost.estimated': expect.any(Number) });
+    }
+  });
 
   it('Apollo Client 4: subscribeToMore on the rota query; an update lands in the normalised cache, an added and a removed shift in the watched rota, no refetch', async () => {
     const cache = new InMemoryCache();

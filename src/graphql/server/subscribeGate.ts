@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { GraphQLError, getOperationAST, parse, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, Kind, getOperationAST, parse, specifiedRules, subscribe, validate, type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { Context, ServerOptions, SubscribePayload } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { LiveHub } from '../../live/hub';
@@ -54,6 +54,8 @@ export interface GateExtra {
   readonly headers: IncomingHttpHeaders;
   /** Closes the connection (a client past the refusal bound). */
   close(code: number, reason: string): void;
+  /** Its upgrade carried the router secret: a gateway's connection, for its callers. */
+  readonly gateway: boolean;
 }
 
 export interface SubscribeGateOptions {
@@ -72,10 +74,16 @@ export interface SubscribeGateOptions {
   /** Counts a refusal, by reason (identity, company, connection, document, cost, rate). */
   readonly refused: (reason: string) => void;
   readonly limits?: Partial<SubscribeGateLimits>;
+  /** Demo mode: the tenant a connection that names none gets, said in `connection_ack` and each `next` (`demoTenant`). */
+  readonly demo?: { readonly tenantHeader: string; readonly defaultTenant: string };
 }
 
 /** The graphql-ws hooks of admission, and the gate's own timer to stop. */
-export type SubscribeGate = Required<Pick<ServerOptions<Record<string, unknown> | undefined, GateExtra>, 'onConnect' | 'onSubscribe' | 'onNext' | 'onComplete' | 'onClose'>> & { close(): void };
+export type SubscribeGate = Required<Pick<ServerOptions<Record<string, unknown> | undefined, GateExtra>, 'onConnect' | 'onSubscribe' | 'onNext' | 'onComplete' | 'onClose' | 'subscribe'>> & { close(): void };
+
+/** The execution arguments of a refused subscribe (its errors in `contextValue`): answered by the gate's `subscribe`, not run. */
+const REFUSED = Symbol('refused');
+const REFUSED_DOCUMENT = parse('subscription Refused { __typename }');
 
 /** At most this many `connection_init` headers are read, each at most this long. */
 const MAX_INIT_HEADERS = 50;
@@ -98,12 +106,14 @@ interface Connection {
   refusals: number;
   /** The tenant of the last identity check, and when it was made (or the check under way). */
   identity: { readonly tenantId: Promise<string>; readonly at: number } | undefined;
+  /** Demo mode: the tenant the connection was given because it named none. */
+  readonly demoTenant: string | undefined;
 }
 
 type GateContext = Context<Record<string, unknown> | undefined, GateExtra>;
 
 /** A parsed and validated document, or why it is refused. */
-type CheckedDocument = { readonly document: DocumentNode } | { readonly errors: readonly GraphQLError[] };
+type CheckedDocument = ({ readonly document: DocumentNode } | { readonly errors: readonly GraphQLError[] }) & { readonly rootKey?: string | undefined };
 
 export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGate {
   const limits = { ...DEFAULT_SUBSCRIBE_GATE_LIMITS, ...options.limits };
@@ -129,58 +139,59 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     if (!errors) sameRefusals.set(message, (errors = Object.freeze([new GraphQLError(message, { extensions: { code } })])));
     return errors;
   };
+  const answer = (errors: readonly GraphQLError[], rootKey?: string) => refusalArgs(schema(), errors, rootKey);
   const notInitialised = 'the connection was not initialised';
   const perConnection = `at most ${limits.subscriptionsPerConnection} subscriptions may be open on one connection; complete some, or open another connection`;
   const companyRateExceeded = `your company opened more than ${limits.companySubscribeBurst} subscriptions in a short time on this replica; retry in a moment`;
 
-  // Open subscriptions see their identity checked again: one that lapsed (a JWT past
-  // `exp`, a key withdrawn, a tenant no longer configured) ends them with its error.
-  const recheck = setInterval(() => {
-    for (const connection of connections.values()) {
-      if (connection.contexts.size === 0) continue;
-      connection.identity = undefined;
-      identityOf(connection).catch((error: unknown) => {
-        const { code, message } = errorOf(error);
-        options.refused('identity');
-        const lapsed = new GraphQLError(message, { extensions: { code } });
-        for (const context of connection.contexts.values()) context.end(lapsed);
-      });
-    }
-  }, limits.identityRecheckMs);
-  recheck.unref();
+  const recheck = recheckIdentities(connections, limits.identityRecheckMs, services, options.refused);
 
   return {
     onConnect: async (ctx) => {
-      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams?.headers);
+      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams);
       const problem = await identityProblem(services, routerSecret, headers);
-      if (problem) {
+      // A gateway's connection (its upgrade carried the router secret) is kept when its
+      // caller's identity is refused: each subscribe is then answered with the refusal
+      // (a `next` with the error, then `complete`), which gateways pass on, where a close
+      // at `connection_init` reaches their client as silence or "Unexpected error".
+      if (problem && !(ctx.extra.gateway && !problem.routerSecret)) {
         options.refused('identity');
         ctx.extra.close(4403, closeReason(`${problem.code}: ${problem.message}`));
         return false;
       }
-      connections.set(ctx, { headers, close: ctx.extra.close, contexts: new Map(), slots: 0, refusals: 0, identity: undefined });
-      return true;
+      const named = options.demo && headers[options.demo.tenantHeader];
+      const demoTenant = !problem && options.demo && !(Array.isArray(named) ? named[0] : named)?.trim() ? options.demo.defaultTenant : undefined;
+      connections.set(ctx, { headers, close: ctx.extra.close, contexts: new Map(), slots: 0, refusals: 0, identity: undefined, demoTenant });
+      return demoTenant ? { demoTenant } : true;
     },
     onSubscribe: async (ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
       const connection = connections.get(ctx);
-      if (!connection) return refuseAlike('identity', 'UNAUTHENTICATED', notInitialised);
-      if (connection.slots >= limits.subscriptionsPerConnection) return refuseAlike('connection', 'BAD_REQUEST', perConnection);
+      if (!connection) return answer(refuseAlike('identity', 'UNAUTHENTICATED', notInitialised));
+      if (connection.slots >= limits.subscriptionsPerConnection) return answer(refuseAlike('connection', 'BAD_REQUEST', perConnection));
       connection.slots += 1;
-      const accepted = await checkSubscribe(connection, id, payload);
+      const seen: { rootKey?: string } = {};
+      const accepted = await checkSubscribe(connection, id, payload, seen);
+      if (!Array.isArray(accepted)) return accepted;
       // A refusal gives its slot back at once; an accepted one when it completes (onComplete).
-      if (Array.isArray(accepted)) {
-        connection.slots -= 1;
-        if (++connection.refusals > limits.refusalsPerConnection) {
-          options.refused('rate');
-          connection.close(1008, 'too many refused subscriptions');
-        }
+      connection.slots -= 1;
+      if (++connection.refusals > limits.refusalsPerConnection) {
+        options.refused('rate');
+        connection.close(1008, 'too many refused subscriptions');
       }
-      return accepted;
+      return answer(accepted, seen.rootKey);
     },
-    onNext: (_ctx, _id, _payload, _args, result) => {
-      if (!result.errors) return undefined;
+    // A refusal is the operation's one result (a `next` with the errors, then
+    // `complete`), as a resolver's error is: the shape gateways pass on to their clients.
+    subscribe: (args) => (args.rootValue === REFUSED ? { errors: args.contextValue as readonly GraphQLError[] } : subscribe(args)),
+    onNext: (ctx, _id, _payload, _args, result) => {
+      const demoTenant = connections.get(ctx)?.demoTenant;
+      if (!result.errors && !demoTenant) return undefined;
       const { errors, ...rest } = result;
-      return { ...rest, errors: errors.map((error) => options.formatError(error.toJSON(), error)) };
+      return {
+        ...rest,
+        ...(errors && { errors: errors.map((error) => options.formatError(error.toJSON(), error)) }),
+        ...(demoTenant && { extensions: { ...rest.extensions, demoTenant } }),
+      };
     },
     onComplete: (ctx, id) => {
       const connection = connections.get(ctx);
@@ -202,23 +213,10 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   };
 
   /** The checks of a subscribe after the connection's bound: identity, document, limits, cost; its execution arguments, or why not. */
-  async function checkSubscribe(connection: Connection, id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> {
-    let tenantId: string;
-    try {
-      tenantId = await identityOf(connection);
-    } catch (error) {
-      const { code, message } = errorOf(error);
-      return refuse('identity', code, message);
-    }
-    if (
-      !(await companyRate.consume(tenantId).then(
-        () => true,
-        () => false,
-      ))
-    )
-      return refuseAlike('company', 'SERVICE_UNAVAILABLE', companyRateExceeded);
+  async function checkSubscribe(connection: Connection, id: string, payload: SubscribePayload, seen: { rootKey?: string }): Promise<ExecutionArgs | readonly GraphQLError[]> {
     if (typeof payload.query !== 'string') return refuseAlike('document', 'BAD_REQUEST', 'the subscribe payload has no query');
     const checked = await checkedDocument(payload.query);
+    if (checked.rootKey) seen.rootKey = checked.rootKey;
     if ('errors' in checked) {
       options.refused('document');
       return checked.errors;
@@ -227,6 +225,15 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     // graphql-ws keeps the subscribe's payload for the subscription's life; its text is
     // not needed once parsed (the document is kept per text), so it is let go of here.
     (payload as { query: string }).query = '';
+    let tenantId: string;
+    try {
+      tenantId = await identityOf(services, connection);
+    } catch (error) {
+      const { code, message } = errorOf(error);
+      return refuse('identity', code, message);
+    }
+    const withinRate = await companyRate.consume(tenantId).then(() => true, () => false);
+    if (!withinRate) return refuseAlike('company', 'SERVICE_UNAVAILABLE', companyRateExceeded);
     const operation = getOperationAST(document, payload.operationName);
     if (!operation) return refuse('document', 'BAD_REQUEST', 'the document has no operation of that name (name one with operationName)');
     if (operation.operation !== 'subscription') {
@@ -250,21 +257,56 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     return { schema: schema(), document, operationName: payload.operationName ?? null, variableValues: variables, contextValue: context };
   }
 
-  /**
-   * The connection's tenant: checked again once IDENTITY_RECHECK_MS have passed since
-   * the last check (a token that expired, a tenant no longer configured), shared by the
-   * subscribes that arrive meanwhile. A failed check is not kept.
-   */
-  function identityOf(connection: Connection): Promise<string> {
-    const now = performance.now();
-    if (connection.identity && now - connection.identity.at < IDENTITY_RECHECK_MS) return connection.identity.tenantId;
-    const tenantId = services.identify(connection.headers);
-    const identity = (connection.identity = { tenantId, at: now });
-    tenantId.catch(() => {
-      if (connection.identity === identity) connection.identity = undefined;
-    });
-    return tenantId;
-  }
+}
+
+
+/**
+ * The execution arguments of a refused subscribe: its errors become the operation's one
+ * result (the gate's `subscribe`), with the path of the subscription's field when the
+ * document names one, as a resolver's error has; gateways map a subgraph's error onto
+ * their client's field by that path.
+ */
+function refusalArgs(schema: GraphQLSchema, errors: readonly GraphQLError[], rootKey: string | undefined): ExecutionArgs {
+  const located = rootKey ? errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, path: [rootKey], extensions: error.extensions })) : errors;
+  return { schema, document: REFUSED_DOCUMENT, rootValue: REFUSED, contextValue: located };
+}
+
+/**
+ * Open subscriptions see their identity checked again every `everyMs`: one that lapsed
+ * (a JWT past `exp`, a key withdrawn from the JWKS, a tenant no longer configured) ends
+ * them with its error.
+ */
+function recheckIdentities(connections: ReadonlyMap<unknown, Connection>, everyMs: number, services: ContextServices, refused: (reason: string) => void): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    for (const connection of connections.values()) {
+      if (connection.contexts.size === 0) continue;
+      connection.identity = undefined;
+      identityOf(services, connection).catch((error: unknown) => {
+        const { code, message } = errorOf(error);
+        refused('identity');
+        const lapsed = new GraphQLError(message, { extensions: { code } });
+        for (const context of connection.contexts.values()) context.end(lapsed);
+      });
+    }
+  }, everyMs);
+  timer.unref();
+  return timer;
+}
+
+/**
+ * The connection's tenant: checked again once IDENTITY_RECHECK_MS have passed since the
+ * last check (a token that expired, a tenant no longer configured), shared by the
+ * subscribes that arrive meanwhile. A failed check is not kept.
+ */
+function identityOf(services: ContextServices, connection: Connection): Promise<string> {
+  const now = performance.now();
+  if (connection.identity && now - connection.identity.at < IDENTITY_RECHECK_MS) return connection.identity.tenantId;
+  const tenantId = services.identify(connection.headers);
+  const identity = (connection.identity = { tenantId, at: now });
+  tenantId.catch(() => {
+    if (connection.identity === identity) connection.identity = undefined;
+  });
+  return tenantId;
 }
 
 /**
@@ -280,7 +322,7 @@ function createDocumentChecker(schema: () => GraphQLSchema, queryLimits: QueryLi
   return async (query) => {
     const key = createHash('sha256').update(query).digest('hex');
     const known = await documents.get(key);
-    if (known) return { document: known };
+    if (known) return { document: known, rootKey: rootKeyOf(known) };
     let document: DocumentNode;
     try {
       document = parse(query, parseOptions);
@@ -290,17 +332,25 @@ function createDocumentChecker(schema: () => GraphQLSchema, queryLimits: QueryLi
       return { errors: [new GraphQLError(tokens ? message.replace(/^Syntax Error: /, '') : message, { extensions: { code: tokens ? LIMIT_ERROR_CODE : 'GRAPHQL_PARSE_FAILED' } })] };
     }
     const invalid = validate(schema(), document, rules);
+    const rootKey = rootKeyOf(document);
     if (invalid.length > 0) {
-      return { errors: invalid.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: LIMIT_ERROR_CODE, ...error.extensions } })) };
+      return { rootKey, errors: invalid.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: LIMIT_ERROR_CODE, ...error.extensions } })) };
     }
     await documents.set(key, document);
-    return { document };
+    return { document, rootKey };
   };
 }
 
-async function identityProblem(services: ContextServices, routerSecret: Buffer | null, headers: IncomingHttpHeaders): Promise<{ code: string; message: string } | undefined> {
+/** The response key of the first field of the document's first operation (what a refusal's path names), if it names one. */
+function rootKeyOf(document: DocumentNode): string | undefined {
+  const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
+  const field = operation?.selectionSet.selections.find((selection) => selection.kind === Kind.FIELD);
+  return field ? (field.alias ?? field.name).value : undefined;
+}
+
+async function identityProblem(services: ContextServices, routerSecret: Buffer | null, headers: IncomingHttpHeaders): Promise<{ code: string; message: string; routerSecret?: true } | undefined> {
   if (routerSecret && !sameSecret(headers['router-authorization'], routerSecret)) {
-    return { code: 'UNAUTHENTICATED', message: 'this subgraph only answers the router: router-authorization is missing or wrong' };
+    return { code: 'UNAUTHENTICATED', message: 'this subgraph only answers the router: router-authorization is missing or wrong', routerSecret: true };
   }
   try {
     await services.identify(headers);
@@ -311,16 +361,20 @@ async function identityProblem(services: ContextServices, routerSecret: Buffer |
 }
 
 /**
- * The upgrade request's headers, completed by the `headers` object of the
- * `connection_init` payload for the names the upgrade did not carry (a browser's
- * WebSocket cannot set headers; a gateway forwards them there). Names are lower-cased;
- * only string values are read, and only so many.
+ * The upgrade request's headers, completed by the `connection_init` payload's for the
+ * names the upgrade did not carry (a browser's WebSocket cannot set headers; a gateway
+ * forwards them there). The payload's headers are read in either shape clients use:
+ * `{ headers: { 'x-tenant-id': … } }` (this subgraph's, graphql-ws links) or flat,
+ * `{ 'x-tenant-id': … }` (Hive Gateway's); the nested ones first. Names are
+ * lower-cased; only string values are read, and only so many.
  */
-export function identityHeaders(upgrade: IncomingHttpHeaders, initHeaders: unknown): IncomingHttpHeaders {
+export function identityHeaders(upgrade: IncomingHttpHeaders, params: Readonly<Record<string, unknown>> | undefined): IncomingHttpHeaders {
   const headers: IncomingHttpHeaders = { ...upgrade };
-  if (typeof initHeaders !== 'object' || initHeaders === null || Array.isArray(initHeaders)) return headers;
+  if (!params) return headers;
+  const nested = params.headers;
+  const entries = [...(typeof nested === 'object' && nested !== null && !Array.isArray(nested) ? Object.entries(nested) : []), ...Object.entries(params)];
   let read = 0;
-  for (const [name, value] of Object.entries(initHeaders as Record<string, unknown>)) {
+  for (const [name, value] of entries) {
     if (++read > MAX_INIT_HEADERS) break;
     if (typeof value !== 'string' || value.length > MAX_INIT_HEADER_CHARS || name.length > 256) continue;
     const lower = name.toLowerCase();

@@ -9,7 +9,7 @@ import type { Logger } from '../observability/logger';
 import { MAX_SUBSCRIPTION_ID_CHARS } from './liveSocketLimits';
 
 /**
- * Hands one message to graphql-ws, nothing of it after the connection closed. A
+ * Hands one message to graphql-ws (`handle` drops it once the connection closed). A
  * subscribe is bounded (its id's length) and trimmed to what a subscription needs;
  * one that reuses the id of a subscribe the client completed while it was still
  * being set up waits for that one's end, so graphql-ws never holds two subscriptions
@@ -38,16 +38,8 @@ export function receive(data: string, handle: (data: unknown) => Promise<void>, 
   if (message.type !== MessageType.Subscribe) return void dispatch(message);
   if (flow && !flow.completed) return void dispatch(message); // graphql-ws closes it (4409): the id is in use
   if (flow?.waiting) return close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${id.slice(0, 40)} already exists`);
-  const trimmed = {
-    id,
-    type: message.type,
-    payload: trimmedPayload(message.payload),
-  };
-  const next: Flow = {
-    completed: false,
-    waiting: flow !== undefined,
-    done: Promise.resolve(),
-  };
+  const trimmed = { id, type: message.type, payload: trimmedPayload(message.payload) };
+  const next: Flow = { completed: false, waiting: flow !== undefined, done: Promise.resolve() };
   next.done = (flow ? flow.done.then(() => ((next.waiting = false), dispatch(trimmed))) : dispatch(trimmed)).finally(() => {
     if (flows.get(id) === next) flows.delete(id);
   });
@@ -68,9 +60,7 @@ function trimmedPayload(payload: unknown): unknown {
   if (!isObject(payload)) return payload;
   return {
     query: payload.query,
-    ...(payload.operationName !== undefined && {
-      operationName: payload.operationName,
-    }),
+    ...(payload.operationName !== undefined && { operationName: payload.operationName }),
     ...(payload.variables !== undefined && { variables: payload.variables }),
   };
 }

@@ -182,7 +182,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
           socket.on('message', (data) => {
             if (socket.readyState !== socket.OPEN) return;
             messageRate.consume(key).then(
-              () => void (socket.readyState === socket.OPEN && receive(String(data), handle as (message: unknown) => Promise<void>, flows, close, logger)),
+              () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, logger)),
               () => {
                 if (socket.readyState !== socket.OPEN) return;
                 refused('rate');

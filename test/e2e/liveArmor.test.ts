@@ -66,10 +66,16 @@ describe('live updates of the built server, under hostile clients', () => {
   it('ends every hub subscription with its connection, whatever the order of subscribe, complete and close', async () => {
     // Companies this server has not fetched a token for yet: each first subscribe waits for one upstream.
     const reused = await initialised({ 'x-tenant-id': 'e4b07d16-93a2-4c5f-8b1e-6f2a9d3c7b40' });
+    // Same company, closed while its second subscribe of `c` waits for the first to end.
+    const held = await initialised({ 'x-tenant-id': 'e4b07d16-93a2-4c5f-8b1e-6f2a9d3c7b40' });
     // The first subscribe of `a` still waits for its grant upstream when it is completed and `a` is subscribed again.
     reused.send({ id: 'a', type: 'subscribe', payload: { query: SHIFT_CHANGES } });
     reused.send({ id: 'a', type: 'complete' });
     reused.send({ id: 'a', type: 'subscribe', payload: { query: SHIFT_CHANGES } });
+    held.send({ id: 'c', type: 'subscribe', payload: { query: SHIFT_CHANGES } });
+    held.send({ id: 'c', type: 'complete' });
+    held.send({ id: 'c', type: 'subscribe', payload: { query: SHIFT_CHANGES } });
+    held.socket.close();
     // Closed while subscribing: `b` is still being set up.
     const closing = await initialised({ 'x-tenant-id': '2a9f4c68-0d17-4b3e-a5c2-91e8f6b0d4a7' });
     closing.send({ id: 'b', type: 'subscribe', payload: { query: 'subscription { locationChanges { kind nodeId } }' } });

@@ -2,21 +2,24 @@ import { createServer, type Server } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { GraphQLSchema } from 'graphql';
 import type { AddressInfo } from 'node:net';
-import { createApp, type AppOverrides } from './app';
+import { createApp, type App, type AppOverrides } from './app';
 import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
 import { createErrorFormatter } from './graphql/errors';
 import { createApolloServer } from './graphql/server/apolloServer';
 import { createSubgraphSchema } from './graphql/server/schema';
-import { DEFAULT_QUERY_LIMITS } from './graphql/server/limits';
+import { DEFAULT_QUERY_LIMITS, type QueryLimits } from './graphql/server/limits';
 import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
-import { attachLiveSocket } from './http/liveSocket';
+import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
+import type { LiveSocketLimits } from './http/liveSocketLimits';
 import { createRoutes } from './http/routes';
 import { createLive, type LiveHub, type LiveOptions } from './live';
+import type { LiveMetrics } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
+import { createSubscribeGate, type SubscribeGateLimits } from './graphql/server/subscribeGate';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
@@ -52,8 +55,8 @@ export interface ServerOptions extends AppOverrides {
   readonly maxBufferedBodyBytes?: number;
   /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
   readonly compileAfter?: number;
-  /** Live-update limits and WebSocket bounds (tests lower them); see live/hub.ts and http/liveSocket.ts. */
-  readonly live?: LiveOptions & { readonly socket?: Partial<import('./http/liveSocket').LiveSocketLimits> };
+  /** Live-update limits and WebSocket bounds (tests lower them); see live/index.ts, http/liveSocket.ts and graphql/server/subscribeGate.ts. */
+  readonly live?: LiveOptions & { readonly socket?: Partial<LiveSocketLimits & SubscribeGateLimits> };
 }
 
 export interface RunningServer {
@@ -125,21 +128,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
     ...(options.live && { options: options.live }),
   });
-  const liveSocket = attachLiveSocket({
-    httpServer,
-    path: GRAPHQL_PATH,
-    schema: executionSchema,
-    services: app.services,
-    hub: live.hub,
-    authorize: (tenantId, resource) => app.services.client.authorize(tenantId, resource),
-    routerSecret: config.routerSecret ?? null,
-    queryLimits,
-    budgetMs: REQUEST_BUDGET_MS,
-    formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
-    metrics: live.metrics,
-    logger,
-    limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
-  });
+  const liveSocket = serveLive({ httpServer, config, options, services: app.services, hub: live.hub, schema: executionSchema, queryLimits, logger, metrics: live.metrics });
 
   let draining = false;
   httpServer.on(
@@ -230,4 +219,45 @@ async function listen(httpServer: Server, config: Config): Promise<{ url: string
   const port = (httpServer.address() as AddressInfo).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return { url: `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${port}${GRAPHQL_PATH}`, port };
+}
+
+/**
+ * Live updates' WebSocket side: the transport (http/liveSocket.ts) on the HTTP server,
+ * given the subscribe gate (graphql/server/subscribeGate.ts) as its graphql-ws hooks.
+ */
+function serveLive(parts: {
+  httpServer: Server;
+  config: Config;
+  options: ServerOptions;
+  services: App['services'];
+  hub: LiveHub;
+  schema: () => GraphQLSchema;
+  queryLimits: QueryLimits;
+  logger: Logger;
+  metrics: LiveMetrics;
+}): LiveSocket {
+  const { httpServer, config, options, services, hub, logger, metrics } = parts;
+  const refused = (reason: string) => metrics.refused.inc({ reason });
+  return attachLiveSocket({
+    httpServer,
+    path: GRAPHQL_PATH,
+    protocol: createSubscribeGate({
+      schema: parts.schema,
+      services,
+      hub,
+      authorize: (tenantId, resource) => services.client.authorize(tenantId, resource),
+      routerSecret: config.routerSecret ?? null,
+      queryLimits: parts.queryLimits,
+      budgetMs: REQUEST_BUDGET_MS,
+      formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
+      refused,
+      ...(options.live?.socket && { limits: options.live.socket }),
+      ...(options.defaultTenant && { demo: { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } }),
+    }),
+    routerSecret: config.routerSecret ?? null,
+    refused,
+    slowConsumerDropped: () => metrics.slowConsumersDropped.inc(),
+    logger,
+    limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
+  });
 }

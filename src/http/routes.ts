@@ -1,6 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { wantsExplorer } from '../browserRedirect';
+import { digest, sameSecret } from '../routerSecret';
 import type { Observability } from '../observability';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -84,15 +84,4 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
     const hint = path === '/' && !options.explorer ? ' (the explorer is not served by this deployment)' : '';
     sendJson(res, 404, { error: `no route for ${req.method} ${path}; the GraphQL endpoint is ${graphqlPath}${hint}` });
   };
-}
-
-export function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
-/** Compares digests, so neither the secret's length nor its content leaks through timing. */
-export function sameSecret(header: string | string[] | undefined, expectedDigest: Buffer): boolean {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (!value) return false;
-  return timingSafeEqual(digest(value), expectedDigest);
 }

@@ -175,11 +175,13 @@ describe('live updates over graphql-ws', () => {
     const heavy = collect(connection, 'subscription { shiftChanges { shift { location { shifts(first: 100) { nodes { location { shifts(first: 100) { nodes { id } } } } } } } } }');
     const query = collect(connection, '{ shifts(first: 1) { nodes { id } } }');
     const invalid = collect(connection, 'subscription { shiftChanges { nope } }');
-    await waitFor(() => [heavy, query, invalid].every((r) => r.error !== undefined), 'the refusals');
-    expect(heavy.error).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED', 'cost.max': 5000 }) })]);
-    expect((heavy.error as any)[0].extensions['cost.estimated']).toBeGreaterThan(5000);
-    expect(query.error).toEqual([expect.objectContaining({ extensions: { code: 'BAD_REQUEST' } })]);
-    expect(invalid.error).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }) })]);
+    // Each refusal is the operation's one result (a `next` with the error), then `complete`: the shape gateways pass on.
+    await waitFor(() => [heavy, query, invalid].every((r) => r.completed), 'the refusals');
+    expect([heavy, query, invalid].map((r) => [r.error, r.results.length])).toEqual([[undefined, 1], [undefined, 1], [undefined, 1]]);
+    expect(heavy.results[0]!.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED', 'cost.max': 5000 }) })]);
+    expect(heavy.results[0]!.errors![0]!.extensions!['cost.estimated']).toBeGreaterThan(5000);
+    expect(query.results[0]!.errors).toEqual([expect.objectContaining({ extensions: { code: 'BAD_REQUEST' } })]);
+    expect(invalid.results[0]!.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }) })]);
     expect(subgraph.server.live.pollers).toBe(0);
   });
 
@@ -196,7 +198,7 @@ describe('live updates over graphql-ws', () => {
     await waitFor(() => flood.closed.code !== undefined, 'the flooding connection closed');
     expect(flood.closed.code).toBe(1008);
     expect(subgraph.server.live.subscriptions).toBeLessThanOrEqual(20);
-    expect(flood.messages.find((m) => m.type === 'error').payload[0].extensions.code).toBe('BAD_REQUEST');
+    expect(flood.messages.find((m) => m.type === 'next' && m.payload.errors).payload.errors[0].extensions.code).toBe('BAD_REQUEST');
 
     const malformed = await rawSocket({ 'x-tenant-id': tenantId });
     malformed.socket.send('{"type": "connection_init"');

@@ -18,7 +18,7 @@ const CHANGES = 'subscription RotaChanges { shiftChanges { kind nodeId shift { i
  * Client 4 through its GraphQLWsLink (the updated shift lands in its normalised cache,
  * no refetch), urql through subscriptionExchange with Graphcache, and relay-runtime's
  * requestSubscription with examples/relay's artifacts and updater (the same clients
- * through Hive Gateway: test/e2e/hive-gateway-live.test.ts).
+ * through Hive Gateway: test/e2e/hive-gateway.test.ts).
  */
 describe('live updates in the frontends\' clients', () => {
   let subgraph: TestSubgraph;

@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GraphQLError } from 'graphql';
-import type { LiveHub } from '../../live/hub';
+import type { LiveEvent, LiveHub } from '../../live/hub';
 import { NO_OBSERVER, type RequestRecord } from '../../upstream/observer';
 import { createTenantData, type DataServices, type TenantData } from './tenantData';
 
@@ -24,7 +24,7 @@ export interface GraphQLContext {
   readonly request?: RequestRecord;
   /** The response is out: the tenant's per-request data lets go of what it read (tenantData.ts, `release`). */
   release(): void;
-  /** Live updates: present in a graphql-ws subscription's context only (http/liveSocket.ts). */
+  /** Live updates: present in a graphql-ws subscription's context only (subscriptionContext.ts). */
   readonly live?: LiveContext;
 }
 
@@ -40,6 +40,8 @@ export interface LiveContext {
    * of it between changes, and each change is resolved like a request of its own.
    */
   renew(): void;
+  /** The hub's events of this subscription, ended early (with an `{ error }` event) when the subscription is ended from outside: an identity that lapsed. */
+  until(events: AsyncIterableIterator<LiveEvent>): AsyncIterableIterator<LiveEvent>;
 }
 
 /** Process-wide services the per-request context is built from. */

@@ -10,7 +10,7 @@ import type { GraphQLSchema } from 'graphql';
 import { gql } from 'graphql-tag';
 import { RESOURCES } from '../../upstream/resources';
 import type { GraphQLContext } from '../data/context';
-import { liveResolvers } from '../data/liveResolvers';
+import { liveResolvers } from '../resolvers/liveResolvers';
 import { nodeResolvers } from '../data/node';
 import { mergeResolvers, resourceResolvers } from '../resolvers/resourceResolvers';
 import { resolvers } from '../resolvers';

@@ -9,9 +9,9 @@ import type { GraphQLResolverMap } from '@apollo/subgraph';
 import { GraphQLError } from 'graphql';
 import { LiveClosedError, LiveLimitError, SlowConsumerError, type LiveEvent } from '../../live/hub';
 import type { AnyResource, ListFilter } from '../../upstream/resources';
-import type { GraphQLContext } from './context';
-import { encodeNodeId } from './node';
-import { filterOf, lookupField } from '../resolvers/resourceResolvers';
+import type { GraphQLContext } from '../data/context';
+import { encodeNodeId } from '../data/node';
+import { filterOf, lookupField } from './resourceResolvers';
 
 type Resolvers = GraphQLResolverMap<GraphQLContext>;
 
@@ -32,7 +32,7 @@ export function liveResolvers(resources: Iterable<AnyResource>): Resolvers {
         await live.authorize(tenant.tenantId, resource.name);
         const filter = args.filter && resource.filterFrom ? (filterOf(resource, args.filter) as ListFilter) : undefined;
         try {
-          return live.hub.subscribe(tenant.tenantId, resource, filter);
+          return live.until(live.hub.subscribe(tenant.tenantId, resource, filter));
         } catch (error) {
           if (error instanceof LiveLimitError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
           throw error;

@@ -1,0 +1,130 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { wsUrl } from '../helpers/liveClient';
+import { parseSamples, scrapeText, total } from '../helpers/metrics';
+import { waitFor } from '../helpers/waitFor';
+
+/**
+ * The WebSocket bounds of docs/live.md, "Limits", against the built server as it
+ * ships: `node --max-semi-space-size=8 --max-old-space-size=256 dist/index.js` in demo
+ * mode. Long subscription ids and what a subscription keeps of its message;
+ * subscriptions end with their connection in every interleaving; connections per
+ * address are bounded. (An identity that lapses while a subscription is open needs a
+ * moved clock: test/integration/liveIdentity.test.ts.)
+ */
+const entry = join(__dirname, '..', '..', 'dist', 'index.js');
+const SHIFT_CHANGES = 'subscription { shiftChanges { kind nodeId } }';
+
+let child: ChildProcessWithoutNullStreams;
+let url: string;
+let exited = false;
+const sockets: WebSocket[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
+  child = spawn(process.execPath, ['--max-semi-space-size=8', '--max-old-space-size=256', entry], { cwd: '/', env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'warn' } });
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += String(chunk)));
+  child.stderr.on('data', (chunk) => (out += String(chunk)));
+  child.on('exit', () => (exited = true));
+  await waitFor(() => /GraphQL:\s+(http:\S+)/.test(out), 'the banner', 15_000);
+  url = /GraphQL:\s+(http:\S+)/.exec(out)![1]!;
+}, 20_000);
+
+afterEach(() => {
+  for (const socket of sockets.splice(0)) socket.terminate();
+});
+
+afterAll(async () => {
+  if (!exited) {
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+});
+
+const metric = async (name: string, where: Record<string, string> = {}) => total(parseSamples(await scrapeText(url)), name, where);
+
+/** A raw graphql-transport-ws socket, initialised, with the messages and close it got. */
+async function initialised(headers: Record<string, string> = {}) {
+  const socket = new WebSocket(wsUrl(url), 'graphql-transport-ws');
+  sockets.push(socket);
+  const messages: any[] = [];
+  const closed: { code?: number; reason?: string } = {};
+  socket.on('message', (data) => messages.push(JSON.parse(String(data))));
+  socket.on('close', (code, reason) => Object.assign(closed, { code, reason: String(reason) }));
+  socket.on('error', () => undefined);
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  socket.send(JSON.stringify({ type: 'connection_init', payload: { headers } }));
+  await waitFor(() => messages.some((message) => message.type === 'connection_ack'), 'acknowledged');
+  const send = (message: unknown) => socket.send(JSON.stringify(message));
+  return { socket, messages, closed, send };
+}
+
+describe('live updates of the built server, under hostile clients', () => {
+  it('ends every hub subscription with its connection, whatever the order of subscribe, complete and close', async () => {
+    // Companies this server has not fetched a token for yet: each first subscribe waits for one upstream.
+    const reused = await initialised({ 'x-tenant-id': 'e4b07d16-93a2-4c5f-8b1e-6f2a9d3c7b40' });
+    // Same company, closed while its second subscribe of `c` waits for the first to end.
+    const held = await initialised({ 'x-tenant-id': 'e4b07d16-93a2-4c5f-8b1e-6f2a9d3c7b40' });
+    // The first subscribe of `a` still waits for its grant upstream when it is completed and `a` is subscribed again.
+    reused.send({ id: 'a', type: 'subscribe', payload: { query: SHIFT_CHANGES } });
+    reused.send({ id: 'a', type: 'complete' });
+    reused.send({ id: 'a', type: 'subscribe', payload: { query: SHIFT_CHANGES } });
+    held.send({ id: 'c', type: 'subscribe', payload: { query: SHIFT_CHANGES } });
+    held.send({ id: 'c', type: 'complete' });
+    held.send({ id: 'c', type: 'subscribe', payload: { query: SHIFT_CHANGES } });
+    held.socket.close();
+    // Closed while subscribing: `b` is still being set up.
+    const closing = await initialised({ 'x-tenant-id': '2a9f4c68-0d17-4b3e-a5c2-91e8f6b0d4a7' });
+    closing.send({ id: 'b', type: 'subscribe', payload: { query: 'subscription { locationChanges { kind nodeId } }' } });
+    closing.socket.close();
+    await waitFor(async () => (await metric('wfs_live_subscriptions')) === 1, 'the second subscription of a open, and only it');
+    reused.socket.close();
+    await waitFor(async () => (await metric('wfs_live_subscriptions')) === 0 && (await metric('wfs_live_pollers')) === 0, 'no subscription and no poller left after the clients left', 10_000);
+  }, 30_000);
+
+  it('refuses a subscription id longer than 128 characters, and keeps nothing of a subscribe but its query, operation and variables', async () => {
+    const tooLong = await initialised();
+    tooLong.send({ id: 'x'.repeat(129), type: 'subscribe', payload: { query: SHIFT_CHANGES } });
+    await waitFor(() => tooLong.closed.code !== undefined, 'closed');
+    expect(tooLong.closed).toEqual({ code: 4400, reason: 'a subscription id is at most 128 characters' });
+
+    // 1,000 subscribes (the bound per connection) of about 260 KB each (padding in
+    // `extensions` and in the query's comment): 260 MB kept would run the 256 MB heap out.
+    const heavy = await initialised();
+    const padding = 'p'.repeat(130_000);
+    const SUBSCRIBES = 1_000;
+    for (let index = 0; index < SUBSCRIBES; index += 1) {
+      heavy.send({ id: String(index).padStart(128, '0'), type: 'subscribe', payload: { query: `# ${padding}\n${SHIFT_CHANGES}`, extensions: { padding } } });
+    }
+    await waitFor(async () => (await metric('wfs_live_subscriptions')) === SUBSCRIBES, 'every subscription open', 60_000);
+    expect(exited).toBe(false);
+    expect(heavy.closed.code).toBeUndefined();
+    heavy.socket.close();
+    await waitFor(async () => (await metric('wfs_live_subscriptions')) === 0, 'every subscription ended with its connection', 20_000);
+  }, 90_000);
+
+  it('bounds the connections one address may hold open, and counts each refusal', async () => {
+    const BOUND = 1_000;
+    const open = await Promise.all(Array.from({ length: BOUND }, () => initialised()));
+    const refusedBefore = await metric('wfs_live_subscriptions_refused_total', { reason: 'address_connections' });
+    const status = await new Promise<number>((resolve, reject) => {
+      const socket = new WebSocket(wsUrl(url), 'graphql-transport-ws');
+      sockets.push(socket);
+      socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+      socket.once('open', () => reject(new Error('connection 1,001 of one address was accepted')));
+      socket.on('error', () => undefined);
+    });
+    expect(status).toBe(429);
+    expect(await metric('wfs_live_subscriptions_refused_total', { reason: 'address_connections' })).toBe(refusedBefore + 1);
+    // One leaves: another may come.
+    open[0]!.socket.close();
+    await waitFor(() => open[0]!.closed.code !== undefined, 'closed');
+    await waitFor(async () => {
+      const again = await initialised().catch(() => undefined);
+      return again !== undefined;
+    }, 'a connection accepted once one left');
+  }, 60_000);
+});

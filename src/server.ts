@@ -245,7 +245,6 @@ function serveLive(parts: {
       schema: parts.schema,
       services,
       hub,
-      authorize: (tenantId, resource) => services.client.authorize(tenantId, resource),
       routerSecret: config.routerSecret ?? null,
       queryLimits: parts.queryLimits,
       budgetMs: REQUEST_BUDGET_MS,

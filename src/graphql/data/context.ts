@@ -32,8 +32,6 @@ export interface GraphQLContext {
 export interface LiveContext {
   /** The replica's pollers and subscriptions. */
   readonly hub: LiveHub;
-  /** Whether the tenant may read the list now (its grant), before subscribing; rejects with FORBIDDEN. */
-  authorize(tenantId: string, list: string): Promise<void>;
   /**
    * A new change is about to be resolved: the context's per-request data (page cache,
    * loaders, deadline) starts afresh for it, so a long-lived subscription holds none

@@ -29,7 +29,8 @@ export function liveResolvers(resources: Iterable<AnyResource>): Resolvers {
         const live = context.live;
         if (!live) throw new GraphQLError('subscriptions are served over WebSocket (graphql-ws, subprotocol graphql-transport-ws) at this path, not over HTTP', { extensions: { code: 'BAD_REQUEST' } });
         const tenant = await context.tenant();
-        await live.authorize(tenant.tenantId, resource.name);
+        // The grant, as a query's first read of the list checks it (FORBIDDEN when the scope is withdrawn).
+        await tenant.reader.authorize(resource);
         const filter = args.filter && resource.filterFrom ? (filterOf(resource, args.filter) as ListFilter) : undefined;
         try {
           return live.until(live.hub.subscribe(tenant.tenantId, resource, filter));

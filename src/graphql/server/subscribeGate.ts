@@ -19,7 +19,6 @@ import type { Context, ServerOptions, SubscribePayload } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { LiveHub } from '../../live/hub';
 import { digest, sameSecret } from '../../routerSecret';
-import type { AnyResource } from '../../upstream/resources';
 import type { ContextServices } from '../data/context';
 import { SubscriptionContext } from '../data/subscriptionContext';
 import { CostEstimates, costRefusal } from './cost';
@@ -63,8 +62,6 @@ export interface SubscribeGateOptions {
   readonly schema: () => GraphQLSchema;
   readonly services: ContextServices;
   readonly hub: LiveHub;
-  /** Whether the tenant may read `resource` now (the client's scope check); rejects with FORBIDDEN. */
-  readonly authorize: (tenantId: string, resource: AnyResource) => Promise<void>;
   readonly routerSecret: string | null;
   readonly queryLimits: QueryLimits;
   /** The upstream time one change's resolution may use, in ms (a query's budget). */
@@ -247,10 +244,6 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     }
     const context = new SubscriptionContext(services, connection.headers, tenantId, options.budgetMs, {
       hub: options.hub,
-      authorize: (tenant, list) => {
-        const resource = services.resources.named(list);
-        return resource ? options.authorize(tenant, resource) : Promise.resolve();
-      },
     });
     connection.contexts.get(id)?.close();
     connection.contexts.set(id, context);

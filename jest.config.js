@@ -42,6 +42,7 @@ module.exports = {
   maxWorkers: 2,
   testTimeout: 30000,
   reporters: ['default', '<rootDir>/test/helpers/suiteDurations.js'],
+  testSequencer: '<rootDir>/test/helpers/slowFirstSequencer.js',
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },

@@ -75,6 +75,14 @@ describe('parsed documents and persisted queries', () => {
 });
 
 describe('documentBytes', () => {
+  /** The heap one parsed copy of `text` holds, measured over 100 copies (each with its own comment, as distinct documents are). */
+  const measured = (text: string): number => {
+    const kept: DocumentNode[] = [];
+    const before = heapUsed();
+    for (let i = 0; i < 100; i++) kept.push(parse(`${text} # ${i}`, { maxTokens: 5_000 }));
+    const bytes = (heapUsed() - before) / kept.length;
+    return bytes;
+  };
   const operationsDir = join(__dirname, '..', '..', 'operations');
   const shapes: Array<[string, string]> = [
     ['one field repeated 500 times', `{ ${'__typename '.repeat(500)}}`],
@@ -86,32 +94,11 @@ describe('documentBytes', () => {
       .map((file): [string, string] => [`operations/${file}`, readFileSync(join(operationsDir, file), 'utf8')]),
   ];
 
-  /**
-   * The heap one parsed copy of each shape holds, measured over 100 copies (each with its
-   * own comment, as distinct documents are). One after the other, all kept until the last
-   * is measured, so that one collected heap ends a shape's measure and starts the next's:
-   * each full collection costs a second or more of a loaded machine's time.
-   */
-  const held = new Map<string, number>();
-  beforeAll(() => {
-    const kept: DocumentNode[][] = [];
-    let before = heapUsed();
-    for (const [name, text] of shapes) {
-      const copies: DocumentNode[] = [];
-      for (let i = 0; i < 100; i++) copies.push(parse(`${text} # ${i}`, { maxTokens: 5_000 }));
-      kept.push(copies);
-      const after = heapUsed();
-      held.set(name, (after - before) / copies.length);
-      before = after;
-    }
-    expect(kept).toHaveLength(shapes.length);
-  });
-
-  it.each(shapes)('is at least what %s holds, and at most 6 times it', (name, text) => {
+  it.each(shapes)('is at least what %s holds, and at most 6 times it', (_name, text) => {
     const estimate = documentBytes(parse(`${text} # 0`, { maxTokens: 5_000 }));
-    const bytes = held.get(name)!;
-    expect(estimate).toBeGreaterThanOrEqual(bytes);
-    expect(estimate).toBeLessThanOrEqual(6 * bytes);
+    const held = measured(text);
+    expect(estimate).toBeGreaterThanOrEqual(held);
+    expect(estimate).toBeLessThanOrEqual(6 * held);
   });
 
   it('evicts the least recently used documents once their bytes pass the bound', async () => {

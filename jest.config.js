@@ -1,17 +1,55 @@
 /**
+ * The suites as Jest projects, each named in the output (`--selectProjects e2e:browser`
+ * runs one): unit (test/unit, one module each, no server), integration (test/integration:
+ * the real HTTP emulator, real redis-servers, the server in this process), and end to end
+ * (test/e2e, test/browser): the built server as a process, the gateways in front of it
+ * (Apollo Gateway, Hive Gateway), the explorer in headless Chromium, Grafbase Gateway, and
+ * the production image's install. A file of test/e2e that no other e2e project names runs
+ * in e2e:process.
+ *
+ * Every suite runs beside any other: each binds port 0 on 127.0.0.1 (or starts its own
+ * redis-server on a port of its own), writes only into its own mkdtemp folder, and reads
+ * dist/ (built by scripts/test.sh before the tests) without writing it. Most suites wait
+ * on sockets and child processes rather than compute, so on the 2-core machine three
+ * workers keep both cores busy: measured side by side, three finished the line in about
+ * 80% of the time two took (README.md, "The test line", gives the figures). `--maxWorkers`
+ * on the command line overrides it.
+ *
  * jose 6 and cockatiel 4 ship as ESM only. Rather than running jest in its
  * experimental ESM mode, ts-jest transforms their .js files to CommonJS (allowJs), so
  * every module, ours and theirs, loads through one CommonJS module system.
- * @type {import('jest').Config}
  */
-module.exports = {
+
+/** What every project shares. */
+const base = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
+  rootDir: __dirname,
   transform: {
     '^.+\\.[tj]s$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }],
   },
   transformIgnorePatterns: ['/node_modules/(?!(jose|cockatiel)/)'],
   setupFilesAfterEnv: ['<rootDir>/test/helpers/failOnConsole.ts'],
+};
+
+/** The end-to-end suites of test/e2e by project; the rest of test/e2e is e2e:process. */
+const E2E = {
+  'e2e:gateways': ['gateway', 'hive-gateway', 'hive-gateway-live'],
+  'e2e:grafbase': ['grafbase'],
+  'e2e:image': ['image'],
+};
+const e2eFiles = (names) => names.map((name) => `<rootDir>/test/e2e/${name}.test.ts`);
+
+/** @type {import('jest').Config} */
+module.exports = {
+  maxWorkers: 3,
   testTimeout: 30000,
+  reporters: ['default', '<rootDir>/test/helpers/suiteDurations.js'],
+  testSequencer: '<rootDir>/test/helpers/slowFirstSequencer.js',
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
+    { ...base, displayName: 'e2e:process', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'], testPathIgnorePatterns: ['/node_modules/', ...Object.values(E2E).flat().map((name) => `/test/e2e/${name}\\.test\\.ts$`)] },
+    ...Object.entries(E2E).map(([displayName, names]) => ({ ...base, displayName, testMatch: e2eFiles(names) })),
+    { ...base, displayName: 'e2e:browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
+  ],
 };

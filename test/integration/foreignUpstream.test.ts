@@ -199,6 +199,7 @@ const TENANTS: ForeignTenantSpec[] = [
   { name: 'hang-token', locations: LOCATIONS, tokenFault: () => true },
   {
     // Every page answers, each in 4.2 s (well inside every per-call timeout); 100 shifts in pages of 20.
+    // Time is the subject: a slow upstream, its answers delayed on purpose.
     name: 'slow-pages',
     format: 'page',
     size: { kind: 'cap', size: 20 },

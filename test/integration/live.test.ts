@@ -128,7 +128,7 @@ describe('live updates over graphql-ws', () => {
     await waitFor(() => subgraph.server.live.pollers === 0, 'the poller stopped');
     subgraph.emulator.resetCounters();
     const after = await polls();
-    // Five intervals without a subscriber: not one call (the wait is the subject: nothing happens in it).
+    // Five intervals without a subscriber: not one call. Time is the subject: nothing happens over those intervals.
     await new Promise((resolve) => setTimeout(resolve, 5 * POLL_MS));
     expect(subgraph.emulator.counters.listRequests).toEqual({ locations: 0, shifts: 0 });
     expect(await polls()).toBe(after);

@@ -236,6 +236,7 @@ describe('TokenCache replicas sharing one Redis', () => {
     let calls = 0;
     const fetchToken = jest.fn(async (): Promise<TokenGrant> => {
       calls += 1;
+      // Time is the subject: a token request that takes a while (above).
       await sleep(50);
       return grant(`token-${calls}-${Math.random().toString(36).slice(2)}`, 900_000);
     });

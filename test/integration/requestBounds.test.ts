@@ -51,8 +51,8 @@ describe('requests in flight', () => {
     const as_ = (i: number) => ({ ...as(tenants[i % tenants.length]!), ...ROUTER });
     let slowDone = 0;
     const slow = [0, 1, 2].map((i) => post(subgraph, query(i), as_(i)).finally(() => (slowDone += 1)));
-    await waitFor(() => subgraph.emulator.counters.tokenRequests >= 1, 'the slow requests under way');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // All three are being served: each has called the upstream, whose answer takes 400 ms.
+    await waitFor(() => subgraph.emulator.counters.listRequests.locations >= 3, 'the three slow requests under way');
     const refused = await post(subgraph, query(3), as_(0));
     // At once: answered while the three it was refused for are still being served.
     expect(slowDone).toBe(0);
@@ -69,7 +69,8 @@ describe('requests in flight', () => {
     // An unused variable pads each body to about 900 KB.
     const padded = (first: number) => ({ query: `{ locations(first: ${first}) { nodes { id } } }`, variables: { pad: 'x'.repeat(900_000) } });
     const first = post(subgraph, padded(1), tenant);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The first body is read whole and its request served: it called the upstream, whose answer takes 400 ms.
+    await waitFor(() => subgraph.emulator.counters.listRequests.locations >= 1, 'the first request under way');
     const second = await post(subgraph, padded(2), tenant);
     expect(second.status).toBe(503);
     expect(second.retryAfter).toBe('1');

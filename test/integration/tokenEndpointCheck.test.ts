@@ -99,6 +99,7 @@ describe('startTokenEndpointCheck', () => {
   let authUrl: string;
   const bodies: string[] = [];
   let answers: number[] = [];
+  /** How long the endpoint holds its answers. Time is the subject: a probe still in flight. */
   let answerDelayMs = 0;
   const dispatcher = new Agent({ keepAliveTimeout: 10 });
 
@@ -189,10 +190,18 @@ describe('startTokenEndpointCheck', () => {
       check.confirmed();
       expect(await check.firstVerdict).toMatchObject({ ok: false });
       expect(check.problem()).toBeUndefined();
-      // No verdict is reported and no new probe is scheduled after the confirmation.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // No verdict is reported and no new probe is scheduled after the confirmation. A
+      // control, the same check left unconfirmed, shows when that probe would have come:
+      // its second probe, after an answer as slow and the same 1 ms delay.
+      answers = [404, 404];
+      const control = startTokenEndpointCheck({ authUrl: `${authUrl}/control`, dispatcher, retryDelaysMs: [1] });
+      try {
+        await waitFor(() => bodies.filter((body) => body.includes('/control/')).length >= 2, "the unconfirmed control's second probe");
+      } finally {
+        control.close();
+      }
       expect(verdicts).toEqual([]);
-      expect(bodies).toHaveLength(1);
+      expect(bodies.filter((body) => !body.includes('/control/'))).toHaveLength(1);
       expect(check.problem()).toBeUndefined();
     } finally {
       check.close();

@@ -91,6 +91,7 @@ describe('live hub', () => {
     await other.return!();
     expect(hub.pollers).toBe(0);
     const reads = list.state.reads;
+    // Time is the subject: over many poll intervals after the last subscriber left, no read.
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(list.state.reads).toBe(reads);
     await hub.close();

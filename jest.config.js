@@ -33,7 +33,7 @@ const base = {
 
 /** The end-to-end suites of test/e2e by project; the rest of test/e2e is e2e:process. */
 const E2E = {
-  'e2e:gateways': ['gateway', 'hive-gateway', 'hive-gateway-live'],
+  'e2e:gateways': ['gateway', 'hive-gateway'],
   'e2e:grafbase': ['grafbase'],
   'e2e:image': ['image'],
 };

@@ -20,6 +20,10 @@
  *   lease          a lease value that is not a replica's: taken over at once
  *   unpublishable  a change of ours too large for one message (delivered here only)
  *
+ * The parts: the messages' wire form, receive checks and split under the size bound
+ * are redisMessages.ts; the leases (sealed, read and taken in Redis scripts) are
+ * redisLease.ts; this file names the Redis keys and channels, listens and publishes.
+ *
  * Redis down or slow: `lead` answers true, so each replica polls for its own
  * subscribers; each replica's snapshot (poller.ts) drops a change it has already
  * delivered, so when Redis comes back and one replica leads again, no client gets a
@@ -28,62 +32,14 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedisConnections } from '../upstream/redis/connection';
-import { seal, sealedLength, sealingKey, unseal } from '../upstream/redis/seal';
-import type { UpstreamRecord } from '../upstream/resources';
+import { seal, sealingKey } from '../upstream/redis/seal';
 import type { Coordinator } from './coordinator';
-import { fingerprint, REMOVED_FINGERPRINT, type ChangeKind, type RecordChange } from './snapshot';
+import { MIN_LEASE_MS, redisLeases } from './redisLease';
+import { envelopeText, messageBatches, openMessage, replayGuard, type RedisDropReason } from './redisMessages';
+import type { RecordChange } from './snapshot';
 
-/**
- * The largest message a replica publishes or reads, in bytes as Redis delivers it.
- * A change is one record of a list (a shift or a location: well under 2 KiB as JSON),
- * so one message holds a hundred changes even of records ten times that; a poll that
- * found more publishes several. Refusing a bigger one before decoding it bounds what a
- * message from outside can cost (a forged one of 256 KiB: about 5 ms; a genuine full
- * one, 956 shift changes: about 16 ms to open and check, on a 2-core machine at load 13;
- * about 1 MiB of transient heap, against 256 MiB), and keeps every message far below
- * what Redis lets a subscriber's output buffer hold (8 MiB for 60 s by default) before
- * it disconnects it. The same bound as a WebSocket message (docs/limits.md).
- */
-export const MAX_MESSAGE_BYTES = 256 * 1024;
-
-/** A message whose clock says it is older (or newer) than this is refused as replayed; replicas' clocks should agree within it. */
-export const REPLAY_WINDOW_MS = 60_000;
-/** Per sender, a sequence number this far below its newest is refused as replayed; those within are remembered. */
-const SEQUENCE_WINDOW = 1_024;
-
-/** A lease outlives its holder's next poll by this factor of the delay (a late poll keeps it). */
-const LEASE_DELAYS = 3;
-/** At least this long, in ms (production; tests pass `minLeaseMs`). */
-export const MIN_LEASE_MS = 5_000;
-/** A lease value longer than this is nobody's (a sealed one is about 130 bytes). */
-const MAX_LEASE_BYTES = 512;
-
-/** Why something read from Redis was dropped (the `reason` label of wfs_live_redis_dropped_total). */
-export type RedisDropReason = 'oversized' | 'unsealed' | 'forged' | 'malformed' | 'replayed' | 'lease' | 'unpublishable';
-
-/*
- * The lease, read and taken in scripts (atomic on the server) while the seal is
- * checked here: READ answers nil when free, 0 when the key holds something no replica
- * writes (another type, or too long to be a lease), else the value. TAKE sets our
- * value if the key still holds what we read (ARGV[1]: '' free, '*' unreadable, or
- * the value), or is free now.
- */
-const READ_LEASE = `
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind == 'none' then return false end
-if kind ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then return 0 end
-return redis.call('GET', KEYS[1])`;
-const TAKE_LEASE = `
-local kind = redis.call('TYPE', KEYS[1])['ok']
-local free = kind == 'none'
-if not free then
-  if kind ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[4]) then free = ARGV[1] == '*'
-  else free = redis.call('GET', KEYS[1]) == ARGV[1] end
-end
-if not free then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1`;
-const RELEASE_LEASE = `if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+export { MIN_LEASE_MS } from './redisLease';
+export { MAX_MESSAGE_BYTES, REPLAY_WINDOW_MS, type RedisDropReason } from './redisMessages';
 
 export interface RedisCoordinatorOptions {
   /** WFS_REDIS_KEY, the fleet's secret: messages and leases are sealed with a key derived from it. */
@@ -105,24 +61,23 @@ export function liveSealingKey(secret: string): Buffer {
   return sealingKey(secret, 'wfs-subgraph live message v1');
 }
 
-interface Message {
-  readonly from: string;
-  readonly seq: number;
-  readonly at: number;
-  readonly changes: readonly RecordChange[];
-}
-
-/** What a sender sent lately: its newest sequence number and those seen within SEQUENCE_WINDOW below it. */
-interface Sender {
-  newest: number;
-  readonly seen: Set<number>;
-  heardAt: number;
+/** The Redis names of a polled key (a digest of it): its channel, remembered while listened to, and its lease. */
+function redisNames(prefix: string) {
+  const channelOf = new Map<string, string>();
+  const digest = (name: string) => createHash('sha256').update(name).digest('base64url').slice(0, 32);
+  return {
+    channel(name: string): string {
+      let channelName = channelOf.get(name);
+      if (!channelName) channelOf.set(name, (channelName = `${prefix}changes:${digest(name)}`));
+      return channelName;
+    },
+    forgetChannel: (name: string) => channelOf.delete(name),
+    lease: (name: string) => `${prefix}lease:${digest(name)}`,
+  };
 }
 
 export function createRedisCoordinator(redis: RedisConnections, options: RedisCoordinatorOptions): Coordinator & { readonly replicaId: string } {
-  const prefix = options.prefix ?? 'wfs:live:';
   const now = options.now ?? Date.now;
-  const minLeaseMs = Math.max(1, Math.ceil(options.minLeaseMs ?? MIN_LEASE_MS));
   const key = liveSealingKey(options.secret);
   const replicaId = randomUUID();
   const commands = redis.commands;
@@ -144,40 +99,13 @@ export function createRedisCoordinator(redis: RedisConnections, options: RedisCo
   };
   const up = () => (down = false);
 
-  const channelOf = new Map<string, string>();
+  const names = redisNames(options.prefix ?? 'wfs:live:');
+  const minLeaseMs = Math.max(1, Math.ceil(options.minLeaseMs ?? MIN_LEASE_MS));
+  const leases = redisLeases({ commands, key, replicaId, leaseName: names.lease, minLeaseMs, now, dropped, report });
+
   const listeners = new Map<string, (changes: readonly RecordChange[]) => void>();
   const byChannel = new Map<string, string>();
-  const heldLeases = new Map<string, string>();
-  const senders = new Map<string, Sender>();
-  const digest = (name: string) => createHash('sha256').update(name).digest('base64url').slice(0, 32);
-  const channel = (name: string) => {
-    let channelName = channelOf.get(name);
-    if (!channelName) channelOf.set(name, (channelName = `${prefix}changes:${digest(name)}`));
-    return channelName;
-  };
-  const leaseName = (name: string) => `${prefix}lease:${digest(name)}`;
-
-  /** Whether `message` is new from its sender (and remembers it); false for a replay. */
-  const fresh = (message: Message): boolean => {
-    const at = now();
-    if (Math.abs(at - message.at) > REPLAY_WINDOW_MS) return false;
-    const sender = senders.get(message.from);
-    if (!sender) {
-      // Senders not heard from within the window are forgotten: a replay of theirs is now too old.
-      for (const [id, old] of senders) if (at - old.heardAt > REPLAY_WINDOW_MS) senders.delete(id);
-      senders.set(message.from, { newest: message.seq, seen: new Set([message.seq]), heardAt: at });
-      return true;
-    }
-    if (message.seq <= sender.newest - SEQUENCE_WINDOW || sender.seen.has(message.seq)) return false;
-    sender.seen.add(message.seq);
-    sender.heardAt = at;
-    if (message.seq > sender.newest) {
-      sender.newest = message.seq;
-      for (const seq of sender.seen) if (seq <= sender.newest - SEQUENCE_WINDOW) sender.seen.delete(seq);
-    }
-    return true;
-  };
-
+  const fresh = replayGuard(now);
   // Buffers, not strings: the size is checked before anything is decoded. A throw here
   // would be an uncaught exception (ioredis rethrows a listener's), so nothing throws.
   const onMessage = (channelBytes: Buffer, bytes: Buffer) => {
@@ -186,11 +114,8 @@ export function createRedisCoordinator(redis: RedisConnections, options: RedisCo
       const listenerKey = byChannel.get(name);
       const listener = listenerKey === undefined ? undefined : listeners.get(listenerKey);
       if (!listener) return;
-      if (bytes.length > MAX_MESSAGE_BYTES) return dropped('oversized');
-      const opened = unseal(key, name, bytes.toString('latin1'));
-      if ('refused' in opened) return dropped(opened.refused);
-      const message = readMessage(opened.text);
-      if (!message) return dropped('malformed');
+      const message = openMessage(key, name, bytes);
+      if (typeof message === 'string') return dropped(message);
       if (message.from === replicaId) return;
       if (!fresh(message)) return dropped('replayed');
       listener(message.changes);
@@ -212,103 +137,32 @@ export function createRedisCoordinator(redis: RedisConnections, options: RedisCo
   ];
   for (const [connection, event, handler] of attached) connection.on(event, handler);
 
-  /** The lease's holder and end, or null when the value is no replica's. */
-  const openLease = (name: string, value: string): { replica: string; until: number } | null => {
-    const opened = unseal(key, name, value);
-    if (!('text' in opened)) return null;
-    try {
-      const { replica, until } = JSON.parse(opened.text) as Record<string, unknown>;
-      return typeof replica === 'string' && typeof until === 'number' && Number.isFinite(until) ? { replica, until } : null;
-    } catch {
-      return null;
-    }
-  };
-
-  const publishable = (changes: readonly RecordChange[]): string[][] => {
-    // The text of a message with the longest `from`, `seq` and `at` around no change.
-    const envelope = Buffer.byteLength(envelopeText(replicaId, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, []));
-    const batches: string[][] = [];
-    let batch: string[] = [];
-    let bytes = envelope;
-    for (const change of changes) {
-      const text = JSON.stringify(change);
-      const size = Buffer.byteLength(text) + 1;
-      if (sealedLength(envelope + size) > MAX_MESSAGE_BYTES) {
-        dropped('unpublishable');
-        continue;
-      }
-      if (sealedLength(bytes + size) > MAX_MESSAGE_BYTES) {
-        batches.push(batch);
-        batch = [];
-        bytes = envelope;
-      }
-      batch.push(text);
-      bytes += size;
-    }
-    if (batch.length > 0) batches.push(batch);
-    return batches;
-  };
-
-  const release = (name: string) => {
-    const value = heldLeases.get(name);
-    heldLeases.delete(name);
-    if (value !== undefined && commands.status === 'ready') commands.eval(RELEASE_LEASE, 1, leaseName(name), value).catch(() => undefined);
-  };
-
   return {
     replicaId,
-    async lead(name, holdMs) {
-      if (commands.status !== 'ready') return true;
-      const lease = leaseName(name);
-      const ms = Math.max(minLeaseMs, Math.ceil(holdMs * LEASE_DELAYS));
-      try {
-        const current = (await commands.eval(READ_LEASE, 1, lease, MAX_LEASE_BYTES)) as string | number | null;
-        let expected: string;
-        if (current === null) {
-          expected = '';
-        } else if (typeof current !== 'string') {
-          dropped('lease');
-          expected = '*';
-        } else {
-          const holder = openLease(lease, current);
-          if (!holder) dropped('lease');
-          // Another replica's lease, within its time (and one lease more, for clocks that
-          // differ); past that it was kept alive by someone else (PERSIST, a replay).
-          else if (holder.replica !== replicaId && holder.until + ms > now()) return false;
-          expected = current;
-        }
-        const value = seal(key, lease, JSON.stringify({ replica: replicaId, until: now() + ms }));
-        const taken = (await commands.eval(TAKE_LEASE, 1, lease, expected, value, ms, MAX_LEASE_BYTES)) === 1;
-        if (taken) heldLeases.set(name, value);
-        return taken;
-      } catch (error) {
-        report(error as Error);
-        return true;
-      }
-    },
+    lead: leases.lead,
     publish(name, changes) {
       if (commands.status !== 'ready' || changes.length === 0) return;
-      const channelName = channel(name);
-      for (const batch of publishable(changes)) {
+      const channelName = names.channel(name);
+      for (const batch of messageBatches(replicaId, changes, () => dropped('unpublishable'))) {
         sequence += 1;
         commands.publish(channelName, seal(key, channelName, envelopeText(replicaId, sequence, now(), batch))).catch(report);
       }
     },
     listen(name, onChanges) {
       listeners.set(name, onChanges);
-      byChannel.set(channel(name), name);
-      subscriber.subscribe(channel(name)).catch(report);
+      byChannel.set(names.channel(name), name);
+      subscriber.subscribe(names.channel(name)).catch(report);
     },
     forget(name) {
       listeners.delete(name);
-      const channelName = channel(name);
+      const channelName = names.channel(name);
       byChannel.delete(channelName);
-      channelOf.delete(name);
+      names.forgetChannel(name);
       subscriber.unsubscribe(channelName).catch(() => undefined);
-      release(name);
+      leases.release(name);
     },
     async close() {
-      for (const name of [...heldLeases.keys()]) release(name);
+      leases.releaseAll();
       if (byChannel.size > 0) subscriber.unsubscribe(...byChannel.keys()).catch(() => undefined);
       listeners.clear();
       byChannel.clear();
@@ -316,49 +170,4 @@ export function createRedisCoordinator(redis: RedisConnections, options: RedisCo
       // The connections are the wiring's (shared with the token store): it closes them.
     },
   };
-}
-
-function envelopeText(from: string, seq: number, at: number, changes: readonly string[]): string {
-  return `{"from":${JSON.stringify(from)},"seq":${seq},"at":${at},"changes":[${changes.join(',')}]}`;
-}
-
-const KINDS: ReadonlySet<string> = new Set<ChangeKind>(['ADDED', 'UPDATED', 'REMOVED']);
-
-/** The message in `text`, every field checked; null when anything is not as a replica writes it. */
-export function readMessage(text: string): Message | null {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isObject(data)) return null;
-  const { from, seq, at, changes } = data;
-  if (typeof from !== 'string' || from.length === 0 || from.length > 64) return null;
-  if (!Number.isSafeInteger(seq) || (seq as number) < 1) return null;
-  if (typeof at !== 'number' || !Number.isFinite(at)) return null;
-  if (!Array.isArray(changes) || changes.length === 0) return null;
-  const read: RecordChange[] = [];
-  for (const item of changes as unknown[]) {
-    const change = readChange(item);
-    if (!change) return null;
-    read.push(change);
-  }
-  return { from, seq: seq as number, at, changes: read };
-}
-
-function readChange(item: unknown): RecordChange | null {
-  if (!isObject(item)) return null;
-  const { kind, id, record, fingerprint: print } = item;
-  if (typeof kind !== 'string' || !KINDS.has(kind)) return null;
-  if (typeof id !== 'string' || id.length === 0) return null;
-  if (kind === 'REMOVED') return record === undefined && print === REMOVED_FINGERPRINT ? { kind, id, fingerprint: REMOVED_FINGERPRINT } : null;
-  if (!isObject(record) || record.id !== id) return null;
-  // The fingerprint is the record's own (snapshot.ts), so the two cannot disagree.
-  if (typeof print !== 'number' || !Number.isInteger(print) || print < 0 || print > 0xffffffff || fingerprint(record as unknown as UpstreamRecord) !== print) return null;
-  return { kind: kind as ChangeKind, id, record: record as unknown as UpstreamRecord, fingerprint: print };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

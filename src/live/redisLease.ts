@@ -1,0 +1,122 @@
+/**
+ * The poll leases of redisCoordinator.ts: one Redis key per polled key, whose sealed
+ * value names the replica that polls it and until when. Read and taken in scripts
+ * (atomic on the server) while the seal is checked here; a value that is no replica's
+ * is dropped (reason `lease`) and taken over at once.
+ */
+import type { Redis } from 'ioredis';
+import { seal, unseal } from '../upstream/redis/seal';
+import type { RedisDropReason } from './redisMessages';
+
+/** A lease outlives its holder's next poll by this factor of the delay (a late poll keeps it). */
+const LEASE_DELAYS = 3;
+/** At least this long, in ms (production; tests pass `minLeaseMs`). */
+export const MIN_LEASE_MS = 5_000;
+/** A lease value longer than this is nobody's (a sealed one is about 130 bytes). */
+const MAX_LEASE_BYTES = 512;
+
+/*
+ * READ answers nil when free, 0 when the key holds something no replica writes
+ * (another type, or too long to be a lease), else the value. TAKE sets our value if
+ * the key still holds what we read (ARGV[1]: '' free, '*' unreadable, or the value),
+ * or is free now. RELEASE deletes the key if it still holds our value.
+ */
+const READ_LEASE = `
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return false end
+if kind ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then return 0 end
+return redis.call('GET', KEYS[1])`;
+const TAKE_LEASE = `
+local kind = redis.call('TYPE', KEYS[1])['ok']
+local free = kind == 'none'
+if not free then
+  if kind ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[4]) then free = ARGV[1] == '*'
+  else free = redis.call('GET', KEYS[1]) == ARGV[1] end
+end
+if not free then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`;
+const RELEASE_LEASE = `if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+
+export interface LeaseParts {
+  readonly commands: Redis;
+  /** The sealing key (liveSealingKey); each value is bound to its lease's Redis key. */
+  readonly key: Buffer;
+  readonly replicaId: string;
+  /** The Redis key of the lease on a polled key. */
+  readonly leaseName: (name: string) => string;
+  /** The shortest lease, in ms. */
+  readonly minLeaseMs: number;
+  readonly now: () => number;
+  readonly dropped: (reason: RedisDropReason) => void;
+  /** Told that Redis failed to answer. */
+  readonly report: (error: Error) => void;
+}
+
+export interface Leases {
+  /** Whether this replica polls `name` now (Coordinator.lead): it holds, takes or renews its lease; true when Redis does not answer. */
+  lead(name: string, holdMs: number): Promise<boolean>;
+  /** Gives up the lease on `name`, if ours. */
+  release(name: string): void;
+  /** Gives up every lease held. */
+  releaseAll(): void;
+}
+
+export function redisLeases(parts: LeaseParts): Leases {
+  const { commands, key, replicaId, leaseName, now, dropped } = parts;
+  const held = new Map<string, string>();
+
+  /** The lease's holder and end, or null when the value is no replica's. */
+  const openLease = (name: string, value: string): { replica: string; until: number } | null => {
+    const opened = unseal(key, name, value);
+    if (!('text' in opened)) return null;
+    try {
+      const { replica, until } = JSON.parse(opened.text) as Record<string, unknown>;
+      return typeof replica === 'string' && typeof until === 'number' && Number.isFinite(until) ? { replica, until } : null;
+    } catch {
+      return null;
+    }
+  };
+
+  const release = (name: string) => {
+    const value = held.get(name);
+    held.delete(name);
+    if (value !== undefined && commands.status === 'ready') commands.eval(RELEASE_LEASE, 1, leaseName(name), value).catch(() => undefined);
+  };
+
+  return {
+    async lead(name, holdMs) {
+      if (commands.status !== 'ready') return true;
+      const lease = leaseName(name);
+      const ms = Math.max(parts.minLeaseMs, Math.ceil(holdMs * LEASE_DELAYS));
+      try {
+        const current = (await commands.eval(READ_LEASE, 1, lease, MAX_LEASE_BYTES)) as string | number | null;
+        let expected: string;
+        if (current === null) {
+          expected = '';
+        } else if (typeof current !== 'string') {
+          dropped('lease');
+          expected = '*';
+        } else {
+          const holder = openLease(lease, current);
+          if (!holder) dropped('lease');
+          // Another replica's lease, within its time (and one lease more, for clocks that
+          // differ); past that it was kept alive by someone else (PERSIST, a replay).
+          else if (holder.replica !== replicaId && holder.until + ms > now()) return false;
+          expected = current;
+        }
+        const value = seal(key, lease, JSON.stringify({ replica: replicaId, until: now() + ms }));
+        const taken = (await commands.eval(TAKE_LEASE, 1, lease, expected, value, ms, MAX_LEASE_BYTES)) === 1;
+        if (taken) held.set(name, value);
+        return taken;
+      } catch (error) {
+        parts.report(error as Error);
+        return true;
+      }
+    },
+    release,
+    releaseAll() {
+      for (const name of [...held.keys()]) release(name);
+    },
+  };
+}

@@ -65,7 +65,7 @@ describe("docs/frontend.md's live recipes, as printed, through Hive Gateway", ()
   let stops: Array<() => void> = [];
 
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({ tenants: [PARTIAL, WHOLE, NO_SHIFTS] }, { WFS_ROUTER_SECRET: HIVE_ROUTER_SECRET, WFS_POLL_INTERVAL_SECONDS: '1', LOG_LEVEL: 'warn' });
+    subgraph = await startTestSubgraph({ tenants: [PARTIAL, WHOLE, NO_SHIFTS] }, { WFS_ROUTER_SECRET: HIVE_ROUTER_SECRET, LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: 100 } });
     people = await startPeopleSubgraph();
     gateway = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, HIVE_ROUTER_SECRET);
     // A gateway in service has answered a request before (the runtime this helper builds

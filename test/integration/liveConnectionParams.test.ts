@@ -20,7 +20,7 @@ describe('connectionParams and the demo tenant', () => {
   const [harbour, northfield] = demoTenants();
 
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({ tenants: demoTenants() }, { WFS_POLL_INTERVAL_SECONDS: '1', LOG_LEVEL: 'warn' }, { defaultTenant: harbour!.tenantId });
+    subgraph = await startTestSubgraph({ tenants: demoTenants() }, { LOG_LEVEL: 'warn' }, { defaultTenant: harbour!.tenantId, live: { pollIntervalMs: 100 } });
   });
 
   afterAll(async () => {

@@ -257,6 +257,6 @@ function serveLive(parts: {
     refused,
     slowConsumerDropped: () => metrics.slowConsumersDropped.inc(),
     logger,
-    limits: { addressStrikes: config.liveAddressStrikes, addressBlockSeconds: config.liveAddressBlockSeconds, ...options.live?.socket },
+    limits: { addressStrikes: config.liveAddressStrikes, addressBlockMs: config.liveAddressBlockSeconds * 1000, ...options.live?.socket },
   });
 }

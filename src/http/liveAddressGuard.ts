@@ -3,9 +3,9 @@
  * what it sends (malformed messages, a missing or forged `connection_init`, a flood of
  * subscribes) and connects again at once would make the replica pay a handshake, an
  * identity check and its refusals over and over. Each such connection earns strikes
- * against its address; past `strikes` within `windowSeconds`, that address's upgrade
+ * against its address; past `strikes` within `windowMs`, that address's upgrade
  * requests are refused before the WebSocket handshake, with 429 and Retry-After, for
- * `blockSeconds`. Connections that behave cost nothing here, so a gateway (many users
+ * `blockMs`. Connections that behave cost nothing here, so a gateway (many users
  * on one address) or a thousand screens behind one NAT open as many as they need.
  *
  * A refused upgrade is answered after a pause (at most `refusalDelayMs`, and never
@@ -20,11 +20,11 @@ import type { Duplex } from 'node:stream';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 
 export interface AddressGuardOptions {
-  /** Strikes one address may earn within `windowSeconds` (liveSocket.ts weighs them). */
+  /** Strikes one address may earn within `windowMs` (liveSocket.ts weighs them). */
   readonly strikes: number;
-  readonly windowSeconds: number;
+  readonly windowMs: number;
   /** How long an address that went past `strikes` has its upgrades refused. */
-  readonly blockSeconds: number;
+  readonly blockMs: number;
   /** The longest pause before a refusal is written. */
   readonly refusalDelayMs: number;
   /** Refused sockets waiting for their answer at once, all addresses together. */
@@ -42,7 +42,8 @@ export interface AddressGuard {
 }
 
 export function createAddressGuard(options: AddressGuardOptions): AddressGuard {
-  const limiter = new RateLimiterMemory({ points: options.strikes, duration: options.windowSeconds, blockDuration: options.blockSeconds });
+  // rate-limiter-flexible counts in seconds (fractions too).
+  const limiter = new RateLimiterMemory({ points: options.strikes, duration: options.windowMs / 1000, blockDuration: options.blockMs / 1000 });
   const held = new Set<{ socket: Duplex; timer: NodeJS.Timeout }>();
 
   return {

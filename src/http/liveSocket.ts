@@ -93,8 +93,8 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.messageBytes, perMessageDeflate: false, allowSynchronousEvents: false, handleProtocols });
   const sockets = new WeakMap<WebSocket, SocketState>();
   const perAddress = new Map<string, number>();
-  const { addressStrikes: strikes, addressWindowSeconds: windowSeconds, addressBlockSeconds: blockSeconds, refusalDelayMs, heldRefusals } = limits;
-  const guard = createAddressGuard({ strikes, windowSeconds, blockSeconds, refusalDelayMs, heldRefusals });
+  const { addressStrikes: strikes, addressWindowMs: windowMs, addressBlockMs: blockMs, refusalDelayMs, heldRefusals } = limits;
+  const guard = createAddressGuard({ strikes, windowMs, blockMs, refusalDelayMs, heldRefusals });
   // Messages per connection: the burst per the window the steady rate earns it in (2,000
   // per 10 s by default), well above what a client or a gateway sends. One fixed window
   // per connection (rate-limiter-flexible): its answers settle in the order asked, so

@@ -19,17 +19,18 @@ export interface LiveSocketLimits {
   readonly messageBurst: number;
   readonly messagesPerSecond: number;
   /**
-   * Strikes one remote address may earn within `addressWindowSeconds`: a connection
+   * Strikes one remote address may earn within `addressWindowMs`: a connection
    * closed for a protocol violation or past a message or refusal bound earns 5, one
    * that ended before its `connection_init` was accepted (a refused identity, none in
    * time, a client that gave up) earns 1. Past it, upgrades from that address are
-   * refused (429, Retry-After) for `addressBlockSeconds`. An upgrade carrying the
+   * refused (429, Retry-After) for `addressBlockMs` (milliseconds, so tests see a block end in
+   * a fraction of a second; WFS_LIVE_ADDRESS_BLOCK_SECONDS in production). An upgrade carrying the
    * router secret is not counted (the router has many users on one address, and
    * limits them itself).
    */
   readonly addressStrikes: number;
-  readonly addressWindowSeconds: number;
-  readonly addressBlockSeconds: number;
+  readonly addressWindowMs: number;
+  readonly addressBlockMs: number;
   /** A refused upgrade is answered after this pause (a client that ignores Retry-After waits anyway), at most `heldRefusals` at once. */
   readonly refusalDelayMs: number;
   readonly heldRefusals: number;
@@ -46,8 +47,8 @@ export const DEFAULT_LIVE_SOCKET_LIMITS: LiveSocketLimits = Object.freeze({
   messageBurst: 2_000,
   messagesPerSecond: 200,
   addressStrikes: NUMERIC_SETTINGS.WFS_LIVE_ADDRESS_STRIKES.default,
-  addressWindowSeconds: 10,
-  addressBlockSeconds: NUMERIC_SETTINGS.WFS_LIVE_ADDRESS_BLOCK_SECONDS.default,
+  addressWindowMs: 10_000,
+  addressBlockMs: NUMERIC_SETTINGS.WFS_LIVE_ADDRESS_BLOCK_SECONDS.default * 1000,
   refusalDelayMs: 1_000,
   heldRefusals: 1_000,
 });

@@ -81,7 +81,7 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
 
   beforeAll(async () => {
     subgraph = await startTestSubgraph({ tenants: demoTenants() }, { WFS_MAX_COST: '5000', LOG_LEVEL: 'warn' }, {
-      live: { pollIntervalMs: 100, socket: { addressStrikes: 6, addressBlockSeconds: 2, refusalDelayMs: 300 } },
+      live: { pollIntervalMs: 100, socket: { addressStrikes: 6, addressBlockMs: 600, refusalDelayMs: 300 } },
     });
     tenantId = subgraph.emulator.tenants[0]!.tenantId;
   });
@@ -109,8 +109,8 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
     other.raw!.socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SHIFT_CHANGES } }));
     await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed from another address');
 
-    // The block ends (2 s): the address connects again. Time is the subject: the block's length.
-    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    // The block ends (600 ms): the address connects again. Time is the subject: the block's length.
+    await new Promise((resolve) => setTimeout(resolve, 700));
     const again = await open(subgraph.server.url, '127.0.0.2');
     expect(again.raw).toBeDefined();
     sockets.push(again.raw!.socket);

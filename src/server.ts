@@ -16,7 +16,7 @@ import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
 import type { LiveSocketLimits } from './http/liveSocketLimits';
 import { createRoutes } from './http/routes';
 import { createLive, type LiveHub, type LiveOptions } from './live';
-import type { LiveMetrics } from './live/metrics';
+import type { LiveEvents } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { createSubscribeGate, type SubscribeGateLimits } from './graphql/server/subscribeGate';
@@ -128,7 +128,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
     ...(options.live && { options: options.live }),
   });
-  const liveSocket = serveLive({ httpServer, config, options, services: app.services, hub: live.hub, schema: executionSchema, queryLimits, logger, metrics: live.metrics });
+  const liveSocket = serveLive({ httpServer, config, options, services: app.services, hub: live.hub, schema: executionSchema, queryLimits, logger, events: observability.observer });
 
   let draining = false;
   httpServer.on(
@@ -234,10 +234,11 @@ function serveLive(parts: {
   schema: () => GraphQLSchema;
   queryLimits: QueryLimits;
   logger: Logger;
-  metrics: LiveMetrics;
+  /** Where refusals and slow consumers are counted (the Observer port). */
+  events: Pick<LiveEvents, 'liveRefused' | 'liveSlowConsumerDropped'>;
 }): LiveSocket {
-  const { httpServer, config, options, services, hub, logger, metrics } = parts;
-  const refused = (reason: string) => metrics.refused.inc({ reason });
+  const { httpServer, config, options, services, hub, logger, events } = parts;
+  const refused = (reason: string) => events.liveRefused(reason);
   return attachLiveSocket({
     httpServer,
     path: GRAPHQL_PATH,
@@ -255,7 +256,7 @@ function serveLive(parts: {
     }),
     routerSecret: config.routerSecret ?? null,
     refused,
-    slowConsumerDropped: () => metrics.slowConsumersDropped.inc(),
+    slowConsumerDropped: () => events.liveSlowConsumerDropped(),
     logger,
     limits: { addressStrikes: config.liveAddressStrikes, addressBlockMs: config.liveAddressBlockSeconds * 1000, ...options.live?.socket },
   });

@@ -10,7 +10,7 @@ import type { RedisConnections } from '../upstream/redis/connection';
 import { LOCAL_COORDINATOR, type Coordinator } from './coordinator';
 import { LiveHub, type LiveLimits } from './hub';
 import { tenantListReader } from './listReader';
-import { liveMetrics, type LiveEvents, type LiveMetrics } from './metrics';
+import type { LiveEvents } from './metrics';
 import { PollBudget } from './pollBudget';
 import type * as RedisCoordinatorModule from './redisCoordinator';
 import { SnapshotMemory, type MemoryBudget } from './snapshot';
@@ -44,8 +44,6 @@ export interface LiveParts {
 
 export interface Live {
   readonly hub: LiveHub;
-  /** What the WebSocket transport counts (refusals, slow consumers), over the same port. */
-  readonly metrics: LiveMetrics;
   close(): Promise<void>;
 }
 
@@ -73,7 +71,7 @@ export function createLive(parts: LiveParts): Live {
     },
     limitsOf(options),
   );
-  return { hub, metrics: liveMetrics(parts.events), close: () => hub.close() };
+  return { hub, close: () => hub.close() };
 }
 
 function limitsOf(options: LiveOptions): Partial<LiveLimits> {

@@ -2,10 +2,9 @@
  * Live updates report through the Observer port (upstream/observer.ts: `liveRefused`,
  * `livePolled`, …); the Prometheus families are defined and fed in
  * observability/metrics.ts, as every other metric. The names and labels are those the
- * dashboards and alerts read (deploy/).
- *
- * `LiveMetrics` is what the WebSocket transport (http/liveSocket.ts) counts, in the
- * counter shape it was written against, over the same port.
+ * dashboards and alerts read (deploy/). The WebSocket transport (http/liveSocket.ts)
+ * and the subscribe gate report their refusals and slow consumers over the same port
+ * (`liveRefused`, `liveSlowConsumerDropped`), wired in server.ts.
  */
 import type { Observer } from '../upstream/observer';
 
@@ -14,15 +13,3 @@ export type LiveEvents = Pick<
   Observer,
   'liveSubscriptions' | 'livePollers' | 'livePollersLeading' | 'livePolled' | 'liveChanged' | 'livePollStretch' | 'liveSlowConsumerDropped' | 'liveRefused' | 'liveRedisDropped'
 >;
-
-export interface LiveMetrics {
-  readonly refused: { inc(labels: { reason: string }): void };
-  readonly slowConsumersDropped: { inc(): void };
-}
-
-export function liveMetrics(events: LiveEvents): LiveMetrics {
-  return {
-    refused: { inc: ({ reason }) => events.liveRefused(reason) },
-    slowConsumersDropped: { inc: () => events.liveSlowConsumerDropped() },
-  };
-}

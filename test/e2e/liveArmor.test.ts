@@ -1,7 +1,5 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import WebSocket from 'ws';
+import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { wsUrl } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
 import { waitFor } from '../helpers/waitFor';
@@ -14,23 +12,15 @@ import { waitFor } from '../helpers/waitFor';
  * address are bounded. (An identity that lapses while a subscription is open needs a
  * moved clock: test/integration/liveIdentity.test.ts.)
  */
-const entry = join(__dirname, '..', '..', 'dist', 'index.js');
 const SHIFT_CHANGES = 'subscription { shiftChanges { kind nodeId } }';
 
-let child: ChildProcessWithoutNullStreams;
+let server: BuiltServer;
 let url: string;
-let exited = false;
 const sockets: WebSocket[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
-  child = spawn(process.execPath, ['--max-semi-space-size=8', '--max-old-space-size=256', entry], { cwd: '/', env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'warn' } });
-  let out = '';
-  child.stdout.on('data', (chunk) => (out += String(chunk)));
-  child.stderr.on('data', (chunk) => (out += String(chunk)));
-  child.on('exit', () => (exited = true));
-  await waitFor(() => /GraphQL:\s+(http:\S+)/.test(out), 'the banner', 15_000);
-  url = /GraphQL:\s+(http:\S+)/.exec(out)![1]!;
+  server = await startBuiltServer({ LOG_LEVEL: 'warn' });
+  url = server.url;
 }, 20_000);
 
 afterEach(() => {
@@ -38,10 +28,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  if (!exited) {
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child.once('exit', resolve));
-  }
+  await server?.stop();
 });
 
 const metric = async (name: string, where: Record<string, string> = {}) => total(parseSamples(await scrapeText(url)), name, where);
@@ -100,7 +87,7 @@ describe('live updates of the built server, under hostile clients', () => {
       heavy.send({ id: String(index).padStart(128, '0'), type: 'subscribe', payload: { query: `# ${padding}\n${SHIFT_CHANGES}`, extensions: { padding } } });
     }
     await waitFor(async () => (await metric('wfs_live_subscriptions')) === SUBSCRIBES, 'every subscription open', 60_000);
-    expect(exited).toBe(false);
+    expect(server.alive()).toBe(true);
     expect(heavy.closed.code).toBeUndefined();
     heavy.socket.close();
     await waitFor(async () => (await metric('wfs_live_subscriptions')) === 0, 'every subscription ended with its connection', 20_000);

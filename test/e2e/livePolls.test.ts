@@ -1,9 +1,7 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Client } from 'graphql-ws';
 import { request } from 'undici';
 import { makeTenant, startEmulator, type Emulator } from '../../src/emulator';
+import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { writeTenantsFile } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
@@ -16,9 +14,6 @@ import { waitFor } from '../helpers/waitFor';
  * dist/index.js`), against the emulator, whose per-tenant call counters say how often
  * each company's list was walked.
  */
-const root = join(__dirname, '..', '..');
-const entry = join(root, 'dist', 'index.js');
-const SHIPPED_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=256'];
 const SUBSCRIPTIONS = 1_000;
 /** 250 shifts: a walk of the flooding company's list is 3 pages of 100. */
 const PAGES_PER_WALK = 3;
@@ -26,8 +21,7 @@ const SHIFT_CHANGES = 'subscription($from: DateTime) { shiftChanges(filter: { st
 
 describe('live polls of the built server: one poller per company and list', () => {
   let emulator: Emulator;
-  let child: ChildProcessWithoutNullStreams;
-  let out = '';
+  let server: BuiltServer;
   let url: string;
   const clients: Client[] = [];
 
@@ -38,31 +32,21 @@ describe('live polls of the built server: one poller per company and list', () =
   const shiftCalls = (tenantId: string) => emulator.counters.listRequestsByTenant[tenantId]?.shifts ?? 0;
 
   beforeAll(async () => {
-    if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
     emulator = await startEmulator({
       tenants: [makeTenant({ tenantId: 'flooder', locationCount: 5, shiftCount: 250 }), makeTenant({ tenantId: 'quiet', locationCount: 2, shiftCount: 20 })],
     });
-    child = spawn(process.execPath, [...SHIPPED_FLAGS, entry], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        WFS_AUTH_URL: emulator.authUrl,
-        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-        WFS_CURSOR_SECRET: 'e2e-live-polls-cursor-secret-0123456789',
-        // The smallest interval the settings allow: production's unit is the second.
-        WFS_POLL_INTERVAL_SECONDS: '1',
-      },
+    server = await startBuiltServer({
+      WFS_AUTH_URL: emulator.authUrl,
+      WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+      WFS_CURSOR_SECRET: 'e2e-live-polls-cursor-secret-0123456789',
+      // The smallest interval the settings allow: production's unit is the second.
+      WFS_POLL_INTERVAL_SECONDS: '1',
     });
-    child.stdout.on('data', (chunk) => (out += String(chunk)));
-    child.stderr.on('data', (chunk) => (out += String(chunk)));
-    await waitFor(() => /"url":"(http:[^"]+)"/.test(out), 'the ready log line', 15_000);
-    url = /"url":"(http:[^"]+)"/.exec(out)![1]!;
+    url = server.url;
   });
   afterAll(async () => {
     await Promise.all(clients.map((client) => client.dispose()));
-    child?.kill('SIGKILL');
+    await server?.stop();
     await emulator?.close();
   });
 
@@ -92,6 +76,6 @@ describe('live polls of the built server: one poller per company and list', () =
     expect(flooderCalls).toBeLessThanOrEqual(PAGES_PER_WALK * (quietWalks + 1));
     expect(await metric('wfs_live_poll_stretch_factor')).toBe(1);
     expect(await metric('wfs_live_pollers')).toBe(2);
-    expect(child.exitCode).toBeNull();
+    expect(server.alive()).toBe(true);
   });
 });

@@ -1,6 +1,3 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Client } from 'graphql-ws';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
@@ -8,6 +5,7 @@ import { startEmulator, type Emulator } from '../../src/emulator';
 import { liveSealingKey } from '../../src/live/redisCoordinator';
 import { fingerprint } from '../../src/live/snapshot';
 import { seal } from '../../src/upstream/redis/seal';
+import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
@@ -25,18 +23,13 @@ import { waitFor } from '../helpers/waitFor';
  * dropped and counted (`wfs_live_redis_dropped_total`), the replica lives on, and the
  * subscriber gets the real changes only.
  */
-const root = join(__dirname, '..', '..');
-const entry = join(root, 'dist', 'index.js');
-const SHIPPED_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=256'];
 const REDIS_KEY = 'e2e-live-redis-key-0123456789abcdefghijklm';
 const SHIFT_CHANGES = 'subscription { shiftChanges { kind nodeId shift { id end } } }';
 
 let redis: RedisTestServer;
 let emulator: Emulator;
 let admin: Redis;
-let child: ChildProcessWithoutNullStreams;
-let exited = false;
-let out = '';
+let server: BuiltServer;
 let url: string;
 let client: Client;
 let received: Received;
@@ -46,29 +39,18 @@ const dropped = (reason: string) => metric('wfs_live_redis_dropped_total', { rea
 const edit = (shift: { end: string }) => (shift.end = shift.end.replace(/:00([+-])/, ':30$1'));
 
 beforeAll(async () => {
-  if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
   redis = await startRedisServer();
   emulator = await startEmulator();
   admin = new Redis(redis.url);
-  child = spawn(process.execPath, [...SHIPPED_FLAGS, entry], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      WFS_AUTH_URL: emulator.authUrl,
-      WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-      WFS_CURSOR_SECRET: 'e2e-live-cursor-secret-0123456789abcdefgh',
-      WFS_REDIS_URL: redis.url,
-      WFS_REDIS_KEY: REDIS_KEY,
-      WFS_POLL_INTERVAL_SECONDS: '1',
-    },
+  server = await startBuiltServer({
+    WFS_AUTH_URL: emulator.authUrl,
+    WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+    WFS_CURSOR_SECRET: 'e2e-live-cursor-secret-0123456789abcdefgh',
+    WFS_REDIS_URL: redis.url,
+    WFS_REDIS_KEY: REDIS_KEY,
+    WFS_POLL_INTERVAL_SECONDS: '1',
   });
-  child.stdout.on('data', (chunk) => (out += String(chunk)));
-  child.stderr.on('data', (chunk) => (out += String(chunk)));
-  child.on('exit', () => (exited = true));
-  await waitFor(() => /"url":"(http:[^"]+)"/.test(out), 'the start-up line', 15_000);
-  url = /"url":"(http:[^"]+)"/.exec(out)![1]!;
+  url = server.url;
   await waitFor(async () => {
     const ready = await request(new URL('/ready', url));
     await ready.body.dump();
@@ -82,11 +64,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await client?.dispose();
-  if (child && !exited) {
-    const gone = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await gone;
-  }
+  await server?.stop();
   admin?.disconnect();
   await emulator?.close();
   await redis?.stop();
@@ -113,14 +91,14 @@ it('drops a made-up ADDED shift, {"changes":[null]} and oversized messages publi
   ];
   for (const message of messages) expect(await admin.publish(channel!, message)).toBe(1);
   await waitFor(async () => (await dropped('unsealed')) === 2 && (await dropped('malformed')) === 1 && (await dropped('oversized')) === 2, 'the five counted');
-  expect(exited).toBe(false);
+  expect(server.alive()).toBe(true);
 
   const shift = tenant.shifts[5]!;
   edit(shift);
   await waitFor(() => received.results.length >= 1, 'the real change', 15_000);
   expect(received.results).toEqual([{ data: { shiftChanges: { kind: 'UPDATED', nodeId: expect.any(String), shift: { id: shift.id, end: shift.end } } } }]);
   expect(received.error).toBeUndefined();
-  expect(exited).toBe(false);
+  expect(server.alive()).toBe(true);
 });
 
 it('takes over a poll lease that a value written into Redis by someone else holds, and keeps delivering', async () => {
@@ -137,7 +115,7 @@ it('takes over a poll lease that a value written into Redis by someone else hold
   edit(shift);
   await waitFor(() => received.results.length > before, 'the change after the foreign lease', 15_000);
   expect(received.results.slice(before).map((result) => (result.data as { shiftChanges: { shift: { id: string } } }).shiftChanges.shift.id)).toEqual([shift.id]);
-  expect(exited).toBe(false);
+  expect(server.alive()).toBe(true);
 });
 
 it('holds two Redis connections, shared by the token store and live updates: one for commands, one subscribed', async () => {

@@ -1,8 +1,6 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { Agent, request } from 'undici';
+import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { scrapeTotal } from '../helpers/metrics';
 import { waitFor } from '../helpers/waitFor';
 
@@ -13,44 +11,19 @@ import { waitFor } from '../helpers/waitFor';
  * identity needed, as for an attacker who reaches the port). The attacker is 127.0.0.1;
  * the other client binds its socket to 127.0.0.2 (all of 127.0.0.0/8 is this host's).
  */
-const root = join(__dirname, '..', '..');
-const entry = join(root, 'dist', 'index.js');
-const SHIPPED_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=256'];
-
-interface Running {
-  child: ChildProcessWithoutNullStreams;
-  url: string;
-  exited: () => boolean;
-}
-
-const running: Running[] = [];
+const running: BuiltServer[] = [];
 const sockets: Socket[] = [];
 const other = new Agent({ localAddress: '127.0.0.2' });
 
-async function start(env: Record<string, string>): Promise<Running> {
-  if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
-  const child = spawn(process.execPath, [...SHIPPED_FLAGS, entry], { cwd: root, env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env } });
-  let out = '';
-  let exited = false;
-  child.stdout.on('data', (chunk) => (out += String(chunk)));
-  child.stderr.on('data', (chunk) => (out += String(chunk)));
-  child.on('exit', () => (exited = true));
-  const server = { child, url: '', exited: () => exited };
+async function start(env: Record<string, string>): Promise<BuiltServer> {
+  const server = await startBuiltServer({ LOG_LEVEL: 'warn', ...env });
   running.push(server);
-  await waitFor(() => exited || /GraphQL:\s+(http:\S+)/.test(out), 'the banner', 15_000);
-  if (exited) throw new Error(`the server did not start:\n${out}`);
-  server.url = /GraphQL:\s+(http:\S+)/.exec(out)![1]!;
   return server;
 }
 
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();
-  for (const { child, exited } of running.splice(0)) {
-    if (exited()) continue;
-    const gone = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await gone;
-  }
+  for (const server of running.splice(0)) await server.stop();
 });
 afterAll(async () => {
   await other.close();
@@ -111,7 +84,7 @@ it('serves another address while 200 sockets from one each send 9 of 10 body byt
   expect(served.status).toBe(200);
   expect(served.body.data?.locations?.nodes).toHaveLength(1);
   expect(await refused(server.url, 'in_flight')).toBe(0);
-  expect(server.exited()).toBe(false);
+  expect(server.alive()).toBe(true);
 }, 60_000);
 
 it('serves another address while 70 sockets from one each hold a 1 MiB body but its last byte: that address holds a quarter of the body-byte bound', async () => {
@@ -138,7 +111,7 @@ it('serves another address while 70 sockets from one each hold a 1 MiB body but 
   expect(served.status).toBe(200);
   expect(served.body.data?.locations?.nodes).toHaveLength(1);
   expect(await refused(server.url, 'body_bytes')).toBe(0);
-  expect(server.exited()).toBe(false);
+  expect(server.alive()).toBe(true);
 }, 60_000);
 
 it('drops a body that does not arrive within the deadline (100 ms here) with 408, and frees its slot at once', async () => {

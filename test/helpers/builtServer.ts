@@ -16,6 +16,7 @@ export interface BuiltServer {
   stderr(): string;
   /** Whether the process is still running. */
   alive(): boolean;
+  /** Kills the process (SIGKILL: a test's teardown, not a shutdown under test) and waits for it to go. */
   stop(): Promise<void>;
 }
 
@@ -51,7 +52,7 @@ export async function startBuiltServer(env: Record<string, string> = {}, nodeFla
     alive: () => child.exitCode === null && child.signalCode === null,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
+        child.kill('SIGKILL');
         await exit;
       }
     },

@@ -25,7 +25,6 @@
 import {
   BREAK,
   getNamedType,
-  isInputObjectType,
   isListType,
   isNonNullType,
   Kind,
@@ -256,7 +255,6 @@ function namesOf(schema: GraphQLSchema): ReadonlySet<string> {
         if ('args' in field) for (const arg of field.args) names.add(arg.name);
       }
     }
-    if (isInputObjectType(type)) for (const field of Object.values(type.getFields())) names.add(field.name);
   }
   schemaNames.set(schema, names);
   return names;

@@ -1,0 +1,24 @@
+const { mkdtempSync, rmSync } = require('node:fs');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+
+/**
+ * One temporary folder per Jest run (jest.config.js, `globalSetup` and `globalTeardown`):
+ * before any worker starts, TMPDIR points into a fresh folder, so every `mkdtemp` of the
+ * suites (tenants files, copies of the repository, Redis folders, Chromium profiles) and
+ * of the processes they start lands there; at the end of the run the folder is removed,
+ * whatever the results. Jest's own cache stays where it was (it is resolved before this).
+ */
+async function setup() {
+  const dir = mkdtempSync(join(tmpdir(), 'wfs-jest-'));
+  process.env.WFS_JEST_RUN_TMPDIR = dir;
+  process.env.TMPDIR = dir;
+}
+
+async function teardown() {
+  const dir = process.env.WFS_JEST_RUN_TMPDIR;
+  if (dir) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+}
+
+module.exports = setup;
+module.exports.teardown = teardown;

@@ -37,7 +37,7 @@ const base = {
     '^.+\\.[tj]s$': ['<rootDir>/test/helpers/tsJestShared.js', { tsconfig: '<rootDir>/tsconfig.test.json' }],
   },
   transformIgnorePatterns: ['/node_modules/(?!(jose|cockatiel)/)'],
-  setupFilesAfterEnv: ['<rootDir>/test/helpers/failOnConsole.ts'],
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/failOnConsole.ts', '<rootDir>/test/helpers/stackTraceLimit.ts'],
 };
 
 /** The end-to-end suites of test/e2e by project; the rest of test/e2e is e2e:process. */

@@ -1,6 +1,7 @@
 /**
  * A Jest reporter (jest.config.js, `reporters`, beside 'default'): at the end of the
- * line, every suite's wall time, slowest first, with its project, and the sum of them
+ * line, every suite's wall time, slowest first, with its project and when it started
+ * (seconds into the run: a long suite started late is the tail of the line), and the sum of them
  * beside the run's own wall time (what the workers ran side by side). So whoever adds a
  * slow suite sees it, and sees what the line costs. Plain CommonJS: Jest loads reporters
  * itself, without the ts-jest transform.
@@ -15,6 +16,7 @@ class SuiteDurations {
     const suites = results.testResults
       .map((suite) => ({
         seconds: (suite.perfStats.end - suite.perfStats.start) / 1000,
+        startedAt: (suite.perfStats.start - results.startTime) / 1000,
         project: suite.displayName?.name ?? '',
         path: suite.testFilePath.startsWith(`${root}/`) ? suite.testFilePath.slice(root.length + 1) : suite.testFilePath,
         failed: suite.numFailingTests > 0 || suite.testExecError !== undefined,
@@ -27,10 +29,10 @@ class SuiteDurations {
     const wall = (Date.now() - results.startTime) / 1000;
     const projectWidth = Math.max(...suites.map((suite) => suite.project.length));
     const lines = suites.map(
-      (suite) => `${suite.seconds.toFixed(1).padStart(7)} s  ${suite.project.padEnd(projectWidth)}  ${suite.path} (${suite.tests})${suite.failed ? '  FAILED' : ''}`,
+      (suite) => `${suite.seconds.toFixed(1).padStart(7)} s  from ${suite.startedAt.toFixed(0).padStart(4)} s  ${suite.project.padEnd(projectWidth)}  ${suite.path} (${suite.tests})${suite.failed ? '  FAILED' : ''}`,
     );
     process.stderr.write(
-      `\nSuite durations, slowest first (${suites.length} suites, ${sum.toFixed(1)} s together, ${wall.toFixed(1)} s of wall time on ${this.globalConfig.maxWorkers} worker${this.globalConfig.maxWorkers === 1 ? '' : 's'}):\n${lines.join('\n')}\n`,
+      `\nSuite durations, slowest first, each with when it started (${suites.length} suites, ${sum.toFixed(1)} s together, ${wall.toFixed(1)} s of wall time on ${this.globalConfig.maxWorkers} worker${this.globalConfig.maxWorkers === 1 ? '' : 's'}):\n${lines.join('\n')}\n`,
     );
   }
 }

@@ -1,8 +1,12 @@
-import { Client, fetchExchange, gql, type AnyVariables, type DocumentInput } from '@urql/core';
+import { ApolloClient, InMemoryCache, gql as apolloGql } from '@apollo/client';
+import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
+import { Client, fetchExchange, gql, subscriptionExchange, type AnyVariables, type DocumentInput } from '@urql/core';
 import { cacheExchange } from '@urql/exchange-graphcache';
 import { buildClientSchema, buildSchema, findBreakingChanges, getIntrospectionQuery, introspectionFromSchema, parse, validate, type IntrospectionQuery } from 'graphql';
+import type { Client as WsClient } from 'graphql-ws';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Counter } from 'prom-client';
 import { relayPagination } from '@urql/exchange-graphcache/extras';
 import {
   createOperationDescriptor,
@@ -25,16 +29,28 @@ import ShiftListFragment from '../../examples/relay/src/__generated__/ShiftList_
 import { createTenantEnvironment } from '../../examples/relay/src/environment';
 import { demoTenants, makeTenant, type EmulatorTenant } from '../../src/emulator';
 import { encodeNodeId } from '../../src/graphql/data/node';
+import { liveClient } from '../helpers/liveClient';
 import { withNumericIds } from '../helpers/numericIds';
+import { relayKeepsRotaCurrent } from '../helpers/relayLive';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
- * The clients Relay-first teams run, against the running server over real HTTP:
- * relay-runtime with the artifacts relay-compiler wrote for examples/relay (no browser
- * or React needed: the same store, network and connection handler the hooks use), and
- * urql with Graphcache's relayPagination(). The upstream numbers locations and shifts
- * independently (location 1 and shift 1 both exist), the case in which a client cache
- * keyed by the upstream id would merge two different records.
+ * The frontends' client libraries driven directly against the running subgraph over real
+ * HTTP and WebSocket, one subgraph serving every test (the same clients through Hive
+ * Gateway: test/e2e/hive-gateway.test.ts):
+ *
+ * - queries and pagination, as Relay-first teams run them: relay-runtime with the
+ *   artifacts relay-compiler wrote for examples/relay (no browser or React needed: the
+ *   same store, network and connection handler the hooks use), and urql with
+ *   Graphcache's relayPagination(). The upstream numbers locations and shifts
+ *   independently (location 1 and shift 1 both exist), the case in which a client cache
+ *   keyed by the upstream id would merge two different records;
+ * - the schema files clients compile against, checked against what the subgraph serves;
+ * - live subscriptions over graphql-ws: Apollo Client 4 through its GraphQLWsLink (the
+ *   updated shift lands in its normalised cache, no refetch), urql through
+ *   subscriptionExchange with Graphcache, and relay-runtime's requestSubscription with
+ *   examples/relay's artifacts and updater.
  */
 
 const numbered = withNumericIds(
@@ -48,6 +64,8 @@ const neighbour = withNumericIds(
 );
 const demo = demoTenants();
 const harbourLane = demo[0]!;
+// A rota that fits one page: the Relay updater appends an ADDED shift only to a complete list.
+const relayRota = makeTenant({ tenantId: '7a1c2e3f-4b5d-4e6f-9a0b-1c2d3e4f5a70', name: 'Relay Rota', locationCount: 3, shiftCount: 20 });
 const apiSchemaIntrospection = introspectionFromSchema(
   buildSchema(readFileSync(path.join(__dirname, '..', '..', 'supergraph.api.graphql'), 'utf8')),
 );
@@ -82,19 +100,25 @@ function recordingFetch(tenantId: string): typeof fetch {
   };
 }
 
+/** The emulator's copy of `tenant`: the record the upstream serves, which the live tests edit. */
+function upstreamOf(tenant: EmulatorTenant): EmulatorTenant {
+  return subgraph.emulator.tenants.find((candidate) => candidate.tenantId === tenant.tenantId)!;
+}
+
 beforeAll(async () => {
-  subgraph = await startTestSubgraph({ tenants: [numbered, neighbour, ...demo] });
+  // Live polls every 100 ms (through the server's options) so a change arrives within the test.
+  subgraph = await startTestSubgraph({ tenants: [numbered, neighbour, ...demo, relayRota] }, { LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: 100 } });
 });
 
 afterAll(async () => {
   await subgraph.close();
 });
 
-beforeEach(() => {
-  calls = [];
-});
-
 describe('relay-runtime with the examples/relay artifacts', () => {
+  beforeEach(() => {
+    calls = [];
+  });
+
   function environmentFor(tenant: EmulatorTenant): Environment {
     return createTenantEnvironment({ url: subgraph.server.url, headers: { 'x-tenant-id': tenant.tenantId }, fetch: recordingFetch(tenant.tenantId) });
   }
@@ -254,6 +278,10 @@ describe('relay-runtime with the examples/relay artifacts', () => {
 });
 
 describe('urql with Graphcache relayPagination()', () => {
+  beforeEach(() => {
+    calls = [];
+  });
+
   const LocationsPage = gql`
     query LocationsPage($first: Int!, $after: String) {
       locations(first: $first, after: $after) {
@@ -406,5 +434,107 @@ describe('the schema files clients compile against (docs/frontend.md, "The clien
     expect(validate(schemaFile('schema.api.graphql'), document).map((error) => error.message)).toEqual([expect.stringContaining('headcount')]);
     const response = await subgraph.query('{ locations(first: 1) { nodes { name headcount } } }', {}, tenant());
     expect({ status: response.status, codes: errorCodes(response) }).toEqual({ status: 400, codes: ['GRAPHQL_VALIDATION_FAILED'] });
+  });
+});
+
+describe('live updates in the frontends\' clients', () => {
+  const CHANGES = 'subscription RotaChanges { shiftChanges { kind nodeId shift { id nodeId end } } }';
+  let sockets: WsClient[] = [];
+
+  afterEach(async () => {
+    await Promise.all(sockets.map((socket) => socket.dispose()));
+    sockets = [];
+    await waitFor(() => subgraph.server.live.subscriptions === 0, 'subscriptions ended');
+  });
+
+  const socket = () => {
+    const made = liveClient(subgraph.server.url, { 'x-tenant-id': harbourLane.tenantId });
+    sockets.push(made);
+    return made;
+  };
+  const baseline = async () => {
+    const before = await counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
+    await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed');
+    await waitFor(async () => (await counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' })) > before, 'a poll');
+  };
+  const editShift = (index: number) => {
+    const shift = upstreamOf(harbourLane).shifts[index]!;
+    shift.end = shift.end.replace(/T(\d\d):(\d\d)/, (_m, hour: string, minutes: string) => `T${hour}:${minutes === '30' ? '00' : '30'}`);
+    return shift;
+  };
+
+  it('Apollo Client 4 (GraphQLWsLink): the change arrives and updates the shift in the normalised cache', async () => {
+    const cache = new InMemoryCache();
+    const client = new ApolloClient({ link: new GraphQLWsLink(socket()), cache });
+    const received: any[] = [];
+    const subscription = client.subscribe({ query: apolloGql(CHANGES) }).subscribe({ next: (result) => void received.push(result.data) });
+    try {
+      await baseline();
+      const shift = editShift(4);
+      await waitFor(() => received.length >= 1, 'the change');
+      expect(received[0]).toEqual({ shiftChanges: { __typename: 'ShiftChange', kind: 'UPDATED', nodeId: expect.any(String), shift: { __typename: 'Shift', id: shift.id, nodeId: expect.any(String), end: shift.end } } });
+      expect(cache.extract()[`Shift:${shift.id}`]).toMatchObject({ end: shift.end });
+    } finally {
+      subscription.unsubscribe();
+      client.stop();
+    }
+  });
+
+  it('urql (subscriptionExchange, Graphcache): the change arrives', async () => {
+    const ws = socket();
+    const client = new Client({
+      url: subgraph.server.url,
+      exchanges: [
+        cacheExchange({ keys: { ShiftChange: () => null } }),
+        subscriptionExchange({ forwardSubscription: (request) => ({ subscribe: (sink) => ({ unsubscribe: ws.subscribe({ ...request, query: request.query ?? '' }, sink) }) }) }),
+      ],
+    });
+    const received: any[] = [];
+    const { unsubscribe } = client.subscription(gql(CHANGES), {}).subscribe((result) => {
+      if (result.data) received.push(result.data);
+    });
+    try {
+      await baseline();
+      const shift = editShift(6);
+      await waitFor(() => received.length >= 1, 'the change');
+      expect(received[0].shiftChanges).toMatchObject({ kind: 'UPDATED', shift: { id: shift.id, end: shift.end } });
+    } finally {
+      unsubscribe();
+    }
+  });
+});
+
+describe('live updates in relay-runtime (requestSubscription, the updater keyed by nodeId)', () => {
+  it('updates, adds and removes the shift in the store and the rota connection, with no refetch', async () => {
+    const headers = { 'x-tenant-id': relayRota.tenantId };
+    const live = liveClient(subgraph.server.url, headers);
+    let fetches = 0;
+    const environment = createTenantEnvironment({
+      url: subgraph.server.url,
+      headers,
+      fetch: (input, init) => {
+        fetches += 1;
+        return fetch(input, init);
+      },
+      live,
+    });
+    const polls = () => counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
+    try {
+      await relayKeepsRotaCurrent({
+        environment,
+        shifts: upstreamOf(relayRota).shifts,
+        fetches: () => fetches,
+        subscription: async () => {
+          const before = await polls();
+          return async () => {
+            await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed');
+            await waitFor(async () => (await polls()) > before, 'the baseline poll');
+          };
+        },
+      });
+    } finally {
+      await live.dispose();
+    }
+    await waitFor(() => subgraph.server.live.subscriptions === 0, 'subscription ended');
   });
 });

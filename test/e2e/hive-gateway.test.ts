@@ -12,37 +12,62 @@ import { Client as UrqlClient, fetchExchange, gql as urqlGql, subscriptionExchan
 import { cacheExchange } from '@urql/exchange-graphcache';
 import { createClient, type Client } from 'graphql-ws';
 import type { Counter } from 'prom-client';
+import { requestSubscription, type Environment } from 'relay-runtime';
+import ShiftChangesSubscription from '../../examples/relay/src/__generated__/ShiftChangesSubscription.graphql';
 import { createTenantEnvironment } from '../../examples/relay/src/environment';
+import { shiftChangesUpdater } from '../../examples/relay/src/liveUpdates';
 import { encodeNodeId } from '../../src/graphql/data/node';
 import { editShiftEnd, relayKeepsRotaCurrent } from '../helpers/relayLive';
 import { wsUrl } from '../helpers/liveClient';
+import { APOLLO_RECIPE as APOLLO, URQL_RECIPE as URQL, runRecipe, type ApolloRecipe, type RecipeRota as Rota, type UrqlRecipe } from '../helpers/liveRecipes';
 
 /**
  * Hive Gateway as the second gateway: `@graphql-hive/gateway` runs the committed
  * `supergraph.graphql` with the committed `router/gateway.config.ts` (only the
  * subgraph locations and the secret come from the test), over real HTTP on loopback,
  * in front of our subgraph on the emulator and the example people subgraph
- * (test/helpers/hiveGateway.ts). The frontends' clients through it, live, in the
- * second suite below, on the same gateway.
+ * (test/helpers/hiveGateway.ts). One stack, started once, serves every suite of this file:
+ *
+ * - the gateway itself: live updates over SSE, joins across both subgraphs, error codes
+ *   and partial data, the router secret, the people subgraph down, verified identity (JWT);
+ * - the frontends' clients (Apollo Client, urql, Relay) on a live rota through it;
+ * - docs/frontend.md's "Live updates" recipes, run as the page prints them
+ *   (test/helpers/liveRecipes.ts), through it; and, against a subgraph of their own that
+ *   serves clients directly (no router secret), a refused identity (close 4403).
  */
 
+// NO_SHIFTS (no `shifts.read`) serves the gateway suites and the recipes' refused subscription alike.
 const { withShifts: WITH_SHIFTS, other: OTHER, noShifts: NO_SHIFTS } = gatewayTenants();
 /** A company whose grant the live suite withdraws while it is subscribed. */
-const WITHDRAWN = testTenant('a', { locations: 2, shifts: 4, scopes: ['shifts.read'] });
+const WITHDRAWN = testTenant('c', { locations: 2, shifts: 4, scopes: ['shifts.read'] });
+/** The recipes' partial page: a company of 120 shifts, the rota's first 100. */
+const PARTIAL = testTenant('a', { locations: 4, shifts: 120, scopes: ['shifts.read'] });
+/** The recipes' whole list: 20 shifts. */
+const WHOLE = testTenant('b', { locations: 3, shifts: 20, scopes: ['shifts.read'] });
+const UNKNOWN_TENANT = 'ffffffff-0000-4000-8000-00000000abcd';
 
 const ids = (nodes: Array<{ id: string }> | undefined) => nodes?.map((node) => node.id);
 const codes = (result: Result) => result.errors?.map((error) => ({ path: error.path, code: error.extensions?.code }));
 
-// One stack for both suites of this file: the subgraph (on the emulator), the people
-// subgraph and Hive Gateway in front of them, started once.
+// One stack for every suite of this file: the subgraph (on the emulator; WITH_SHIFTS
+// first, the company the live suites edit as `tenants[0]`), the people subgraph and
+// Hive Gateway in front of them, started once.
 let subgraph: TestSubgraph;
 let people: RunningPeopleSubgraph;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
-  subgraph = await startTestSubgraph({ tenants: [WITH_SHIFTS, OTHER, NO_SHIFTS, WITHDRAWN] }, { WFS_ROUTER_SECRET: ROUTER_SECRET, LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: 100 } });
+  subgraph = await startTestSubgraph(
+    { tenants: [WITH_SHIFTS, OTHER, NO_SHIFTS, WITHDRAWN, PARTIAL, WHOLE] },
+    { WFS_ROUTER_SECRET: ROUTER_SECRET, LOG_LEVEL: 'warn' },
+    { live: { pollIntervalMs: 100 } },
+  );
   people = await startPeopleSubgraph();
   gateway = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, ROUTER_SECRET);
+  // A gateway in service has answered a request before (the runtime this helper builds
+  // loads the supergraph on its first HTTP request; a graphql-ws subscription that
+  // comes first is answered "Unexpected error."), and each recipe subscribes at once.
+  expect(await gateway.query('{ __typename }', {})).toEqual({ data: { __typename: 'Query' } });
 });
 
 afterAll(async () => {
@@ -451,5 +476,219 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
         return () => subscribedSince(pollsBefore);
       },
     });
+  });
+});
+
+/**
+ * docs/frontend.md's "Live updates" recipes for Apollo Client 4 and urql, run as the page
+ * prints them (test/helpers/liveRecipes.ts: only the gateway's URLs and the declared
+ * `tenantId` and `showLiveError` are supplied), through Hive Gateway with the committed
+ * router/gateway.config.ts:
+ *
+ * - on a partial page (a company of 120 shifts, the rota's first 100) an ADDED shift is
+ *   not appended: the cached page stays the 100 a fresh query returns;
+ * - on a whole list (20 shifts) it is;
+ * - a refused subscription (no `shifts.read`: a `next` with FORBIDDEN, then `complete`)
+ *   reaches `showLiveError`;
+ * - and, against the subgraph itself, a refused identity (close 4403) reaches
+ *   `showLiveError` at once, after one connection: the recipe's `shouldRetry` does not
+ *   retry it (graphql-ws by default would, 5 times, for about a minute). Relay's
+ *   environment hands the same close to `onError` as an Error naming 4403.
+ */
+
+describe("docs/frontend.md's live recipes, as printed, through Hive Gateway", () => {
+  let stops: Array<() => void> = [];
+
+  afterEach(async () => {
+    for (const stop of stops) stop();
+    stops = [];
+    await waitFor(() => subgraph.server.live.subscriptions === 0, 'the subscriptions ended');
+  });
+
+  const urls = () => ({ http: gateway.url, ws: wsUrl(gateway.url) });
+  const tenant = (id: string) => subgraph.emulator.tenants.find((t) => t.tenantId === id)!;
+  const polls = () => counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
+  const noError = (error: Error) => {
+    throw new Error(`showLiveError: ${error.message}`);
+  };
+  /** Once the subscription reached the subgraph and a poll after `since` is done. */
+  const subscribed = async (since: number) => {
+    await waitFor(() => subgraph.server.live.subscriptions === 1, 'the gateway subscribed to our subgraph');
+    await waitFor(async () => (await polls()) > since, 'the baseline poll');
+  };
+  /** A shift added at the end of the company's list; resolves once a poll that began after it is done. */
+  const addShift = async (tenantId: string, id: string) => {
+    const shifts = tenant(tenantId).shifts;
+    const before = await polls();
+    shifts.push({ ...shifts[0]!, id });
+    await waitFor(async () => (await polls()) >= before + 2, 'a poll that saw the added shift');
+  };
+
+  it('Apollo Client 4 on a partial page: an ADDED shift is not appended, the cached page stays the 100 a fresh query returns', async () => {
+    const since = await polls();
+    const recipe = runRecipe<ApolloRecipe>(APOLLO, urls(), PARTIAL.tenantId, noError);
+    stops.push(recipe.stopLive, () => recipe.liveClient.stop());
+    const watching = recipe.rota.subscribe({});
+    stops.push(() => watching.unsubscribe());
+    const current = () => recipe.rota.getCurrentResult().data as Rota | undefined;
+    await waitFor(() => current()?.shifts?.nodes.length === 100, 'the first page');
+    expect(current()!.shifts!.pageInfo.hasNextPage).toBe(true);
+    await subscribed(since);
+
+    await addShift(PARTIAL.tenantId, 'apollo-partial-added');
+    // A later change, on the page: once it shows, the ADDED before it was handled too.
+    const edited = tenant(PARTIAL.tenantId).shifts[2]!;
+    const end = editShiftEnd(edited);
+    await waitFor(() => current()!.shifts!.nodes.find((node) => node.id === edited.id)?.end === end, 'the later UPDATED in the watched rota');
+    const cached = current()!.shifts!.nodes.map((node) => node.id);
+    expect(cached).toHaveLength(100);
+    expect(cached).not.toContain('apollo-partial-added');
+    const fresh = await recipe.liveClient.query<Rota>({ query: apolloGql`query Rota { shifts(first: 100) { nodes { id nodeId end } pageInfo { hasNextPage } } }`, fetchPolicy: 'network-only' });
+    expect(cached).toEqual(fresh.data!.shifts!.nodes.map((node) => node.id));
+  });
+
+  it('Apollo Client 4 on a whole list: an ADDED shift is appended', async () => {
+    const since = await polls();
+    const recipe = runRecipe<ApolloRecipe>(APOLLO, urls(), WHOLE.tenantId, noError);
+    stops.push(recipe.stopLive, () => recipe.liveClient.stop());
+    const watching = recipe.rota.subscribe({});
+    stops.push(() => watching.unsubscribe());
+    const current = () => recipe.rota.getCurrentResult().data as Rota | undefined;
+    await waitFor(() => current()?.shifts?.nodes.length === 20, 'the whole list');
+    expect(current()!.shifts!.pageInfo.hasNextPage).toBe(false);
+    await subscribed(since);
+    await addShift(WHOLE.tenantId, 'apollo-whole-added');
+    await waitFor(() => current()!.shifts!.nodes.at(-1)?.id === 'apollo-whole-added', 'the added shift at the end of the rota');
+    expect(current()!.shifts!.nodes).toHaveLength(21);
+    tenant(WHOLE.tenantId).shifts.pop();
+    await waitFor(() => current()!.shifts!.nodes.length === 20, 'the removed shift gone');
+  });
+
+  it('urql on a partial page: an ADDED shift is not appended, the cached page stays the 100 a fresh query returns', async () => {
+    const since = await polls();
+    const recipe = runRecipe<UrqlRecipe>(URQL, urls(), PARTIAL.tenantId, noError);
+    stops.push(recipe.stopLive);
+    const first = await recipe.urqlLive.query(recipe.rotaQuery, {}).toPromise();
+    expect(first.error).toBeUndefined();
+    expect(first.data!.shifts!.nodes).toHaveLength(100);
+    expect(first.data!.shifts!.pageInfo.hasNextPage).toBe(true);
+    await subscribed(since);
+    const cachedRota = async () => (await recipe.urqlLive.query(recipe.rotaQuery, {}, { requestPolicy: 'cache-only' }).toPromise()).data!.shifts!.nodes;
+
+    await addShift(PARTIAL.tenantId, 'urql-partial-added');
+    const edited = tenant(PARTIAL.tenantId).shifts[3]!;
+    const end = editShiftEnd(edited);
+    await waitFor(async () => (await cachedRota()).find((node) => node.id === edited.id)?.end === end, 'the later UPDATED in the cached rota');
+    const cached = (await cachedRota()).map((node) => node.id);
+    expect(cached).toHaveLength(100);
+    expect(cached).not.toContain('urql-partial-added');
+    const fresh = await recipe.urqlLive.query(recipe.rotaQuery, {}, { requestPolicy: 'network-only' }).toPromise();
+    expect(cached).toEqual(fresh.data!.shifts!.nodes.map((node) => node.id));
+  });
+
+  it('urql on a whole list: an ADDED shift is appended', async () => {
+    const since = await polls();
+    const recipe = runRecipe<UrqlRecipe>(URQL, urls(), WHOLE.tenantId, noError);
+    stops.push(recipe.stopLive);
+    const first = await recipe.urqlLive.query(recipe.rotaQuery, {}).toPromise();
+    expect(first.data!.shifts!.nodes).toHaveLength(20);
+    await subscribed(since);
+    const cachedRota = async () => (await recipe.urqlLive.query(recipe.rotaQuery, {}, { requestPolicy: 'cache-only' }).toPromise()).data!.shifts!.nodes;
+    await addShift(WHOLE.tenantId, 'urql-whole-added');
+    await waitFor(async () => (await cachedRota()).at(-1)?.id === 'urql-whole-added', 'the added shift at the end of the cached rota');
+    expect(await cachedRota()).toHaveLength(21);
+    tenant(WHOLE.tenantId).shifts.pop();
+    await waitFor(async () => (await cachedRota()).length === 20, 'the removed shift gone');
+  });
+
+  it('a refused subscription (no shifts.read: FORBIDDEN, then complete) reaches showLiveError in both recipes', async () => {
+    const apolloErrors: Error[] = [];
+    const apollo = runRecipe<ApolloRecipe>(APOLLO, urls(), NO_SHIFTS.tenantId, (error) => apolloErrors.push(error));
+    stops.push(apollo.stopLive, () => apollo.liveClient.stop());
+    await waitFor(() => apolloErrors.length === 1, "Apollo's onError");
+    expect((apolloErrors[0] as unknown as { errors: Array<{ extensions?: { code?: string } }> }).errors.map((error) => error.extensions?.code)).toEqual(['FORBIDDEN']);
+
+    const urqlErrors: Error[] = [];
+    const urql = runRecipe<UrqlRecipe>(URQL, urls(), NO_SHIFTS.tenantId, (error) => urqlErrors.push(error));
+    stops.push(urql.stopLive);
+    // (Graphcache may hand the same errored result on more than once.)
+    await waitFor(() => urqlErrors.length >= 1, "urql's result.error");
+    for (const error of urqlErrors) expect((error as unknown as { graphQLErrors: Array<{ extensions?: { code?: string } }> }).graphQLErrors.map((e) => e.extensions?.code)).toEqual(['FORBIDDEN']);
+  });
+});
+
+describe('a refused identity (close 4403) in the recipes, against the subgraph', () => {
+  // A subgraph that serves clients directly (no router secret, trusted headers), on the
+  // shared emulator: the shared one answers only the router, and would refuse these
+  // connections for the missing secret before it looked at the tenant.
+  let direct: TestSubgraph;
+  const realWebSocket = globalThis.WebSocket;
+  let opened = 0;
+
+  beforeAll(async () => {
+    direct = await startTestSubgraph({}, { LOG_LEVEL: 'error' }, {}, subgraph.emulator);
+    // Counts the connections graphql-ws opens (it takes the global WebSocket when created).
+    globalThis.WebSocket = class extends realWebSocket {
+      constructor(...args: ConstructorParameters<typeof WebSocket>) {
+        super(...args);
+        opened += 1;
+      }
+    };
+  });
+  beforeEach(() => {
+    opened = 0;
+  });
+  afterAll(async () => {
+    globalThis.WebSocket = realWebSocket;
+    await direct?.close();
+  });
+
+  const urls = () => ({ http: direct.server.url, ws: wsUrl(direct.server.url) });
+  const closedWith4403 = (error: Error) => JSON.stringify({ message: error.message, cause: String((error as { cause?: unknown }).cause ?? ''), network: String((error as { networkError?: unknown }).networkError ?? '') });
+
+  it('Apollo Client 4: onError hears it at once, after one connection (no retry)', async () => {
+    const errors: Error[] = [];
+    const recipe = runRecipe<ApolloRecipe>(APOLLO, urls(), UNKNOWN_TENANT, (error) => errors.push(error));
+    try {
+      await waitFor(() => errors.length === 1, "Apollo's onError");
+      expect(opened).toBe(1);
+      expect(closedWith4403(errors[0]!)).toMatch(/4403/);
+    } finally {
+      recipe.stopLive();
+      recipe.liveClient.stop();
+    }
+  });
+
+  it('urql: the result carries it at once, after one connection (no retry)', async () => {
+    const errors: Error[] = [];
+    const recipe = runRecipe<UrqlRecipe>(URQL, urls(), UNKNOWN_TENANT, (error) => errors.push(error));
+    try {
+      await waitFor(() => errors.length >= 1, "urql's result.error");
+      expect(opened).toBe(1);
+      // urql's CombinedError holds the socket's close event as its networkError.
+      const closed = (errors[0] as unknown as { networkError?: { code?: number; reason?: string } }).networkError;
+      expect({ code: closed?.code, reason: closed?.reason }).toEqual({ code: 4403, reason: expect.stringMatching(/^[A-Z_]+: /) });
+    } finally {
+      recipe.stopLive();
+    }
+  });
+
+  it("Relay (examples/relay's environment): onError gets an Error naming the 4403 close", async () => {
+    const live = createClient({
+      url: wsUrl(direct.server.url),
+      connectionParams: { headers: { 'x-tenant-id': UNKNOWN_TENANT } },
+      shouldRetry: (event) => typeof (event as CloseEvent | null)?.code === 'number' && (event as CloseEvent).code !== 4403,
+    });
+    const environment: Environment = createTenantEnvironment({ url: direct.server.url, headers: { 'x-tenant-id': UNKNOWN_TENANT }, live });
+    const errors: Error[] = [];
+    const subscription = requestSubscription(environment, { subscription: ShiftChangesSubscription, variables: {}, updater: shiftChangesUpdater, onError: (error) => errors.push(error) });
+    try {
+      await waitFor(() => errors.length === 1, "Relay's onError");
+      expect(opened).toBe(1);
+      expect(errors[0]!.message).toMatch(/^live updates closed: 4403 /);
+    } finally {
+      subscription.dispose();
+      await live.dispose();
+    }
   });
 });

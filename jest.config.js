@@ -8,12 +8,12 @@
  * in e2e:process.
  *
  * Every suite runs beside any other: each binds port 0 on 127.0.0.1 (or starts its own
- * redis-server on a port of its own), writes only into its own mkdtemp folder, and reads
+ * redis-server on a port of its own), writes only into its own mkdtemp folder (inside the run's own TMPDIR, test/helpers/runTmpdir.js), and reads
  * dist/ (built by scripts/test.sh before the tests) without writing it. Most suites wait
  * on sockets and child processes rather than compute, so on the 2-core machine three
- * workers keep both cores busy: measured alternately on 26 November 2026, jest took 120 to
- * 139 s on three workers and 161 to 169 s on two (README.md, "The test line", gives the
- * line's own figures). `--maxWorkers`
+ * workers keep both cores busy: measured alternately on 26 November 2026 (before the
+ * projects shared a transform cache), jest took 120 to 139 s on three workers and 161 to
+ * 169 s on two. README.md, "The test line", gives the line's own figures. `--maxWorkers`
  * on the command line overrides it.
  *
  * jose 6 and cockatiel 4 ship as ESM only. Rather than running jest in its

@@ -8,15 +8,17 @@ const { join } = require('node:path');
  * suites (tenants files, copies of the repository, Redis folders, Chromium profiles) and
  * of the processes they start lands there; at the end of the run the folder is removed,
  * whatever the results. Jest's own cache stays where it was (it is resolved before this).
+ * The folder's name travels in JEST_RUN_TMPDIR, not under a `WFS_` name: every process the
+ * suites start inherits it, and the server refuses an unknown `WFS_*` setting.
  */
 async function setup() {
   const dir = mkdtempSync(join(tmpdir(), 'wfs-jest-'));
-  process.env.WFS_JEST_RUN_TMPDIR = dir;
+  process.env.JEST_RUN_TMPDIR = dir;
   process.env.TMPDIR = dir;
 }
 
 async function teardown() {
-  const dir = process.env.WFS_JEST_RUN_TMPDIR;
+  const dir = process.env.JEST_RUN_TMPDIR;
   if (dir) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
 }
 

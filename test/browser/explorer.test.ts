@@ -7,7 +7,9 @@ import { startDemo, type Demo } from '../../src/demo';
 import { createLogger } from '../../src/observability/logger';
 import { EXAMPLE_QUERY, startServer, type RunningServer } from '../../src/server';
 import { EXPLORER_ASSETS_TIMEOUT_MS, explorerAssets } from '../helpers/explorerAssets';
-import { counterTotal, waitFor } from '../helpers/waitFor';
+import { editShiftEnd } from '../helpers/relayLive';
+import { livePolls } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
 
 /**
  * The explorer in a real headless Chromium (Debian's `chromium`), on the real server
@@ -170,8 +172,8 @@ describe('explorer in a real browser', () => {
     const tenant = demo.emulator.tenants.find((candidate) => candidate.tenantId === demo.defaultTenant)!;
     const shift = tenant.shifts[1]!;
     // Edited once the baseline is read (the demo's own edits may come first; any change will do).
-    await waitFor(async () => (await counterTotal(server.metrics.registry.getSingleMetric('wfs_live_polls_total') as never, { outcome: 'ok' })) >= 1, 'the baseline poll');
-    shift.end = shift.end.replace(/T(\d\d):(\d\d)/, (_m, hour: string, minutes: string) => `T${hour}:${minutes === '30' ? '00' : '30'}`);
+    await waitFor(async () => (await livePolls(server)) >= 1, 'the baseline poll');
+    editShiftEnd(shift);
     await page.locator('.result-window').getByText('UPDATED').first().waitFor({ timeout: 60_000 });
     expect(problems).toEqual([]);
     await context.close();

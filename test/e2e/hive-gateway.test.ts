@@ -3,15 +3,14 @@ import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
 import { as, gatewayTenants, testTenant } from '../helpers/fixtures';
 import { HIVE_ROUTER_SECRET as ROUTER_SECRET, startHiveGateway, type GatewayResult as Result, type RunningGateway } from '../helpers/hiveGateway';
-import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
-import { counterTotal, waitFor } from '../helpers/waitFor';
+import { livePolls, startTestSubgraph, subscribedAndPolled, type TestSubgraph } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
 import { ApolloClient, HttpLink, InMemoryCache, gql as apolloGql, split } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { getMainDefinition } from '@apollo/client/utilities';
 import { Client as UrqlClient, fetchExchange, gql as urqlGql, subscriptionExchange } from '@urql/core';
 import { cacheExchange } from '@urql/exchange-graphcache';
 import { createClient, type Client } from 'graphql-ws';
-import type { Counter } from 'prom-client';
 import { requestSubscription, type Environment } from 'relay-runtime';
 import ShiftChangesSubscription from '../../examples/relay/src/__generated__/ShiftChangesSubscription.graphql';
 import { createTenantEnvironment } from '../../examples/relay/src/environment';
@@ -55,6 +54,8 @@ const codes = (result: Result) => result.errors?.map((error) => ({ path: error.p
 let subgraph: TestSubgraph;
 let people: RunningPeopleSubgraph;
 let gateway: RunningGateway;
+/** The live polls our subgraph finished: subscribedAndPolled(subgraph.server, since) waits for the gateway's subscription and a poll after `since`. */
+const polls = () => livePolls(subgraph.server);
 
 beforeAll(async () => {
   subgraph = await startTestSubgraph(
@@ -104,7 +105,7 @@ describe('Hive Gateway in front of the subgraph and the people subgraph', () => 
     })().catch(() => undefined);
     try {
       await waitFor(() => subgraph.server.live.subscriptions === 1, 'the gateway subscribed to our subgraph');
-      await waitFor(async () => (await counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as never, { outcome: 'ok' })) >= 1, 'the baseline poll');
+      await waitFor(async () => (await livePolls(subgraph.server)) >= 1, 'the baseline poll');
       const shift = subgraph.emulator.tenants[0]!.shifts[2]!;
       shift.end = shift.end.replace(/:00([+-])/, ':30$1');
       await waitFor(() => events.length >= 1, 'the change through the gateway', 30_000);
@@ -274,12 +275,6 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
     fetches += 1;
     return fetch(input, init);
   };
-  const polls = () => counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
-  /** Resolves once the gateway subscribed to our subgraph and its baseline poll is done. */
-  const subscribedSince = async (pollsBefore: number) => {
-    await waitFor(() => subgraph.server.live.subscriptions === 1, 'the gateway subscribed to our subgraph');
-    await waitFor(async () => (await polls()) > pollsBefore, 'the baseline poll');
-  };
   const shifts = () => subgraph.emulator.tenants[0]!.shifts;
 
   it('Apollo Client 4: every refusal (unknown tenant, no tenant, over cost, invalid document, withdrawn grant) reaches the error sink with its code and message', async () => {
@@ -364,7 +359,7 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
         },
       });
       try {
-        await subscribedSince(pollsBefore);
+        await subscribedAndPolled(subgraph.server, pollsBefore);
         const shift = shifts()[3]!;
         const end = editShiftEnd(shift);
         await waitFor(() => received.length >= 1, 'the change through the gateway', 30_000);
@@ -439,7 +434,7 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
       if (result.data) received.push(result.data);
     });
     try {
-      await subscribedSince(pollsBefore);
+      await subscribedAndPolled(subgraph.server, pollsBefore);
       const shift = shifts()[5]!;
       const end = editShiftEnd(shift);
       await waitFor(() => received.length >= 1, 'the change through the gateway', 30_000);
@@ -473,7 +468,7 @@ describe('live rota through Hive Gateway in Apollo Client, urql and Relay', () =
       fetches: () => fetches,
       subscription: async () => {
         const pollsBefore = await polls();
-        return () => subscribedSince(pollsBefore);
+        return () => subscribedAndPolled(subgraph.server, pollsBefore);
       },
     });
   });
@@ -507,14 +502,8 @@ describe("docs/frontend.md's live recipes, as printed, through Hive Gateway", ()
 
   const urls = () => ({ http: gateway.url, ws: wsUrl(gateway.url) });
   const tenant = (id: string) => subgraph.emulator.tenants.find((t) => t.tenantId === id)!;
-  const polls = () => counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
   const noError = (error: Error) => {
     throw new Error(`showLiveError: ${error.message}`);
-  };
-  /** Once the subscription reached the subgraph and a poll after `since` is done. */
-  const subscribed = async (since: number) => {
-    await waitFor(() => subgraph.server.live.subscriptions === 1, 'the gateway subscribed to our subgraph');
-    await waitFor(async () => (await polls()) > since, 'the baseline poll');
   };
   /** A shift added at the end of the company's list; resolves once a poll that began after it is done. */
   const addShift = async (tenantId: string, id: string) => {
@@ -533,7 +522,7 @@ describe("docs/frontend.md's live recipes, as printed, through Hive Gateway", ()
     const current = () => recipe.rota.getCurrentResult().data as Rota | undefined;
     await waitFor(() => current()?.shifts?.nodes.length === 100, 'the first page');
     expect(current()!.shifts!.pageInfo.hasNextPage).toBe(true);
-    await subscribed(since);
+    await subscribedAndPolled(subgraph.server, since);
 
     await addShift(PARTIAL.tenantId, 'apollo-partial-added');
     // A later change, on the page: once it shows, the ADDED before it was handled too.
@@ -556,7 +545,7 @@ describe("docs/frontend.md's live recipes, as printed, through Hive Gateway", ()
     const current = () => recipe.rota.getCurrentResult().data as Rota | undefined;
     await waitFor(() => current()?.shifts?.nodes.length === 20, 'the whole list');
     expect(current()!.shifts!.pageInfo.hasNextPage).toBe(false);
-    await subscribed(since);
+    await subscribedAndPolled(subgraph.server, since);
     await addShift(WHOLE.tenantId, 'apollo-whole-added');
     await waitFor(() => current()!.shifts!.nodes.at(-1)?.id === 'apollo-whole-added', 'the added shift at the end of the rota');
     expect(current()!.shifts!.nodes).toHaveLength(21);
@@ -572,7 +561,7 @@ describe("docs/frontend.md's live recipes, as printed, through Hive Gateway", ()
     expect(first.error).toBeUndefined();
     expect(first.data!.shifts!.nodes).toHaveLength(100);
     expect(first.data!.shifts!.pageInfo.hasNextPage).toBe(true);
-    await subscribed(since);
+    await subscribedAndPolled(subgraph.server, since);
     const cachedRota = async () => (await recipe.urqlLive.query(recipe.rotaQuery, {}, { requestPolicy: 'cache-only' }).toPromise()).data!.shifts!.nodes;
 
     await addShift(PARTIAL.tenantId, 'urql-partial-added');
@@ -592,7 +581,7 @@ describe("docs/frontend.md's live recipes, as printed, through Hive Gateway", ()
     stops.push(recipe.stopLive);
     const first = await recipe.urqlLive.query(recipe.rotaQuery, {}).toPromise();
     expect(first.data!.shifts!.nodes).toHaveLength(20);
-    await subscribed(since);
+    await subscribedAndPolled(subgraph.server, since);
     const cachedRota = async () => (await recipe.urqlLive.query(recipe.rotaQuery, {}, { requestPolicy: 'cache-only' }).toPromise()).data!.shifts!.nodes;
     await addShift(WHOLE.tenantId, 'urql-whole-added');
     await waitFor(async () => (await cachedRota()).at(-1)?.id === 'urql-whole-added', 'the added shift at the end of the cached rota');

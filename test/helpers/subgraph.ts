@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import type { Counter } from 'prom-client';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
 import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant, type ListCounts } from '../../src/emulator';
@@ -9,7 +10,7 @@ import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
 import { CHECKING } from '../../src/upstream/token/tokenEndpointCheck';
 import type { ForeignUpstream } from './foreignUpstream';
-import { waitFor } from './waitFor';
+import { counterTotal, waitFor } from './waitFor';
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
@@ -27,6 +28,21 @@ export interface TestSubgraph {
   logs: string[];
   query<T = any>(query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<GraphQLResponse<T>>;
   close(): Promise<void>;
+}
+
+/** How many live polls `server` has finished with `outcome` (`wfs_live_polls_total`). */
+export function livePolls(server: Pick<RunningServer, 'metrics'>, outcome = 'ok'): Promise<number> {
+  return counterTotal(server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome });
+}
+
+/**
+ * Resolves once `server` holds one live subscription and has finished a poll after the
+ * first `since` (a count `livePolls` read before subscribing): the poll that read the
+ * baseline a later change is compared with.
+ */
+export async function subscribedAndPolled(server: Pick<RunningServer, 'metrics' | 'live'>, since: number): Promise<void> {
+  await waitFor(() => server.live.subscriptions === 1, 'the subscription on the subgraph');
+  await waitFor(async () => (await livePolls(server)) > since, 'the baseline poll');
 }
 
 /** The `extensions.code` of each error of a response, in order. */

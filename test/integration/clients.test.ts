@@ -6,7 +6,6 @@ import { buildClientSchema, buildSchema, findBreakingChanges, getIntrospectionQu
 import type { Client as WsClient } from 'graphql-ws';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Counter } from 'prom-client';
 import { relayPagination } from '@urql/exchange-graphcache/extras';
 import {
   createOperationDescriptor,
@@ -31,9 +30,9 @@ import { demoTenants, makeTenant, type EmulatorTenant } from '../../src/emulator
 import { encodeNodeId } from '../../src/graphql/data/node';
 import { liveClient } from '../helpers/liveClient';
 import { withNumericIds } from '../helpers/numericIds';
-import { relayKeepsRotaCurrent } from '../helpers/relayLive';
-import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
-import { counterTotal, waitFor } from '../helpers/waitFor';
+import { editShiftEnd, relayKeepsRotaCurrent } from '../helpers/relayLive';
+import { errorCodes, livePolls, startTestSubgraph, subscribedAndPolled, type TestSubgraph } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
 
 /**
  * The frontends' client libraries driven directly against the running subgraph over real
@@ -452,14 +451,10 @@ describe('live updates in the frontends\' clients', () => {
     sockets.push(made);
     return made;
   };
-  const baseline = async () => {
-    const before = await counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
-    await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed');
-    await waitFor(async () => (await counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' })) > before, 'a poll');
-  };
+  const baseline = async () => subscribedAndPolled(subgraph.server, await livePolls(subgraph.server));
   const editShift = (index: number) => {
     const shift = upstreamOf(harbourLane).shifts[index]!;
-    shift.end = shift.end.replace(/T(\d\d):(\d\d)/, (_m, hour: string, minutes: string) => `T${hour}:${minutes === '30' ? '00' : '30'}`);
+    editShiftEnd(shift);
     return shift;
   };
 
@@ -518,18 +513,14 @@ describe('live updates in relay-runtime (requestSubscription, the updater keyed 
       },
       live,
     });
-    const polls = () => counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome: 'ok' });
     try {
       await relayKeepsRotaCurrent({
         environment,
         shifts: upstreamOf(relayRota).shifts,
         fetches: () => fetches,
         subscription: async () => {
-          const before = await polls();
-          return async () => {
-            await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed');
-            await waitFor(async () => (await polls()) > before, 'the baseline poll');
-          };
+          const before = await livePolls(subgraph.server);
+          return () => subscribedAndPolled(subgraph.server, before);
         },
       });
     } finally {

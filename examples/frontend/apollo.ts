@@ -35,12 +35,16 @@ export function createClient(uri: string, token: string): ApolloClient {
   });
 }
 
-/** Every location for a picker, 100 per page; `loadMore` while `hasMore`. */
+/**
+ * Every location for a picker, 100 per page; `loadMore` while `hasMore`. The list is read
+ * from `edges`: relayStylePagination() appends each page's edges to the cached ones (a
+ * connection's `nodes` it does not merge: read from them, the list would stay one page).
+ */
 export function useLocations() {
   const { data, loading, error, fetchMore } = useQuery(LocationPickerDocument, { variables: { after: null } });
   const pageInfo = data?.locations?.pageInfo;
   return {
-    locations: data?.locations?.nodes ?? [],
+    locations: data?.locations?.edges.map((edge) => edge.node) ?? [],
     loading,
     // A FORBIDDEN or UPSTREAM_* error on `locations` arrives here, with `locations` null.
     error,

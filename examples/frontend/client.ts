@@ -72,7 +72,7 @@ export async function loadLocationOptions(request: Request): Promise<LocationOpt
     const result: Result<LocationPickerQuery> = await request(LocationPickerDocument, { after });
     const page = result.data?.locations;
     if (!page) throw new Error(`locations unavailable: ${result.errors.map((error) => error.extensions?.code ?? error.message).join(', ')}`);
-    for (const location of page.nodes) options.push({ id: location.id, label: location.name });
+    for (const { node: location } of page.edges) options.push({ id: location.id, label: location.name });
     after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null;
   } while (after);
   return options;

@@ -158,11 +158,11 @@ describe('cost limit', () => {
   it('takes its budget from WFS_MAX_COST', async () => {
     const strict = await startTestSubgraph({}, { WFS_MAX_COST: '300' }, {}, subgraph.emulator);
     try {
-      // LocationPicker (operations/) is estimated at 304 (docs/limits.md, "Query limits").
+      // LocationPicker (operations/) is estimated at 504 (docs/limits.md, "Query limits").
       const picker = shippedOperations().find((op) => op.source === 'operations/LocationPicker.graphql')!;
       const response = await strict.query(print(picker.document), picker.variables, as);
       expect(response.status).toBe(400);
-      expect(response.errors?.[0]?.extensions).toEqual({ code: 'GRAPHQL_VALIDATION_FAILED', 'cost.estimated': 304, 'cost.max': 300 });
+      expect(response.errors?.[0]?.extensions).toEqual({ code: 'GRAPHQL_VALIDATION_FAILED', 'cost.estimated': 504, 'cost.max': 300 });
       expect(upstreamCalls()).toBe(0);
     } finally {
       await strict.close();

@@ -76,7 +76,7 @@ describe('typed operations for frontends', () => {
   it('fails to compile a client that reads a field its operation did not select', () => {
     const brokenPath = path.join(frontendDir, 'broken-client.ts');
     const source = `${readFileSync(clientPath, 'utf8')}
-export const wrongField = (query: LocationPickerQuery) => query.locations?.nodes[0]?.title;
+export const wrongField = (query: LocationPickerQuery) => query.locations?.edges[0]?.node.title;
 `;
     const diagnostics = diagnosticsFor(brokenPath, new Map([[brokenPath, source]]));
     expect(diagnostics).toEqual([expect.stringMatching(/TS2339 Property 'title' does not exist/)]);

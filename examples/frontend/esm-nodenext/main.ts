@@ -3,6 +3,6 @@
 import { LocationPickerDocument, type LocationPickerQuery } from './gql/graphql.js';
 import { graphql } from './gql/index.js';
 
-export const names = (data: LocationPickerQuery): string[] => data.locations?.nodes.map((node) => node.name) ?? [];
+export const names = (data: LocationPickerQuery): string[] => data.locations?.edges.map((edge) => edge.node.name) ?? [];
 export const document = LocationPickerDocument;
 export const inline = graphql;

@@ -5,7 +5,7 @@ import { graphql } from './gql';
 const LocationPickerQuery = graphql(`
   query AppLocationPicker($after: String) {
     locations(first: 100, after: $after) {
-      nodes { id name headcount }
+      edges { cursor node { id name headcount } }
       pageInfo { hasNextPage endCursor }
     }
   }
@@ -13,8 +13,9 @@ const LocationPickerQuery = graphql(`
 
 export function useLocationPicker() {
   const { data, fetchMore } = useQuery(LocationPickerQuery, { variables: { after: null } });
-  // Typed from the document: { id: string; name: string; headcount: number | null }[]
-  const locations = data?.locations?.nodes ?? [];
+  // Typed from the document: { id: string; name: string; headcount: number | null }[]. From
+  // `edges`, which relayStylePagination() merges page after page (`nodes` it does not).
+  const locations = data?.locations?.edges.map((edge) => edge.node) ?? [];
   const pageInfo = data?.locations?.pageInfo;
   return { locations, hasMore: pageInfo?.hasNextPage ?? false, loadMore: () => fetchMore({ variables: { after: pageInfo?.endCursor ?? null } }) };
 }

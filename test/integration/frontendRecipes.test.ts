@@ -1,0 +1,210 @@
+import type { ApolloClient } from '@apollo/client';
+import { ApolloProvider } from '@apollo/client/react';
+import type { Client as UrqlClient } from '@urql/core';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createElement } from 'react';
+import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { wsUrl } from '../helpers/liveClient';
+import {
+  APOLLO_CLIENT,
+  APOLLO_PICKER,
+  APOLLO_RECIPE,
+  REFUSAL_HELPER,
+  URQL_CLIENT,
+  URQL_RECIPE,
+  runBlock,
+  runRecipe,
+  type ApolloRecipe,
+  type RefusalHelper,
+  type UrqlRecipe,
+} from '../helpers/liveRecipes';
+import { createClient, useLocations } from '../../examples/frontend/apollo';
+import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
+import { renderHook } from '../helpers/reactHost';
+import { createClient as createWsClient } from 'graphql-ws';
+import { requestSubscription } from 'relay-runtime';
+import ShiftChangesSubscription from '../../examples/relay/src/__generated__/ShiftChangesSubscription.graphql';
+import { createTenantEnvironment } from '../../examples/relay/src/environment';
+import { shiftChangesUpdater } from '../../examples/relay/src/liveUpdates';
+import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { waitFor } from '../helpers/waitFor';
+
+/**
+ * docs/frontend.md's recipes run as the page prints them (test/helpers/liveRecipes.ts:
+ * only the example URLs, the credential and what a block declares are supplied) against
+ * the running subgraph, served directly as `npm start` and the demo serve it:
+ *
+ * - paging the location picker: Apollo Client 4's client block and its
+ *   `useLocationPicker` hook, and examples/frontend/apollo.ts's `createClient` and
+ *   `useLocations`, rendered by React (test/helpers/reactHost.ts), each with two
+ *   `loadMore` calls; urql's client block with Graphcache's relayPagination() and its
+ *   `loadLocations`. Relay's paging (examples/relay) runs in clients.test.ts;
+ * - the code of a refused live connection, read by the page's `refusalCode` from what
+ *   the "Live updates" recipes hand to `showLiveError` (and Relay, on examples/relay's
+ *   environment, to `onError`): a refused identity (the socket closed with 4403) and a
+ *   refused subscription (a GraphQL error).
+ */
+
+/** More locations than three pages of LocationPicker's 100: the third page still says there are more. */
+const MANY_SITES = makeTenant({ tenantId: '3c1d2e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f', name: 'Many Sites', locationCount: 310, shiftCount: 0 });
+/** A company without `shifts.read`: its shift subscriptions are refused with FORBIDDEN. */
+const NO_SHIFTS = makeTenant({ tenantId: '6e7f8091-a2b3-4c4d-8e5f-6a7b8c9d0e1f', name: 'No Shifts', locationCount: 2, shiftCount: 3, grantedScopes: ['locations.read'] });
+const UNKNOWN_TENANT = 'ffffffff-0000-4000-8000-00000000abcd';
+const PAGE = 100;
+
+let subgraph: TestSubgraph;
+
+beforeAll(async () => {
+  subgraph = await startTestSubgraph({ tenants: [MANY_SITES, NO_SHIFTS] }, { LOG_LEVEL: 'warn' });
+});
+
+afterAll(async () => {
+  await subgraph?.close();
+});
+
+/** The first `count` locations of a company, as the picker lists them. */
+const firstLocations = (tenant: EmulatorTenant, count: number) => tenant.locations.slice(0, count).map((location) => ({ id: location.id, name: location.name }));
+
+describe("docs/frontend.md's location picker pages, as printed", () => {
+  // Apollo Client's recipes carry a bearer token, as in front of a router: a subgraph
+  // on the same upstream that verifies tokens (WFS_JWKS_URL) against a real key endpoint.
+  let idp: TestIdentityProvider;
+  let verifying: TestSubgraph;
+  beforeAll(async () => {
+    idp = await startTestIdentityProvider();
+    verifying = await startTestSubgraph({}, { LOG_LEVEL: 'warn', ...idp.env }, {}, subgraph.emulator);
+  });
+  afterAll(async () => {
+    await verifying?.close();
+    await idp?.close();
+  });
+  const token = () => idp.sign({ tenant_id: MANY_SITES.tenantId });
+
+  interface Picker {
+    locations: Array<{ id: string; name: string }>;
+    hasMore: boolean;
+    loadMore: () => Promise<unknown>;
+    error?: unknown;
+  }
+
+  /** The hook rendered with the client; two loadMore calls; three pages of distinct locations, in upstream order. */
+  async function pagesThrough(client: ApolloClient, hook: () => Picker): Promise<void> {
+    const picker = renderHook(hook, (children) => createElement(ApolloProvider, { client, children }));
+    const shown = () => picker.current()?.locations ?? [];
+    try {
+      await waitFor(() => shown().length > 0, 'the first page');
+      expect({ count: shown().length, hasMore: picker.current()!.hasMore, error: picker.current()!.error }).toEqual({ count: PAGE, hasMore: true, error: undefined });
+      for (const pages of [2, 3]) {
+        await picker.current()!.loadMore();
+        await waitFor(() => shown().length >= pages * PAGE, `${pages} pages in the list`);
+        expect({ pages, count: shown().length }).toEqual({ pages, count: pages * PAGE });
+      }
+      // Three pages' worth of distinct locations, in upstream order, and still more to load.
+      expect(new Set(shown().map((location) => location.id)).size).toBe(3 * PAGE);
+      expect(shown().map(({ id, name }) => ({ id, name }))).toEqual(firstLocations(MANY_SITES, 3 * PAGE));
+      expect(picker.current()!.hasMore).toBe(true);
+    } finally {
+      picker.unmount();
+      client.stop();
+    }
+  }
+
+  it("Apollo Client 4 (the page's client and useLocationPicker): two loadMore calls (fetchMore) make three pages of distinct locations", async () => {
+    const { client } = runBlock<{ client: ApolloClient }>(APOLLO_CLIENT, {
+      replace: [
+        ['https://graph.example.com/graphql', verifying.server.url],
+        ["'Bearer <token>'", JSON.stringify(`Bearer ${await token()}`)],
+      ],
+    });
+    const { useLocationPicker } = runBlock<{ useLocationPicker: () => Picker }>(APOLLO_PICKER);
+    await pagesThrough(client, useLocationPicker);
+  });
+
+  it('Apollo Client 4 (examples/frontend/apollo.ts: createClient and useLocations): likewise', async () => {
+    await pagesThrough(createClient(verifying.server.url, await token()), useLocations);
+  });
+
+  it("urql (Graphcache's relayPagination()): loadLocations with each page's cursor holds every location so far", async () => {
+    const apiSchemaSdl = readFileSync(path.join(__dirname, '..', '..', 'schema.api.graphql'), 'utf8');
+    const recipe = runBlock<{ client: UrqlClient; loadLocations: (after: string | null) => Promise<{ locations: Array<{ id: string; name: string }>; next: string | null }> }>(URQL_CLIENT, {
+      replace: [['https://router.example.com/', subgraph.server.url]],
+      declared: { tenantId: MANY_SITES.tenantId, apiSchemaSdl },
+    });
+    const first = await recipe.loadLocations(null);
+    const second = await recipe.loadLocations(first.next);
+    const third = await recipe.loadLocations(second.next);
+    expect([first, second, third].map((page) => page.locations.length)).toEqual([PAGE, 2 * PAGE, 3 * PAGE]);
+    expect(new Set(third.locations.map((location) => location.id)).size).toBe(3 * PAGE);
+    expect(third.locations.map(({ id, name }) => ({ id, name }))).toEqual(firstLocations(MANY_SITES, 3 * PAGE));
+    expect(third.next).not.toBeNull();
+  });
+});
+
+describe("the code of a refusal, read by the page's refusalCode from what the live recipes hand to showLiveError, and Relay to onError", () => {
+  const { refusalCode, liveClose } = runBlock<RefusalHelper>(REFUSAL_HELPER);
+  const urls = () => ({ http: subgraph.server.url, ws: wsUrl(subgraph.server.url) });
+  let stops: Array<() => void> = [];
+
+  afterEach(async () => {
+    for (const stop of stops) stop();
+    stops = [];
+    await waitFor(() => subgraph.server.live.subscriptions === 0, 'the subscriptions ended');
+  });
+
+  /**
+   * The errors a client handed to its error callback, once there is one: the Apollo
+   * Client 4 and urql recipes' showLiveError, or Relay's onError of requestSubscription
+   * on examples/relay's environment (its graphql-ws client made with the recipes' shouldRetry).
+   */
+  async function refusals(recipe: 'apollo' | 'urql' | 'relay', tenantId: string): Promise<Error[]> {
+    const errors: Error[] = [];
+    if (recipe === 'apollo') {
+      const run = runRecipe<ApolloRecipe>(APOLLO_RECIPE, urls(), tenantId, (error) => errors.push(error));
+      stops.push(run.stopLive, () => run.liveClient.stop());
+    } else if (recipe === 'urql') {
+      const run = runRecipe<UrqlRecipe>(URQL_RECIPE, urls(), tenantId, (error) => errors.push(error));
+      stops.push(run.stopLive);
+    } else {
+      const headers = { 'x-tenant-id': tenantId };
+      const live = createWsClient({
+        url: urls().ws,
+        connectionParams: { headers },
+        shouldRetry: (event) => typeof (event as CloseEvent | null)?.code === 'number' && (event as CloseEvent).code !== 4403,
+      });
+      const environment = createTenantEnvironment({ url: urls().http, headers, live });
+      const subscription = requestSubscription(environment, { subscription: ShiftChangesSubscription, variables: {}, updater: shiftChangesUpdater, onError: (error) => errors.push(error) });
+      stops.push(() => subscription.dispose(), () => void live.dispose());
+    }
+    await waitFor(() => errors.length >= 1, `${recipe}'s error callback`);
+    return errors;
+  }
+  const clients = ['apollo', 'urql', 'relay'] as const;
+
+  it.each(clients)('%s: no tenant at all, the socket closed with 4403, reads as UNAUTHENTICATED', async (recipe) => {
+    const [error] = await refusals(recipe, '');
+    expect(refusalCode(error)).toBe('UNAUTHENTICATED');
+    expect(liveClose(error)).toEqual({ code: 4403, reason: expect.stringMatching(/^UNAUTHENTICATED: ./) });
+  });
+
+  it.each(clients)('%s: a company this subgraph does not serve, the socket closed with 4403, reads as FORBIDDEN', async (recipe) => {
+    const [error] = await refusals(recipe, UNKNOWN_TENANT);
+    expect(refusalCode(error)).toBe('FORBIDDEN');
+    expect(liveClose(error)).toEqual({ code: 4403, reason: expect.stringMatching(/^FORBIDDEN: ./) });
+  });
+
+  it.each(clients)('%s: a subscription refused for its scope (a GraphQL error, no close) reads as FORBIDDEN', async (recipe) => {
+    const errors = await refusals(recipe, NO_SHIFTS.tenantId);
+    // (Graphcache may hand the same errored result on more than once.)
+    expect(errors.map((error) => refusalCode(error))).toEqual(errors.map(() => 'FORBIDDEN'));
+    expect(liveClose(errors[0])).toBeUndefined();
+  });
+
+  it('reads nothing from what is no refusal: a dropped connection, a close of another code, an error of another kind', () => {
+    expect(refusalCode(new Error('Socket closed with event 1006 '))).toBeUndefined();
+    expect(refusalCode({ networkError: { code: 1008, reason: 'too many messages' } })).toBeUndefined();
+    expect(liveClose({ networkError: { code: 1008, reason: 'too many messages' } })).toEqual({ code: 1008, reason: 'too many messages' });
+    expect(refusalCode(new TypeError('Failed to fetch'))).toBeUndefined();
+    expect(refusalCode(undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * The cross-replica refresh lock of redisTokenStore.ts: one Redis key per tenant whose
+ * sealed value (../redis/seal.ts, bound to the key's name) says a replica is fetching
+ * the tenant's token, set with an expiry so that the lock of a replica that died goes
+ * by itself.
+ *
+ * Whoever can write to Redis without WFS_REDIS_KEY could once lock a company out: a
+ * `SET {prefix}lock:<tenant> x` with no expiry made every refresh of that company wait
+ * 10 s for a replica that did not exist, answer UPSTREAM_UNAVAILABLE, and then fail
+ * fast, for as long as the key stayed. Now a lock is trusted only as a replica writes
+ * it: a string of a lock's length, sealed with our key, and expiring within the lock's
+ * life. Anything else (forged, another type, too long, no expiry or a longer one, as
+ * PERSIST leaves a real lock) is refused (`rejected`, by reason) and taken over at
+ * once in a script that replaces it only if it still holds what was read, so the one
+ * replica that wins fetches for the fleet, and the others wait for it as usual. A real
+ * lock replayed with an expiry is not told from one: the waiter's deadline
+ * (tokenCache.ts) bounds what it costs.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { seal, sealingKey, unseal } from '../redis/seal';
+import type { RejectedRecordReason } from './tokenRecord';
+
+/** A lock value longer than this is no replica's (a sealed one is about 80 bytes). */
+const MAX_LOCK_BYTES = 512;
+
+/*
+ * What the scripts answer for a key that holds no lock a replica could have written:
+ * another type, or a string longer than the bound (whose bytes are never sent).
+ */
+export const WRONG_TYPE = 1;
+export const TOO_LONG = 2;
+
+/*
+ * READ answers nil when free, WRONG_TYPE or TOO_LONG, else { value, PTTL }. TAKE sets
+ * our value if the key still holds what was read (ARGV[1]: '' free, '*' another type or
+ * too long, or the value), or is free now. RELEASE deletes the key if it still holds our
+ * value: the lock of a replica whose own expired while it was still fetching must not
+ * delete the one another replica has taken since.
+ */
+const READ_LOCK = `
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return false end
+if kind ~= 'string' then return ${WRONG_TYPE} end
+if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then return ${TOO_LONG} end
+return { redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]) }`;
+const TAKE_LOCK = `
+local kind = redis.call('TYPE', KEYS[1])['ok']
+local free = kind == 'none'
+if not free then
+  if kind ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[4]) then free = ARGV[1] == '*'
+  else free = redis.call('GET', KEYS[1]) == ARGV[1] end
+end
+if not free then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`;
+const RELEASE_LOCK = `if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/** The key that seals lock values: the fleet's secret's, for this use only. */
+export function lockSealingKey(secret: string): Buffer {
+  return sealingKey(secret, 'wfs-subgraph refresh lock v1');
+}
+
+export interface LockParts {
+  readonly redis: Redis;
+  /** lockSealingKey(WFS_REDIS_KEY). */
+  readonly key: Buffer;
+  /** Told of a lock value no replica wrote, before it is taken over. */
+  readonly rejected: (reason: RejectedRecordReason, keyName: string) => void;
+}
+
+/**
+ * Takes the lock at `keyName` for `ttlMs`, or takes over one that is no replica's:
+ * the value to release it with, or null while a replica holds it. Throws what Redis
+ * throws (the store reports it and goes on without a lock).
+ */
+export async function takeLock(parts: LockParts, keyName: string, ttlMs: number): Promise<string | null> {
+  const { redis, key } = parts;
+  // The random id makes each value unique: our lock is told from the one another
+  // replica took after ours expired.
+  const value = seal(key, keyName, JSON.stringify({ id: randomUUID() }));
+  const ms = Math.max(1, Math.ceil(ttlMs));
+  if ((await redis.set(keyName, value, 'PX', ms, 'NX')) === 'OK') return value;
+  const current = (await redis.eval(READ_LOCK, 1, keyName, MAX_LOCK_BYTES)) as null | number | [string, number];
+  let expected: string;
+  if (current === null) {
+    // Released between our SET and the read: take it if it is still free.
+    expected = '';
+  } else if (typeof current === 'number') {
+    parts.rejected(current === TOO_LONG ? 'size' : 'shape', keyName);
+    expected = '*';
+  } else {
+    const [held, pttl] = current;
+    const refused = untrusted(key, keyName, held, pttl, ms);
+    if (!refused) return null;
+    parts.rejected(refused, keyName);
+    expected = held;
+  }
+  return (await redis.eval(TAKE_LOCK, 1, keyName, expected, value, ms, MAX_LOCK_BYTES)) === 1 ? value : null;
+}
+
+/** Deletes the lock at `keyName` if it still holds `value`. */
+export async function releaseLock(redis: Redis, keyName: string, value: string): Promise<void> {
+  await redis.eval(RELEASE_LOCK, 1, keyName, value);
+}
+
+/**
+ * Why a lock value is not a replica's, or undefined when it is: it must open with our
+ * key at this name, hold an id, and expire within the lock's life (a replica always
+ * sets one: `PTTL` -1 means someone made it permanent, a longer one someone else set it).
+ */
+function untrusted(key: Buffer, keyName: string, value: string, pttl: number, ttlMs: number): RejectedRecordReason | undefined {
+  const opened = unseal(key, keyName, value);
+  if (!('text' in opened)) return 'seal';
+  try {
+    const { id } = JSON.parse(opened.text) as Record<string, unknown>;
+    if (typeof id !== 'string') return 'shape';
+  } catch {
+    return 'shape';
+  }
+  return pttl > 0 && pttl <= ttlMs ? undefined : 'shape';
+}

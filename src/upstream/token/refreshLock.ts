@@ -15,6 +15,11 @@
  * replica that wins fetches for the fleet, and the others wait for it as usual. A real
  * lock replayed with an expiry is not told from one: the waiter's deadline
  * (tokenCache.ts) bounds what it costs.
+ *
+ * Every replica gives its lock the same life (TokenCache's lockTtlMs, 30 s), so a lock
+ * that would outlive ours was not set by a replica. During a rolling deploy from a
+ * version that wrote unsealed locks, the new replicas take the old ones' locks over: a
+ * second token request at most, and a `seal` line per tenant and 5 minutes.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';

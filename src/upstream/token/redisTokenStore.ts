@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import { RedisAvailability, type RedisOperation } from '../redis/availability';
 import { connectRedis, type RedisConnections } from '../redis/connection';
-import { lockSealingKey, releaseLock, takeLock, TOO_LONG, WRONG_TYPE } from './refreshLock';
+import { DELETE_IF_HOLDS, READ_BOUNDED, TOO_LONG, type BoundedRead } from '../redis/scripts';
+import { lockSealingKey, releaseLock, takeLock } from './refreshLock';
 import type { SharedTokenStore } from './tokenCache';
 import type { TokenGrant } from './tokenEndpoint';
 import { MAX_RECORD_BYTES, openRecord, readRecord, recordKey, sealRecord, type ApiBasePolicy, type RejectedRecordReason } from './tokenRecord';
@@ -59,21 +60,6 @@ export interface RedisTokenStoreOptions {
   /** Told of each value refused as a token record or lock, and why; the key is its Redis key. */
   readonly onRejected?: (reason: RejectedRecordReason, keyName: string) => void;
 }
-
-/*
- * READ answers nil when the key is free, WRONG_TYPE or TOO_LONG (the value is never
- * sent), else the value. DISCARD is compare and delete, in one round trip and atomically
- * on the server: a replica that saw a 401 late must not delete the newer token another
- * replica has already written.
- */
-const READ_RECORD = `
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind == 'none' then return false end
-if kind ~= 'string' then return ${WRONG_TYPE} end
-if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then return ${TOO_LONG} end
-return redis.call('GET', KEYS[1])`;
-const DISCARD_TOKEN = `if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
 
 /** A `SharedTokenStore` on Redis: share tokens and take the refresh lock across replicas. */
 export class RedisTokenStore implements SharedTokenStore {
@@ -147,7 +133,9 @@ export class RedisTokenStore implements SharedTokenStore {
       if (typeof value !== 'string') return;
       const record = openRecord(this.key, keyName, value) as { accessToken?: unknown } | null;
       if (record?.accessToken !== accessToken) return;
-      await this.redis.eval(DISCARD_TOKEN, 1, keyName, value);
+      // Compare and delete on the server: a replica that saw a 401 late must not delete
+      // the newer token another replica has already written.
+      await this.redis.eval(DELETE_IF_HOLDS, 1, keyName, value);
       this.availability.answered();
     } catch (error) {
       this.report('discard', error);
@@ -191,9 +179,9 @@ export class RedisTokenStore implements SharedTokenStore {
 
   /** The value at `keyName` if it may be a record (a string within MAX_RECORD_BYTES), else WRONG_TYPE or TOO_LONG, unread. */
   private async readValue(keyName: string): Promise<string | number | null> {
-    const value = (await this.redis.eval(READ_RECORD, 1, keyName, MAX_RECORD_BYTES)) as string | number | null;
+    const read = (await this.redis.eval(READ_BOUNDED, 1, keyName, MAX_RECORD_BYTES)) as BoundedRead;
     this.availability.answered();
-    return value;
+    return Array.isArray(read) ? read[0] : read;
   }
 
   private tokenKeyName(tenantId: string): string {

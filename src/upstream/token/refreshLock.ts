@@ -23,44 +23,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { DELETE_IF_HOLDS, READ_BOUNDED, TAKE_IF_UNCHANGED, TOO_LONG, type BoundedRead } from '../redis/scripts';
 import { seal, sealingKey, unseal } from '../redis/seal';
 import type { RejectedRecordReason } from './tokenRecord';
 
 /** A lock value longer than this is no replica's (a sealed one is about 80 bytes). */
 const MAX_LOCK_BYTES = 512;
-
-/*
- * What the scripts answer for a key that holds no lock a replica could have written:
- * another type, or a string longer than the bound (whose bytes are never sent).
- */
-export const WRONG_TYPE = 1;
-export const TOO_LONG = 2;
-
-/*
- * READ answers nil when free, WRONG_TYPE or TOO_LONG, else { value, PTTL }. TAKE sets
- * our value if the key still holds what was read (ARGV[1]: '' free, '*' another type or
- * too long, or the value), or is free now. RELEASE deletes the key if it still holds our
- * value: the lock of a replica whose own expired while it was still fetching must not
- * delete the one another replica has taken since.
- */
-const READ_LOCK = `
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind == 'none' then return false end
-if kind ~= 'string' then return ${WRONG_TYPE} end
-if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then return ${TOO_LONG} end
-return { redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]) }`;
-const TAKE_LOCK = `
-local kind = redis.call('TYPE', KEYS[1])['ok']
-local free = kind == 'none'
-if not free then
-  if kind ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[4]) then free = ARGV[1] == '*'
-  else free = redis.call('GET', KEYS[1]) == ARGV[1] end
-end
-if not free then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1`;
-const RELEASE_LOCK = `if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
 
 /** The key that seals lock values: the fleet's secret's, for this use only. */
 export function lockSealingKey(secret: string): Buffer {
@@ -87,7 +55,7 @@ export async function takeLock(parts: LockParts, keyName: string, ttlMs: number)
   const value = seal(key, keyName, JSON.stringify({ id: randomUUID() }));
   const ms = Math.max(1, Math.ceil(ttlMs));
   if ((await redis.set(keyName, value, 'PX', ms, 'NX')) === 'OK') return value;
-  const current = (await redis.eval(READ_LOCK, 1, keyName, MAX_LOCK_BYTES)) as null | number | [string, number];
+  const current = (await redis.eval(READ_BOUNDED, 1, keyName, MAX_LOCK_BYTES)) as BoundedRead;
   let expected: string;
   if (current === null) {
     // Released between our SET and the read: take it if it is still free.
@@ -102,12 +70,16 @@ export async function takeLock(parts: LockParts, keyName: string, ttlMs: number)
     parts.rejected(refused, keyName);
     expected = held;
   }
-  return (await redis.eval(TAKE_LOCK, 1, keyName, expected, value, ms, MAX_LOCK_BYTES)) === 1 ? value : null;
+  // Taken only if it still holds what was read: of the replicas that refused it, one wins.
+  return (await redis.eval(TAKE_IF_UNCHANGED, 1, keyName, expected, value, ms, MAX_LOCK_BYTES)) === 1 ? value : null;
 }
 
-/** Deletes the lock at `keyName` if it still holds `value`. */
+/**
+ * Deletes the lock at `keyName` if it still holds `value`: a replica whose lock expired
+ * while it was still fetching must not delete the one another replica has taken since.
+ */
 export async function releaseLock(redis: Redis, keyName: string, value: string): Promise<void> {
-  await redis.eval(RELEASE_LOCK, 1, keyName, value);
+  await redis.eval(DELETE_IF_HOLDS, 1, keyName, value);
 }
 
 /**

@@ -10,10 +10,12 @@ import { createIdentityResolver } from './graphql/server/identity';
 import type { Observer } from './upstream/observer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
+import { LogLimiter } from './observability/logLimiter';
 import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/transport/http';
 import type * as RedisConnectionModule from './upstream/redis/connection';
 import type * as RedisTokenStoreModule from './upstream/token/redisTokenStore';
+import { MAX_RECORD_BYTES, type RejectedRecordReason } from './upstream/token/tokenRecord';
 import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/token/tokenCache';
 import { requestToken } from './upstream/token/tokenEndpoint';
@@ -72,24 +74,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
   // ioredis is loaded only when Redis is configured: most deployments and every cold
   // start without WFS_REDIS_URL skip its module graph.
   const connections = config.redisUrl ? (require('./upstream/redis/connection') as typeof RedisConnectionModule).connectRedis(config.redisUrl) : undefined;
-  const redis = connections
-    ? (require('./upstream/token/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(connections, {
-        encryptionKey: config.redisKey ?? '',
-        apiBaseAllow: config.apiBaseAllow,
-        apiBaseLoopback: config.apiBaseLoopback,
-        ...(overrides.now && { now: overrides.now }),
-        onError: (operation, error) => {
-          metrics.sharedTokenStoreUp.set({ store: 'redis' }, 0);
-          logger.warn({ operation, err: error.message }, 'shared token store unavailable; using this replica\'s own tokens');
-        },
-      })
-    : undefined;
-  if (redis) {
-    // The gauge follows the connection; `wfs_shared_token_store_up == 0` is the "Redis down" alert.
-    metrics.sharedTokenStoreUp.set({ store: 'redis' }, redis.redis.status === 'ready' ? 1 : 0);
-    redis.redis.on('ready', () => metrics.sharedTokenStoreUp.set({ store: 'redis' }, 1));
-    redis.redis.on('close', () => metrics.sharedTokenStoreUp.set({ store: 'redis' }, 0));
-  }
+  const redis = connections ? sharedTokenStore(connections, config, logger, metrics, overrides) : undefined;
   const tokenEndpoint = startTokenEndpointCheck({ authUrl, dispatcher: authDispatcher, onVerdict: tokenEndpointLogger(logger) });
 
   const tokens = new TokenCache({
@@ -180,8 +165,63 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
     async close() {
       services.indexes.close();
       tokenEndpoint.close();
+      redis?.closing();
       await connections?.close();
       if (ownsDispatcher) await Promise.all([dispatcher.close(), authDispatcher.close()]);
+    },
+  };
+}
+
+/** How often, per Redis key and reason, a refused shared token record is logged (each is counted). */
+const REJECTED_RECORD_LOG_WINDOW_MS = 5 * 60_000;
+
+const REJECTED_RECORD_LOGS: Record<RejectedRecordReason, string> = {
+  seal: 'a shared token record failed its seal check: written by another deployment with a different WFS_REDIS_KEY (give each deployment its own WFS_REDIS_KEY_PREFIX), or forged; ignored, this replica fetches its own token',
+  shape: 'a shared token record or refresh lock is not as a replica writes it (fields, tenant binding, api_base, lifetime, key type, or a lock without expiry): written by a replica with other settings, or forged; ignored',
+  size: `a shared token record or refresh lock is longer than any a replica writes (${MAX_RECORD_BYTES} bytes): refused unread, most likely forged; ignored`,
+};
+
+/**
+ * The shared token store on the replica's Redis connections, and what it tells the
+ * metrics and the logs. `wfs_shared_token_store_up` follows whether Redis answers (the
+ * connection and each command), not what is stored: a refused record is counted by
+ * reason and logged once per key and reason every 5 minutes, in words that say what it
+ * is. An outage writes one line when it starts and one when Redis is back.
+ */
+function sharedTokenStore(connections: RedisConnectionModule.RedisConnections, config: Config, logger: Logger, metrics: Metrics, overrides: AppOverrides) {
+  const gauge = { store: 'redis' } as const;
+  const rejectedLogs = new LogLimiter({ burst: 1, windowMs: REJECTED_RECORD_LOG_WINDOW_MS, ...(overrides.now && { now: overrides.now }) });
+  let closing = false;
+  let outage = false;
+  for (const reason of Object.keys(REJECTED_RECORD_LOGS) as RejectedRecordReason[]) metrics.sharedTokenStoreRejected.inc({ reason }, 0);
+  const handle = (require('./upstream/token/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(connections, {
+    encryptionKey: config.redisKey ?? '',
+    keyPrefix: config.redisKeyPrefix,
+    apiBaseAllow: config.apiBaseAllow,
+    apiBaseLoopback: config.apiBaseLoopback,
+    ...(overrides.now && { now: overrides.now }),
+    onDown: (operation, error) => {
+      metrics.sharedTokenStoreUp.set(gauge, 0);
+      if (closing) return;
+      outage = true;
+      logger.warn({ operation, err: error.message }, "shared token store unavailable: Redis does not answer; using this replica's own tokens until it does");
+    },
+    onUp: () => {
+      metrics.sharedTokenStoreUp.set(gauge, 1);
+      if (outage) logger.info('shared token store: Redis is back; sharing tokens with the other replicas again');
+      outage = false;
+    },
+    onRejected: (reason, key) => {
+      metrics.sharedTokenStoreRejected.inc({ reason });
+      if (rejectedLogs.allow(`${reason} ${key}`, undefined)) logger.warn({ key, reason }, REJECTED_RECORD_LOGS[reason]);
+    },
+  });
+  metrics.sharedTokenStoreUp.set(gauge, handle.store.availability.up ? 1 : 0);
+  return {
+    ...handle,
+    /** The wiring closes the connections: their close is no outage. */
+    closing: () => {
+      closing = true;
     },
   };
 }

@@ -22,6 +22,7 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_ROUTER_SECRET',
   'WFS_REDIS_URL',
   'WFS_REDIS_KEY',
+  'WFS_REDIS_KEY_PREFIX',
   'WFS_CURSOR_SECRET',
   'WFS_API_BASE_ALLOW',
   'WFS_EXPLORER',
@@ -66,7 +67,7 @@ export const NUMERIC_SETTINGS = {
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
-export const UPSTREAM_SETTINGS = ['WFS_TENANTS_FILE', 'WFS_REDIS_URL', 'WFS_REDIS_KEY', 'WFS_JWKS_URL', 'WFS_JWT_ISSUER', 'WFS_JWT_AUDIENCE', 'WFS_JWT_NO_AUDIENCE', 'WFS_TENANT_CLAIM', 'WFS_API_BASE_ALLOW'] as const;
+export const UPSTREAM_SETTINGS = ['WFS_TENANTS_FILE', 'WFS_REDIS_URL', 'WFS_REDIS_KEY', 'WFS_REDIS_KEY_PREFIX', 'WFS_JWKS_URL', 'WFS_JWT_ISSUER', 'WFS_JWT_AUDIENCE', 'WFS_JWT_NO_AUDIENCE', 'WFS_TENANT_CLAIM', 'WFS_API_BASE_ALLOW'] as const;
 
 /** One company's client credentials, from WFS_TENANTS_FILE. */
 export interface TenantCredentials {
@@ -104,6 +105,8 @@ export interface Config {
   readonly redisUrl: string | null;
   /** Encrypts the token records in Redis; set whenever `redisUrl` is. */
   readonly redisKey: string | null;
+  /** WFS_REDIS_KEY_PREFIX: begins every Redis key and channel the subgraph uses (token records, refresh locks, live leases and messages); default `wfs:`. */
+  readonly redisKeyPrefix: string;
   readonly cursorSecret: Buffer;
   /** True when WFS_CURSOR_SECRET was not set and a random one was drawn. */
   readonly cursorSecretGenerated: boolean;
@@ -208,6 +211,8 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('WFS_REDIS_KEY', 'is required with WFS_REDIS_URL: it encrypts the tokens kept in Redis (for example `openssl rand -hex 32`)');
   }
   if (!redis && redisKey !== null) throw new ConfigError('WFS_REDIS_KEY', 'is set but WFS_REDIS_URL is not');
+  const redisKeyPrefix = keyPrefix(env.WFS_REDIS_KEY_PREFIX);
+  if (!redis && redisKeyPrefix !== undefined) throw new ConfigError('WFS_REDIS_KEY_PREFIX', 'is set but WFS_REDIS_URL is not');
   // Replicas (Redis says there are several) must share the key, or each refuses the others' cursors.
   if (cursorSecretText === undefined && (redis || (production && !demo))) {
     throw new ConfigError('WFS_CURSOR_SECRET', `is required ${redis ? 'with WFS_REDIS_URL' : 'with NODE_ENV=production'}: every replica must seal cursors with the same key (for example \`openssl rand -hex 32\`)`);
@@ -231,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustedNetwork,
     redisUrl: redis,
     redisKey: redis ? redisKey : null,
+    redisKeyPrefix: redisKeyPrefix ?? 'wfs:',
     cursorSecret: cursorSecretText ? Buffer.from(cursorSecretText, 'utf8') : randomBytes(32),
     cursorSecretGenerated: cursorSecretText === undefined,
     apiBaseAllow: apiBaseAllow(env.WFS_API_BASE_ALLOW),
@@ -346,6 +352,18 @@ function redisUrl(value: string | undefined): string | null {
   const text = nonEmpty(value);
   if (text === undefined) return null;
   if (!/^rediss?:\/\//.test(text)) throw new ConfigError('WFS_REDIS_URL', 'must start with redis:// or rediss://');
+  return text;
+}
+
+/**
+ * WFS_REDIS_KEY_PREFIX: letters, digits and `_.:-`, at most 64. No glob characters
+ * (`*?[]`), so an ACL key pattern (`~<prefix>*`) or a SCAN MATCH names exactly one
+ * deployment's keys.
+ */
+function keyPrefix(value: string | undefined): string | undefined {
+  const text = nonEmpty(value);
+  if (text === undefined) return undefined;
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(text)) throw new ConfigError('WFS_REDIS_KEY_PREFIX', `must be 1 to 64 letters, digits or _.:- (for example "wfs-blue:"), got "${text.slice(0, 80)}"`);
   return text;
 }
 

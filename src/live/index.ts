@@ -19,7 +19,7 @@ import { SnapshotMemory, type MemoryBudget } from './snapshot';
 export interface LiveOptions extends Partial<LiveLimits> {
   /** The poll interval in ms, in place of WFS_POLL_INTERVAL_SECONDS (tests observe a change in about 100 ms). */
   readonly pollIntervalMs?: number;
-  /** Redis key prefix (tests run several fleets on one Redis). */
+  /** Redis key prefix of live updates, in place of `<WFS_REDIS_KEY_PREFIX>live:` (tests run several fleets on one Redis). */
   readonly redisPrefix?: string;
   /** The shortest poll lease in Redis, in ms (default 5 s; tests shorten it to see a failover in 100s of ms). */
   readonly minLeaseMs?: number;
@@ -28,7 +28,7 @@ export interface LiveOptions extends Partial<LiveLimits> {
 }
 
 export interface LiveParts {
-  readonly config: Pick<Config, 'pollIntervalSeconds' | 'pollCallsPerSecond' | 'redisKey'>;
+  readonly config: Pick<Config, 'pollIntervalSeconds' | 'pollCallsPerSecond' | 'redisKey' | 'redisKeyPrefix'>;
   /** The replica's Redis connections (app.ts), when a fleet shares the polls. */
   readonly redis?: RedisConnections | undefined;
   /** The reading side queries use: each poll walks a list through a TenantReader of its own. */
@@ -53,7 +53,7 @@ export function createLive(parts: LiveParts): Live {
   const coordinator: Coordinator = parts.redis
     ? (require('./redisCoordinator') as typeof RedisCoordinatorModule).createRedisCoordinator(parts.redis, {
         secret: config.redisKey ?? '',
-        ...(options.redisPrefix && { prefix: options.redisPrefix }),
+        prefix: options.redisPrefix ?? `${config.redisKeyPrefix}live:`,
         ...(options.minLeaseMs !== undefined && { minLeaseMs: options.minLeaseMs }),
         ...(parts.onRedisDown && { onDown: parts.onRedisDown }),
         onDropped: (reason) => parts.events.liveRedisDropped(reason),

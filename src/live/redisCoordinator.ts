@@ -48,7 +48,7 @@ export interface RedisCoordinatorOptions {
   readonly onDown?: (error: Error) => void;
   /** Told of each message or lease value dropped, and why. */
   readonly onDropped?: (reason: RedisDropReason) => void;
-  /** Key prefix (tests run several fleets on one Redis). Default `wfs:live:`. */
+  /** Key and channel prefix: `<WFS_REDIS_KEY_PREFIX>live:` (live/index.ts). Default `wfs:live:`. */
   readonly prefix?: string;
   /** The shortest lease in ms (default MIN_LEASE_MS); tests shorten it to see a failover in 100s of ms. */
   readonly minLeaseMs?: number;

@@ -29,8 +29,10 @@ export interface Metrics {
   readonly cacheRequests: Counter<'cache' | 'result'>;
   readonly tokenRequests: Counter<'outcome'>;
   readonly tokenDuration: Histogram<'outcome'>;
-  /** 1 while the shared token store (Redis) answers, 0 while it does not; no sample without Redis. */
+  /** 1 while the shared token store (Redis) answers, 0 while it does not; no sample without Redis. What is stored in it does not move it. */
   readonly sharedTokenStoreUp: Gauge<'store'>;
+  /** Values in the shared token store refused as token records or refresh locks, by reason (seal, shape, size: tokenRecord.ts). */
+  readonly sharedTokenStoreRejected: Counter<'reason'>;
   readonly graphqlRequests: Counter<'operation_type' | 'operation_name'>;
   readonly graphqlDuration: Histogram<'operation_type' | 'operation_name' | 'outcome'>;
   readonly graphqlErrors: Counter<'code'>;
@@ -108,8 +110,14 @@ export function createMetrics(): Metrics {
     }),
     sharedTokenStoreUp: new Gauge({
       name: 'wfs_shared_token_store_up',
-      help: '1 while the shared token store answers, 0 while it does not (no sample when none is configured)',
+      help: '1 while the shared token store (Redis) answers commands, 0 while it does not (no sample when none is configured); records it refuses do not move it',
       labelNames: ['store'],
+      registers,
+    }),
+    sharedTokenStoreRejected: new Counter({
+      name: 'wfs_shared_token_store_rejected_records_total',
+      help: 'Values in the shared token store refused as token records or refresh locks, by reason (seal: not sealed with our WFS_REDIS_KEY; shape: not as a replica writes it; size: too long, refused unread)',
+      labelNames: ['reason'],
       registers,
     }),
     graphqlRequests: new Counter({

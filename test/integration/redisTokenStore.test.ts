@@ -7,7 +7,7 @@ import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 import { freePort, OTHER_TENANT_ID, sleep, TENANT, TENANT_ID } from '../helpers/fixtures';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 import { waitFor } from '../helpers/waitFor';
-import { openRecord, recordKey, sealRecord } from '../../src/upstream/token/tokenRecord';
+import { MAX_RECORD_BYTES, openRecord, recordKey, sealRecord, type RejectedRecordReason } from '../../src/upstream/token/tokenRecord';
 
 /*
  * Against a real redis-server: the store's keys, TTLs and Lua scripts, and two
@@ -69,9 +69,25 @@ async function storedToken(key: string): Promise<unknown> {
 /** What ioredis answers at once, without queueing, for a command while it has no connection. */
 const OFFLINE_REFUSAL = /enableOfflineQueue/;
 
+/** What a store tells: each Redis failure, each refused record, and its outages' starts and ends. */
 function errorLog() {
   const errors: Array<{ operation: RedisTokenStoreOperation; error: Error }> = [];
-  return { errors, onError: (operation: RedisTokenStoreOperation, error: Error) => errors.push({ operation, error }) };
+  const rejected: Array<{ reason: RejectedRecordReason; key: string }> = [];
+  const availability: Array<'down' | 'up'> = [];
+  return {
+    errors,
+    rejected,
+    availability,
+    onError: (operation: RedisTokenStoreOperation, error: Error) => errors.push({ operation, error }),
+    onRejected: (reason: RejectedRecordReason, key: string) => rejected.push({ reason, key }),
+    onDown: () => availability.push('down'),
+    onUp: () => availability.push('up'),
+  };
+}
+
+/** The bytes Redis has sent to all its clients so far (INFO stats). */
+async function netOutputBytes(): Promise<number> {
+  return Number(/total_net_output_bytes:(\d+)/.exec(await admin.info('stats'))![1]);
 }
 
 
@@ -110,38 +126,72 @@ describe('RedisTokenStore', () => {
     expect(await other.store.read(TENANT_ID)).toBeNull();
   });
 
-  it('ignores and reports poisoned records: garbage, plain JSON, another tenant, a foreign api_base', async () => {
+  it('ignores and counts poisoned records by reason (garbage, plain JSON, another tenant, a foreign api_base), with Redis still up', async () => {
     const keyPrefix = uniquePrefix();
     const log = errorLog();
     const evil = 'https://evil.example.net';
-    const { store } = await connect({ keyPrefix, onError: log.onError, apiBaseAllow: ['s.example.com'] });
+    const { store } = await connect({ keyPrefix, ...log, apiBaseAllow: ['s.example.com'] });
     const key = `${keyPrefix}token:${TENANT_ID}`;
     const k = recordKey(ENCRYPTION_KEY);
     const good = grant('shape-token');
     const t2 = grant('t2-token', 60_000, OTHER_TENANT_ID);
-    const poisoned = [
-      'not json',
-      'v1.AAAA',
-      `v1.${Buffer.alloc(64, 7).toString('base64url')}`,
-      JSON.stringify(good),
+    const poisoned: Array<[RejectedRecordReason, string]> = [
+      ['seal', 'not json'],
+      ['seal', 'v1.AAAA'],
+      ['seal', `v1.${Buffer.alloc(64, 7).toString('base64url')}`],
+      ['seal', JSON.stringify(good)],
       // Another tenant's record, sealed for its own key, copied here.
-      sealRecord(k, `${keyPrefix}token:t2`, t2),
+      ['seal', sealRecord(k, `${keyPrefix}token:t2`, t2)],
+      // Another deployment's record (another WFS_REDIS_KEY) at this very key.
+      ['seal', sealRecord(recordKey('another-deployment-key-0123456789abcdef'), key, good)],
       // Sealed for this key, but the token inside is bound to another tenant.
-      sealRecord(k, key, { ...good, accessToken: jwt('stolen', OTHER_TENANT_ID) }),
+      ['shape', sealRecord(k, key, { ...good, accessToken: jwt('stolen', OTHER_TENANT_ID) })],
       // A foreign api_base, in the record and in the token's claims alike.
-      sealRecord(k, key, { ...good, accessToken: jwt('foreign', TENANT_ID, evil), apiBase: evil }),
+      ['shape', sealRecord(k, key, { ...good, accessToken: jwt('foreign', TENANT_ID, evil), apiBase: evil })],
       // The record's api_base disagrees with the token's own claim.
-      sealRecord(k, key, { ...good, apiBase: evil }),
+      ['shape', sealRecord(k, key, { ...good, apiBase: evil })],
       // An absurd lifetime.
-      sealRecord(k, key, { ...good, expiresAt: good.obtainedAt + 400 * 86_400_000 }),
+      ['shape', sealRecord(k, key, { ...good, expiresAt: good.obtainedAt + 400 * 86_400_000 })],
     ];
-    for (const value of poisoned) {
+    for (const [, value] of poisoned) {
       await admin.set(key, value);
       expect(await store.read(TENANT_ID)).toBeNull();
     }
-    expect(log.errors.map((e) => e.operation)).toEqual(Array(poisoned.length).fill('read'));
+    // Not as a string at all: refused by its type, not reported as a Redis failure (WRONGTYPE).
+    await admin.del(key);
+    await admin.rpush(key, 'a', 'b');
+    expect(await store.read(TENANT_ID)).toBeNull();
+    await store.discard(TENANT_ID, good.accessToken);
+    expect(await admin.type(key)).toBe('list');
+    expect(log.rejected).toEqual([...poisoned.map(([reason]) => ({ reason, key })), { reason: 'shape', key }]);
+    // Redis answered every time: no failure, no outage (only the first connection, at start).
+    expect(log.errors).toEqual([]);
+    expect(log.availability).toEqual(['up']);
+    await admin.del(key);
     await admin.set(key, sealRecord(k, key, good));
     expect(await store.read(TENANT_ID)).toEqual(good);
+  });
+
+  it(`refuses a value longer than MAX_RECORD_BYTES (${MAX_RECORD_BYTES}) at a token key without reading it`, async () => {
+    const keyPrefix = uniquePrefix();
+    const log = errorLog();
+    const { store } = await connect({ keyPrefix, ...log });
+    const key = `${keyPrefix}token:${TENANT_ID}`;
+    // 64 MiB: well above the bound (the finding's 500 MB took the read 3.3 s and 1.6 GB of RSS).
+    await admin.set(key, Buffer.alloc(64 * 1024 * 1024, 'a'));
+    const sent = await netOutputBytes();
+    expect(await store.read(TENANT_ID)).toBeNull();
+    await store.discard(TENANT_ID, 'any-token');
+    // Redis sent a few bytes (the scripts' answers and INFO's), never the value.
+    expect((await netOutputBytes()) - sent).toBeLessThan(64 * 1024);
+    expect(log.rejected).toEqual([{ reason: 'size', key }]);
+    expect(log.errors).toEqual([]);
+    expect(await admin.strlen(key)).toBe(64 * 1024 * 1024);
+    // A record at the bound is still read (refused for its seal, not its size).
+    await admin.set(key, 'x'.repeat(MAX_RECORD_BYTES));
+    expect(await store.read(TENANT_ID)).toBeNull();
+    expect(log.rejected.at(-1)).toEqual({ reason: 'seal', key });
+    await admin.del(key);
   });
 
   it('refuses a record naming a loopback shard where token responses may not (production), as requestToken does', async () => {
@@ -225,6 +275,60 @@ describe('RedisTokenStore', () => {
     const { store } = await connect();
     expect(await store.ping()).toBe(true);
   });
+
+  it.each([
+    ['forged, without expiry (the finding: SET wfs:lock:<tenant> x)', 'seal', (key: string) => admin.set(key, 'x')],
+    ['forged, with an expiry', 'seal', (key: string) => admin.set(key, 'x', 'PX', 60_000)],
+    ["a replica's own lock made permanent (PERSIST)", 'shape', async (key: string, takeRealLock: () => Promise<unknown>) => (await takeRealLock(), admin.persist(key))],
+    ["a replica's own lock given a longer life", 'shape', async (key: string, takeRealLock: () => Promise<unknown>) => (await takeRealLock(), admin.pexpire(key, 3_600_000))],
+    ['another type', 'shape', (key: string) => admin.rpush(key, 'x')],
+    ['64 KiB long', 'size', (key: string) => admin.set(key, 'x'.repeat(64 * 1024))],
+  ] as const)('takes over a refresh lock no replica wrote: %s', async (_name, reason, plant) => {
+    const keyPrefix = uniquePrefix();
+    const key = `${keyPrefix}lock:${TENANT_ID}`;
+    const log = errorLog();
+    const other = await connect({ keyPrefix });
+    const { store } = await connect({ keyPrefix, ...log });
+    await plant(key, () => other.store.tryLock(TENANT_ID, 10_000));
+    const release = await store.tryLock(TENANT_ID, 10_000);
+    expect(release).toEqual(expect.any(Function));
+    expect(log.rejected).toEqual([{ reason, key }]);
+    // Now a lock as a replica writes it: sealed, expiring, and respected by the others.
+    const pttl = await admin.pttl(key);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(10_000);
+    expect(await other.store.tryLock(TENANT_ID, 10_000)).toBeNull();
+    await release!();
+    expect(await admin.exists(key)).toBe(0);
+    expect(log.errors).toEqual([]);
+    expect(log.availability).toEqual(['up']);
+  });
+
+  it("respects another replica's lock, sealed and expiring, without counting it", async () => {
+    const keyPrefix = uniquePrefix();
+    const log = errorLog();
+    const holder = await connect({ keyPrefix });
+    const { store } = await connect({ keyPrefix, ...log });
+    const release = await holder.store.tryLock(TENANT_ID, 10_000);
+    expect(await store.tryLock(TENANT_ID, 10_000)).toBeNull();
+    expect(log.rejected).toEqual([]);
+    await release!();
+  });
+
+  it('tells an outage once and its end once: Redis dropping the connection, not a refused record', async () => {
+    const keyPrefix = uniquePrefix();
+    const log = errorLog();
+    const handle = await connect({ keyPrefix, ...log });
+    await admin.set(`${keyPrefix}token:${TENANT_ID}`, 'forged');
+    expect(await handle.store.read(TENANT_ID)).toBeNull();
+    expect(log.availability).toEqual(['up']);
+    const back = once(handle.redis, 'ready');
+    await admin.client('KILL', 'ID', String(await handle.redis.client('ID')));
+    await back;
+    expect(log.availability).toEqual(['up', 'down', 'up']);
+    expect(await handle.store.read(TENANT_ID)).toBeNull();
+    expect(log.availability).toEqual(['up', 'down', 'up']);
+  });
 });
 
 describe('TokenCache replicas sharing one Redis', () => {
@@ -303,6 +407,38 @@ describe('TokenCache replicas sharing one Redis', () => {
     const fourth = await replica.renewAfterUnauthorized(TENANT_ID, third);
     expect([first, second, third].map((g) => g.accessToken)).not.toContain(fourth.accessToken);
     expect(fetchToken).toHaveBeenCalledTimes(4);
+  });
+
+  it('is not locked out by a forged lock without expiry: the replica takes it over and fetches, without waiting out its deadline', async () => {
+    const keyPrefix = uniquePrefix();
+    const lockKey = `${keyPrefix}lock:${TENANT_ID}`;
+    const fetchToken = countingEndpoint();
+    const log = errorLog();
+    // A wait far longer than the test: only taking the lock over can serve the token.
+    const replica = new TokenCache({ tenants: [tenant], fetchToken, store: (await connect({ keyPrefix, ...log })).store, lockWaitMs: 3_600_000, lockPollMs: 10 });
+    await admin.set(lockKey, 'x');
+    const tokens = await Promise.all(Array.from({ length: 10 }, () => replica.getToken(TENANT_ID)));
+    expect(new Set(tokens.map((g) => g.accessToken)).size).toBe(1);
+    expect(fetchToken).toHaveBeenCalledTimes(1);
+    expect(await storedToken(`${keyPrefix}token:${TENANT_ID}`)).toBe(tokens[0]!.accessToken);
+    expect(log.rejected).toEqual([{ reason: 'seal', key: lockKey }]);
+    expect(await admin.exists(lockKey)).toBe(0);
+  });
+
+  it("fetches alone, once, when a lock that looks like a replica's outlives the wait (a sealed lock put back with an expiry)", async () => {
+    const keyPrefix = uniquePrefix();
+    const lockKey = `${keyPrefix}lock:${TENANT_ID}`;
+    const holder = await connect({ keyPrefix });
+    // A real lock, taken by a replica that then died, or put back by someone who can write to Redis.
+    expect(await holder.store.tryLock(TENANT_ID, 20_000)).not.toBeNull();
+    const fetchToken = countingEndpoint();
+    const replica = new TokenCache({ tenants: [tenant], fetchToken, store: (await connect({ keyPrefix })).store, lockWaitMs: 200, lockPollMs: 20 });
+    const tokens = await Promise.all(Array.from({ length: 5 }, () => replica.getToken(TENANT_ID)));
+    expect(new Set(tokens.map((g) => g.accessToken)).size).toBe(1);
+    expect(fetchToken).toHaveBeenCalledTimes(1);
+    expect(await storedToken(`${keyPrefix}token:${TENANT_ID}`)).toBe(tokens[0]!.accessToken);
+    // The lock is left to expire: it may be a live replica's.
+    expect(await admin.pttl(lockKey)).toBeGreaterThan(0);
   });
 
   it('keeps serving tokens from a replica whose Redis is unreachable, quickly, and reports it', async () => {

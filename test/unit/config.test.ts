@@ -156,6 +156,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...upstream(), ...redis, WFS_REDIS_KEY: REDIS_KEY }).redisKey).toBe(REDIS_KEY);
   });
 
+  it('reads WFS_REDIS_KEY_PREFIX (default wfs:), a name without glob characters, only with WFS_REDIS_URL', () => {
+    const redis = { ...upstream(), WFS_REDIS_URL: 'redis://r', WFS_REDIS_KEY: REDIS_KEY, WFS_CURSOR_SECRET: CURSOR_SECRET };
+    expect(loadConfig(redis).redisKeyPrefix).toBe('wfs:');
+    expect(loadConfig({ ...redis, WFS_REDIS_KEY_PREFIX: 'wfs-blue:' }).redisKeyPrefix).toBe('wfs-blue:');
+    for (const bad of ['wfs:*', 'a b', 'x'.repeat(65), 'wfs[1]:']) expect(failure({ ...redis, WFS_REDIS_KEY_PREFIX: bad }).variable).toBe('WFS_REDIS_KEY_PREFIX');
+    expect(failure({ ...upstream(), WFS_REDIS_KEY_PREFIX: 'wfs-blue:' })).toEqual({ variable: 'WFS_REDIS_KEY_PREFIX', message: expect.stringContaining('WFS_REDIS_URL is not') });
+  });
+
   it.each(['WFS_CURSOR_SECRET', 'WFS_REDIS_KEY', 'WFS_ROUTER_SECRET'])('refuses the shipped placeholder and made-up values as %s, naming it', (name) => {
     const env = { ...upstream(), WFS_REDIS_URL: 'redis://r', WFS_REDIS_KEY: REDIS_KEY, WFS_CURSOR_SECRET: CURSOR_SECRET };
     for (const value of ['replace-with-openssl-rand-hex-32', 'x'.repeat(40), 'abababababababababababababababab', 'changeme-0123456789abcdefghijklmnopq']) {

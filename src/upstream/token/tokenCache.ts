@@ -16,7 +16,7 @@ export interface SharedTokenStore {
   write(grant: TokenGrant): Promise<void>;
   /** Removes the tenant's token only if it is still `accessToken` (compare and delete). */
   discard(tenantId: string, accessToken: string): Promise<void>;
-  /** Takes the cross-replica refresh lock; returns its release, or null while another replica holds it. */
+  /** Takes the cross-replica refresh lock (or takes over one no replica wrote); returns its release, or null while another replica holds it. */
   tryLock(tenantId: string, ttlMs: number): Promise<(() => Promise<void>) | null>;
 }
 
@@ -32,7 +32,7 @@ export interface TokenCacheOptions {
    * outcome, `ok` or the error code, and the error, whose message names no secret).
    */
   readonly observer?: Observer;
-  /** How long, in ms, a replica waits for another replica's refresh before giving up. Default 10 000. */
+  /** How long, in ms, a replica waits for another replica's refresh before it fetches alone. Default 10 000. */
   readonly lockWaitMs?: number;
   /**
    * How long, in ms, the cross-replica refresh lock lives if its holder dies. It must
@@ -386,7 +386,13 @@ export class TokenCache implements TokenRenewal {
         }
       }
       if (this.now() >= deadline) {
-        throw new UpstreamError('UPSTREAM_UNAVAILABLE', `timed out waiting for another replica to refresh the token of tenant ${tenantId}`, { momentary: true });
+        // No token came within the wait, longer than a token request may take
+        // (TOKEN_REQUEST_TIMEOUT_MS): the holder died, or the lock is not a replica's
+        // at all (a sealed one put back by someone who can write to Redis). Fetch
+        // alone, once, rather than fail: a lock in Redis must never lock a company out.
+        const grant = await this.fetch(state);
+        await store.write(grant).catch(() => undefined);
+        return grant;
       }
       await delay(this.options.lockPollMs ?? 50);
     }

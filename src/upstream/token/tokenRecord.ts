@@ -21,6 +21,29 @@ import type { TokenGrant } from './tokenEndpoint';
  * 900-character token, compact serialisation, measured). Worth it with a `v2.` format.
  */
 
+/**
+ * The longest value a replica reads back as a token record, in bytes: 256 KiB, the bound
+ * of a live message (live/redisMessages.ts). A record holds at most the longest token and
+ * scope `requestToken` keeps (16 Ki and 4 Ki characters, 6 bytes of JSON each at the very
+ * worst, for escaped control characters) and a few short fields, sealed: under 170 KiB,
+ * and about 2 KiB for a usual JWT. A longer value is no replica's and is refused by its
+ * length before a byte of it is read (a 500 MB one once took the read 3.3 s and the
+ * replica's RSS to 1.6 GB); a record of ours that would not fit is not written.
+ */
+export const MAX_RECORD_BYTES = 256 * 1024;
+
+/**
+ * Why a value read back from the shared store is no token (the `reason` label of
+ * wfs_shared_token_store_rejected_records_total):
+ *
+ *   seal   it does not open with our key: written by a deployment with another
+ *          WFS_REDIS_KEY (sharing the key prefix), moved from another key, or forged
+ *   shape  it opens but is not a token record this replica accepts (fields, tenant
+ *          binding, api_base, lifetime), or the key is not a string at all
+ *   size   longer than MAX_RECORD_BYTES: refused unread
+ */
+export type RejectedRecordReason = 'seal' | 'shape' | 'size';
+
 /** Clock difference between replicas we accept on `obtainedAt`, in ms. */
 const MAX_FUTURE_SKEW_MS = 60_000;
 
@@ -58,6 +81,20 @@ export function openRecord(key: Buffer, keyName: string, value: string): unknown
   } catch {
     return null;
   }
+}
+
+/** The grant in `value`, read from the key `keyName`, checked as `verifyRecord` does; or why it is refused. */
+export function readRecord(key: Buffer, keyName: string, value: string, tenantId: string, policy: ApiBasePolicy, now: number): TokenGrant | RejectedRecordReason {
+  if (value.length > MAX_RECORD_BYTES) return 'size';
+  const opened = unseal(key, keyName, value);
+  if (!('text' in opened)) return 'seal';
+  let data: unknown;
+  try {
+    data = JSON.parse(opened.text);
+  } catch {
+    return 'shape';
+  }
+  return verifyRecord(data, tenantId, policy, now) ?? 'shape';
 }
 
 /**

@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { Agent, request } from 'undici';
-import { clientAddress, endWithin } from '../../src/http/graphqlHandler';
+import { endWithin } from '../../src/http/graphqlHandler';
+import { clientAddress } from '../../src/http/requestBounds';
 import { as } from '../helpers/fixtures';
 import { scrapeTotal } from '../helpers/metrics';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RedisDropReason } from '../live/redisMessages';
 import type { Observer, RequestRecord } from '../upstream/observer';
 import { RESOURCES } from '../upstream/resources';
 
@@ -25,6 +26,9 @@ export type RequestRefusalReason = (typeof REQUEST_REFUSAL_REASONS)[number];
  */
 export const CONNECTION_REFUSAL_REASONS = ['replica', 'address', 'headers_timeout', 'request_timeout'] as const;
 export type ConnectionRefusalReason = (typeof CONNECTION_REFUSAL_REASONS)[number];
+
+/** Every reason a message or lease read from Redis is dropped (live/redisMessages.ts). */
+const REDIS_DROP_REASONS = ['oversized', 'unsealed', 'forged', 'malformed', 'replayed', 'lease', 'unpublishable'] as const satisfies readonly RedisDropReason[];
 
 export interface Metrics {
   readonly registry: Registry;
@@ -192,6 +196,8 @@ export function createMetrics(): Metrics {
   metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);
   for (const reason of REQUEST_REFUSAL_REASONS) metrics.requestsRefused.inc({ reason }, 0);
   for (const reason of CONNECTION_REFUSAL_REASONS) metrics.connectionsRefused.inc({ reason }, 0);
+  // From zero, so the first message dropped is an increase the alert sees (WfsSubgraphLiveRedisDropped).
+  for (const reason of REDIS_DROP_REASONS) metrics.live.redisDropped.inc({ reason }, 0);
   metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
   metrics.ready.set(1);
   metrics.live.stretchFactor.set(1);

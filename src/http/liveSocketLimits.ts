@@ -23,7 +23,7 @@ export interface LiveSocketLimits {
   readonly messageBurst: number;
   readonly messagesPerSecond: number;
   /**
-   * Strikes one remote address may earn within `addressWindowMs`: a connection
+   * Strikes one client address may earn within `addressWindowMs`: a connection
    * closed for a protocol violation or past a message or refusal bound earns 5, one
    * that ended before its `connection_init` was accepted (a refused identity, none in
    * time, a client that gave up) earns 1. Past it, upgrades from that address are

@@ -104,7 +104,9 @@ function replica(emulator: Emulator, interval: number, env: Record<string, strin
     profileDir: PROFILE_DIR,
     subgraphEntry: SUBGRAPH_ENTRY,
     nodeOptions: DEPLOYED_NODE_OPTIONS,
-    env: { WFS_POLL_INTERVAL_SECONDS: String(interval), ...REPLICA_ENV, ...env },
+    // The probe's subscribers all come from 127.0.0.1, standing for many clients: the
+    // per-address connection shares are lifted (--replica-env sets them back).
+    env: { WFS_POLL_INTERVAL_SECONDS: String(interval), WFS_LIVE_CONNECTIONS_PER_ADDRESS: '20000', WFS_MAX_CONNECTIONS_PER_ADDRESS: '1000000', ...REPLICA_ENV, ...env },
   });
 }
 

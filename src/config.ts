@@ -42,6 +42,10 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_LIVE_ADDRESS_BLOCK_SECONDS',
   'WFS_MAX_REQUESTS_IN_FLIGHT',
   'WFS_REQUEST_BODY_TIMEOUT_MS',
+  'WFS_LIVE_CONNECTIONS_PER_ADDRESS',
+  'WFS_MAX_CONNECTIONS',
+  'WFS_MAX_CONNECTIONS_PER_ADDRESS',
+  'WFS_HEADERS_TIMEOUT_MS',
 ] as const;
 
 /**
@@ -64,6 +68,10 @@ export const NUMERIC_SETTINGS = {
   WFS_LIVE_ADDRESS_BLOCK_SECONDS: { default: 30, max: 3_600 },
   WFS_MAX_REQUESTS_IN_FLIGHT: { default: 2_000, max: 100_000 },
   WFS_REQUEST_BODY_TIMEOUT_MS: { default: 5_000, max: 60_000 },
+  WFS_LIVE_CONNECTIONS_PER_ADDRESS: { default: 500, max: 20_000 },
+  WFS_MAX_CONNECTIONS: { default: 25_000, max: 1_000_000 },
+  WFS_MAX_CONNECTIONS_PER_ADDRESS: { default: 1_000, max: 1_000_000 },
+  WFS_HEADERS_TIMEOUT_MS: { default: 10_000, max: 60_000 },
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -144,6 +152,14 @@ export interface Config {
   readonly maxRequestsInFlight: number;
   /** WFS_REQUEST_BODY_TIMEOUT_MS: how long a request body may take to arrive whole before it is dropped (408; default 5 000). */
   readonly requestBodyTimeoutMs: number;
+  /** WFS_LIVE_CONNECTIONS_PER_ADDRESS: open WebSocket connections from one client address, an IPv6 address by its /64 (default 500, a fortieth of the replica's 20 000). */
+  readonly liveConnectionsPerAddress: number;
+  /** WFS_MAX_CONNECTIONS: open sockets of one replica, HTTP and WebSocket together (Node's `server.maxConnections`; default 25 000). */
+  readonly maxConnections: number;
+  /** WFS_MAX_CONNECTIONS_PER_ADDRESS: open sockets of one client address not known to be the router's (default 1 000; http/requestBounds.ts). */
+  readonly maxConnectionsPerAddress: number;
+  /** WFS_HEADERS_TIMEOUT_MS: how long a request's headers may take to arrive whole (408 and closed past it; default 10 000). */
+  readonly headersTimeoutMs: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -257,6 +273,10 @@ export function loadConfig(env: Env = process.env): Config {
     liveAddressBlockSeconds: positiveInteger(env, 'WFS_LIVE_ADDRESS_BLOCK_SECONDS'),
     maxRequestsInFlight: positiveInteger(env, 'WFS_MAX_REQUESTS_IN_FLIGHT'),
     requestBodyTimeoutMs: positiveInteger(env, 'WFS_REQUEST_BODY_TIMEOUT_MS'),
+    liveConnectionsPerAddress: positiveInteger(env, 'WFS_LIVE_CONNECTIONS_PER_ADDRESS'),
+    maxConnections: positiveInteger(env, 'WFS_MAX_CONNECTIONS'),
+    maxConnectionsPerAddress: positiveInteger(env, 'WFS_MAX_CONNECTIONS_PER_ADDRESS'),
+    headersTimeoutMs: positiveInteger(env, 'WFS_HEADERS_TIMEOUT_MS'),
   };
   return Object.freeze(config);
 }

@@ -6,6 +6,7 @@ import { createApp, type App, type AppOverrides } from './app';
 import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
+import { createRouterGate, type RouterGate } from './graphql/admission/routerGate';
 import { createErrorFormatter } from './graphql/errors';
 import { createApolloServer } from './graphql/server/apolloServer';
 import { createSubgraphSchema } from './graphql/server/schema';
@@ -14,6 +15,7 @@ import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
 import type { LiveSocketLimits } from './http/liveSocketLimits';
+import { boundConnections, boundedServerOptions } from './http/requestBounds';
 import { createRoutes } from './http/routes';
 import { createLive, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
@@ -88,7 +90,16 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     ...(options.telemetryEnv && { telemetryEnv: options.telemetryEnv }),
   });
   const app = createApp(config, logger, metrics, observability.observer, options);
-  const httpServer = createServer();
+  // Connections, their headers' time and the router secret are bounded before any request is served (http/requestBounds.ts).
+  const httpServer = createServer(boundedServerOptions());
+  const router = createRouterGate(config.routerSecret ?? null);
+  boundConnections(httpServer, {
+    maxConnections: config.maxConnections,
+    connectionsPerAddress: config.maxConnectionsPerAddress,
+    headersTimeoutMs: config.headersTimeoutMs,
+    router,
+    refused: (reason) => metrics.connectionsRefused.inc({ reason }),
+  });
   const sharing = new SharedRequests(observability.observer);
   const queryLimits = { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost };
   // The schema copy Apollo Server never instruments, built when first needed: by a
@@ -128,7 +139,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
     ...(options.live && { options: options.live }),
   });
-  const liveSocket = serveLive({ httpServer, config, options, services: app.services, hub: live.hub, schema: executionSchema, queryLimits, logger, events: observability.observer });
+  const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, queryLimits, logger, events: observability.observer });
 
   let draining = false;
   httpServer.on(
@@ -147,7 +158,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       metrics,
       logger,
       serve: observability.serve,
-      routerSecret: config.routerSecret ?? null,
+      router,
       sharedStoreUp: () => app.sharedStoreUp(),
       readinessProblem: () => app.readinessProblem(),
       draining: () => draining,
@@ -204,10 +215,8 @@ function explorerOf(options: ServerOptions): ReturnType<typeof createExplorer> {
   });
 }
 
-/** Listens on the configured address with the HTTP timeouts; the GraphQL URL and the port it got. */
+/** Listens on the configured address (keep-alive timeout here, the other HTTP bounds in http/requestBounds.ts); the GraphQL URL and the port it got. */
 async function listen(httpServer: Server, config: Config): Promise<{ url: string; port: number }> {
-  httpServer.headersTimeout = 10_000;
-  httpServer.requestTimeout = 60_000;
   httpServer.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
@@ -227,6 +236,7 @@ async function listen(httpServer: Server, config: Config): Promise<{ url: string
  */
 function serveLive(parts: {
   httpServer: Server;
+  router: RouterGate;
   config: Config;
   options: ServerOptions;
   services: App['services'];
@@ -254,10 +264,10 @@ function serveLive(parts: {
       ...(options.live?.socket && { limits: options.live.socket }),
       ...(options.defaultTenant && { demo: { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } }),
     }),
-    routerSecret: config.routerSecret ?? null,
+    router: parts.router,
     refused,
     slowConsumerDropped: () => events.liveSlowConsumerDropped(),
     logger,
-    limits: { addressStrikes: config.liveAddressStrikes, addressBlockMs: config.liveAddressBlockSeconds * 1000, ...options.live?.socket },
+    limits: { connectionsPerAddress: config.liveConnectionsPerAddress, addressStrikes: config.liveAddressStrikes, addressBlockMs: config.liveAddressBlockSeconds * 1000, ...options.live?.socket },
   });
 }

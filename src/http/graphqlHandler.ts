@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
-import ipaddr from 'ipaddr.js';
 import { NUMERIC_SETTINGS } from '../config';
 import { createContext, type ContextServices, type GraphQLContext } from '../graphql/data/context';
 import type { RequestRefusalReason } from '../observability/metrics';
 import type { RequestRecord } from '../upstream/observer';
+import { clientAddress } from './requestBounds';
 import { sendGraphQLError } from './respond';
 import type { SharedRequests } from './sharedRequests';
 
@@ -229,19 +229,6 @@ const REFUSALS: Record<Exclude<RequestRefusalReason, 'body_timeout'>, readonly [
   address_in_flight: [429, 'too many requests from this address at once; retry in a moment'],
   address_body_bytes: [429, 'too many request-body bytes from this address at once; retry in a moment'],
 };
-
-/**
- * The key a client address's share is counted by: an IPv4 address as it is (an
- * IPv4-mapped IPv6 one too), an IPv6 address by its /64 prefix (ipaddr.js parses it).
- */
-export function clientAddress(remote: string | undefined): string {
-  if (!remote) return '';
-  if (!remote.includes(':')) return remote;
-  if (!ipaddr.isValid(remote)) return remote;
-  const parsed = ipaddr.process(remote);
-  if (parsed.kind() === 'ipv4') return parsed.toString();
-  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
-}
 
 /** What one client address holds: its requests in flight and their body bytes. */
 interface AddressHold {

@@ -1,5 +1,6 @@
 /**
- * The WebSocket side's bound per remote address: a hostile client that is closed for
+ * The WebSocket side's bound per client address (requestBounds.ts's `clientAddress`, an
+ * IPv6 address by its /64): a hostile client that is closed for
  * what it sends (malformed messages, a missing or forged `connection_init`, a flood of
  * subscribes) and connects again at once would make the replica pay a handshake, an
  * identity check and its refusals over and over. Each such connection earns strikes

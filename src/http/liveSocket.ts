@@ -6,10 +6,12 @@
  * `opened({ send, close, onMessage })`. What a subscribe may do is the gate's
  * (graphql/server/subscribeGate.ts), given at wiring as graphql-ws hooks.
  *
- * Bounded here: connections per replica and per remote address, misbehaving
- * connections per address (liveAddressGuard.ts), message size and rate, subscription
- * id length, the time to `connection_init`, ping/pong liveness, the wait for a closed
- * peer, and what a client that does not read may have buffered.
+ * Bounded here: the router secret (with one set, an upgrade without it is refused
+ * before the handshake, as a POST is), connections per replica and per client address
+ * (an IPv6 address by its /64: requestBounds.ts's `clientAddress`, as on the HTTP
+ * side), misbehaving connections per address (liveAddressGuard.ts), message size and
+ * rate, subscription id length, the time to `connection_init`, ping/pong liveness, the
+ * wait for a closed peer, and what a client that does not read may have buffered.
  *
  * Hostile input is cheap to refuse, so that a flood of it leaves other companies'
  * queries their event-loop turns: a connection's messages are handled one per turn
@@ -21,9 +23,10 @@ import { handleProtocols, makeServer, type ServerOptions } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger } from '../observability/logger';
-import { digest, sameSecret } from '../routerSecret';
+import { ROUTER_SECRET_REFUSAL, type RouterGate } from '../graphql/admission/routerGate';
 import { createAddressGuard } from './liveAddressGuard';
 import { receive, type Flow } from './liveMessages';
+import { clientAddress } from './requestBounds';
 import { DEFAULT_LIVE_SOCKET_LIMITS, type LiveSocketLimits } from './liveSocketLimits';
 
 /** How often connections are checked for a send buffer over the bound, in ms. */
@@ -58,8 +61,9 @@ export interface LiveSocketOptions {
   readonly httpServer: Server;
   readonly path: string;
   readonly protocol: LiveProtocol;
-  readonly routerSecret: string | null;
-  /** Counts a refusal by the transport, by reason (replica, address, address_connections, rate). */
+  /** The router-secret decision (graphql/admission/routerGate.ts), the POST path's too. */
+  readonly router: RouterGate;
+  /** Counts a refusal by the transport, by reason (router_secret, replica, address, address_connections, rate). */
   readonly refused: (reason: string) => void;
   /** Counts a connection dropped for not reading. */
   readonly slowConsumerDropped: () => void;
@@ -75,7 +79,7 @@ export interface LiveSocket {
 
 /** What the transport keeps of one socket, from its upgrade to its close. */
 interface SocketState {
-  /** The remote address strikes and connections count against; null when the upgrade carried the router secret. */
+  /** The client address (clientAddress) strikes and connections count against; null when the upgrade carried the router secret. */
   readonly address: string | null;
   /** Its `connection_init` was accepted. */
   acked: boolean;
@@ -87,7 +91,7 @@ interface SocketState {
 export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   const limits = { ...DEFAULT_LIVE_SOCKET_LIMITS, ...options.limits };
   const { logger, refused } = options;
-  const routerSecret = options.routerSecret ? digest(options.routerSecret) : null;
+  const { router } = options;
   // One message a turn per connection: a client's burst of messages in one packet is
   // not handled in one go while other requests wait.
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.messageBytes, perMessageDeflate: false, allowSynchronousEvents: false, handleProtocols });
@@ -117,6 +121,14 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     if ((query === -1 ? url : url.slice(0, query)) !== options.path) return refuseUpgrade(socket, 404, 'Not Found');
+    // The router is trusted with its own users' limits; only its secret proves it. With
+    // a secret set, an upgrade without it gets what a POST without it gets, before any
+    // handshake: nothing of the connection is kept.
+    const verdict = router.verdict(req.headers);
+    if (verdict === 'refused') {
+      refused('router_secret');
+      return refuseUpgrade(socket, 401, 'Unauthorized', JSON.stringify({ errors: [{ message: ROUTER_SECRET_REFUSAL, extensions: { code: 'UNAUTHENTICATED' } }] }));
+    }
     if (wss.clients.size >= limits.connections) {
       refused('replica');
       return refuseUpgrade(socket, 503, 'Service Unavailable');
@@ -126,9 +138,8 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
         sockets.set(ws, { address, acked: false, violated: false });
         wss.emit('connection', ws, req);
       });
-    // The router is trusted with its own users' limits; only its secret proves it.
-    if (routerSecret && sameSecret(req.headers['router-authorization'], routerSecret)) return accept(null);
-    const address = req.socket.remoteAddress ?? '';
+    if (verdict === 'router') return accept(null);
+    const address = clientAddress(req.socket.remoteAddress);
     if ((perAddress.get(address) ?? 0) >= limits.connectionsPerAddress) {
       refused('address_connections');
       return guard.refuse(socket, limits.refusalDelayMs);
@@ -160,7 +171,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       }
       socket.close(code, reason);
     };
-    const extra: SocketExtra = { headers: req.headers, close, gateway: routerSecret !== null && state.address === null };
+    const extra: SocketExtra = { headers: req.headers, close, gateway: router.required && state.address === null };
     acked.set(extra, () => (state.acked = true));
     // A socket's errors (a frame over the size bound, a bad frame) are the client's
     // doing, which any client can cause at will: the debug log, not console.error.
@@ -256,7 +267,9 @@ function dropSlowReaders(wss: WebSocketServer, bufferedBytes: number, dropped: (
   return timer;
 }
 
-function refuseUpgrade(socket: Duplex, status: number, text: string): void {
-  socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n${status === 503 ? 'retry-after: 1\r\n' : ''}\r\n`);
+/** Answers an upgrade with `status` and closes the socket; `body` is a GraphQL error's JSON. */
+function refuseUpgrade(socket: Duplex, status: number, text: string, body = ''): void {
+  const type = body ? 'content-type: application/json; charset=utf-8\r\n' : '';
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\n${type}content-length: ${Buffer.byteLength(body)}\r\n${status === 503 ? 'retry-after: 1\r\n' : ''}\r\n${body}`);
   socket.destroy();
 }

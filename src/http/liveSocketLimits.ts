@@ -5,7 +5,11 @@ import { NUMERIC_SETTINGS } from '../config';
 export interface LiveSocketLimits {
   /** Open WebSocket connections on the replica; past it an upgrade is answered 503. */
   readonly connections: number;
-  /** Open connections from one remote address (the router secret exempt); past it an upgrade is answered 429. */
+  /**
+   * Open connections from one client address (an IPv6 address by its /64; the router
+   * secret exempt, and with a secret set every accepted upgrade carries it); past it
+   * an upgrade is answered 429 (`WFS_LIVE_CONNECTIONS_PER_ADDRESS`).
+   */
   readonly connectionsPerAddress: number;
   /** The largest message a client may send, in bytes (ws closes the connection with 1009 past it). */
   readonly messageBytes: number;
@@ -19,7 +23,7 @@ export interface LiveSocketLimits {
   readonly messageBurst: number;
   readonly messagesPerSecond: number;
   /**
-   * Strikes one remote address may earn within `addressWindowMs`: a connection
+   * Strikes one client address may earn within `addressWindowMs`: a connection
    * closed for a protocol violation or past a message or refusal bound earns 5, one
    * that ended before its `connection_init` was accepted (a refused identity, none in
    * time, a client that gave up) earns 1. Past it, upgrades from that address are
@@ -38,8 +42,9 @@ export interface LiveSocketLimits {
 
 export const DEFAULT_LIVE_SOCKET_LIMITS: LiveSocketLimits = Object.freeze({
   connections: 20_000,
-  // A NAT'd office or a proxy opens many; one address can still not take the replica.
-  connectionsPerAddress: 1_000,
+  // A fortieth of the replica's: a NAT'd office's screens fit, and it takes 40 addresses
+  // (or /64s) acting together to fill a replica, not one /64 or 20 IPv4 addresses.
+  connectionsPerAddress: NUMERIC_SETTINGS.WFS_LIVE_CONNECTIONS_PER_ADDRESS.default,
   messageBytes: 256 * 1024,
   connectionInitMs: 3_000,
   keepAliveMs: 12_000,

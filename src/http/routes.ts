@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { wantsExplorer } from '../browserRedirect';
-import { digest, sameSecret } from '../routerSecret';
+import { ROUTER_SECRET_REFUSAL, type RouterGate } from '../graphql/admission/routerGate';
 import type { Observability } from '../observability';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -14,8 +14,8 @@ export interface RoutesOptions {
   readonly logger: Logger;
   /** Runs a GraphQL request inside its observed scope (record, in-flight gauge, span). */
   readonly serve: Observability['serve'];
-  /** Requests to the GraphQL path must carry `router-authorization: <secret>` (null: no gate). */
-  readonly routerSecret: string | null;
+  /** The router-secret decision (graphql/admission/routerGate.ts), the upgrade's too: with a secret set, requests to the GraphQL path must carry it. */
+  readonly router: RouterGate;
   /** Whether the shared token store answers (null without one). */
   readonly sharedStoreUp: () => Promise<boolean | null>;
   /** What keeps the replica from serving (a token endpoint that does not answer like one), or undefined. */
@@ -31,7 +31,7 @@ export interface RoutesOptions {
  */
 export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const { graphqlPath, graphql, metrics, logger } = options;
-  const routerSecret = options.routerSecret ? digest(options.routerSecret) : null;
+  const { router } = options;
 
   return (req, res) => {
     const url = req.url ?? '/';
@@ -40,14 +40,15 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
     if (path === graphqlPath) {
       // A browser opening the endpoint gets the explorer, not a CSRF error.
       if (options.explorer && wantsExplorer(req)) return void res.writeHead(302, { location: '/' }).end();
-      if (routerSecret && !sameSecret(req.headers['router-authorization'], routerSecret)) {
+      const verdict = router.verdict(req.headers);
+      if (verdict === 'refused') {
         metrics.graphqlErrors.inc({ code: 'UNAUTHENTICATED' });
-        return sendGraphQLError(res, 401, 'UNAUTHENTICATED', 'this subgraph only answers the router: the router-authorization header is missing or wrong');
+        return sendGraphQLError(res, 401, 'UNAUTHENTICATED', ROUTER_SECRET_REFUSAL);
       }
       // Everything the request causes runs in its scope (request id on every log line,
       // abort accounting, the in-flight gauge) and, with tracing on, in its span. With a
       // router secret, every request that gets here carried it: no address share applies.
-      options.serve(req, res, (record) => graphql(req, res, record, routerSecret !== null)).catch((error: unknown) => {
+      options.serve(req, res, (record) => graphql(req, res, record, verdict === 'router')).catch((error: unknown) => {
         if (error instanceof ClientAbortedError) {
           metrics.graphqlAborted.inc({ operation_type: 'unknown' });
           logger.debug(error.message);

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RedisDropReason } from '../live/redisMessages';
 import type { Observer, RequestRecord } from '../upstream/observer';
 import { RESOURCES } from '../upstream/resources';
 
@@ -16,6 +17,18 @@ import { RESOURCES } from '../upstream/resources';
  */
 export const REQUEST_REFUSAL_REASONS = ['in_flight', 'body_bytes', 'address_in_flight', 'address_body_bytes', 'body_timeout'] as const;
 export type RequestRefusalReason = (typeof REQUEST_REFUSAL_REASONS)[number];
+
+/**
+ * Why a connection was closed before a request of it was served
+ * (http/requestBounds.ts): the replica's bound on open sockets (`replica`), its client
+ * address's share (`address`), headers not in within the deadline (`headers_timeout`),
+ * a whole request not in within Node's request timeout (`request_timeout`).
+ */
+export const CONNECTION_REFUSAL_REASONS = ['replica', 'address', 'headers_timeout', 'request_timeout'] as const;
+export type ConnectionRefusalReason = (typeof CONNECTION_REFUSAL_REASONS)[number];
+
+/** Every reason a message or lease read from Redis is dropped (live/redisMessages.ts). */
+const REDIS_DROP_REASONS = ['oversized', 'unsealed', 'forged', 'malformed', 'replayed', 'lease', 'unpublishable'] as const satisfies readonly RedisDropReason[];
 
 export interface Metrics {
   readonly registry: Registry;
@@ -41,6 +54,8 @@ export interface Metrics {
   readonly requestBodyBytes: Gauge;
   /** GraphQL requests refused before any GraphQL work, by the bound reached (REQUEST_REFUSAL_REASONS). */
   readonly requestsRefused: Counter<'reason'>;
+  /** Connections closed by a connection bound before a request of theirs was served (CONNECTION_REFUSAL_REASONS). */
+  readonly connectionsRefused: Counter<'reason'>;
   /** 1 while `/ready` answers ready, 0 while draining. */
   readonly ready: Gauge;
   readonly logLinesSuppressed: Counter<'event'>;
@@ -161,6 +176,12 @@ export function createMetrics(): Metrics {
       labelNames: ['reason'],
       registers,
     }),
+    connectionsRefused: new Counter({
+      name: 'wfs_http_connections_refused_total',
+      help: 'Connections closed by a connection bound before a request of theirs was served, by reason (replica: all open sockets; address: one client address past its share; headers_timeout, request_timeout: 408)',
+      labelNames: ['reason'],
+      registers,
+    }),
     ready: new Gauge({
       name: 'wfs_ready',
       help: '1 while /ready answers ready, 0 while shutting down',
@@ -182,6 +203,9 @@ export function createMetrics(): Metrics {
   }
   metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);
   for (const reason of REQUEST_REFUSAL_REASONS) metrics.requestsRefused.inc({ reason }, 0);
+  for (const reason of CONNECTION_REFUSAL_REASONS) metrics.connectionsRefused.inc({ reason }, 0);
+  // From zero, so the first message dropped is an increase the alert sees (WfsSubgraphLiveRedisDropped).
+  for (const reason of REDIS_DROP_REASONS) metrics.live.redisDropped.inc({ reason }, 0);
   metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
   metrics.ready.set(1);
   metrics.live.stretchFactor.set(1);
@@ -285,7 +309,7 @@ function createLiveMetrics(registry: Registry): LiveMetrics {
     intervalsStretched: new Counter({ name: 'wfs_live_intervals_stretched_total', help: "Poll delays stretched because the company's polls wanted more than its fair share of WFS_POLL_CALLS_PER_SECOND", registers }),
     stretchFactor: new Gauge({ name: 'wfs_live_poll_stretch_factor', help: "By how much the most stretched company's poll intervals are stretched now (1: the poll budget holds)", registers }),
     slowConsumersDropped: new Counter({ name: 'wfs_live_slow_consumers_dropped_total', help: 'Subscriptions or connections dropped because their client did not read fast enough', registers }),
-    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions refused, by reason (connection, company or replica limit, identity, cost, document; rate: connections closed past a bound; address: upgrades refused for their address)', labelNames: ['reason'], registers }),
+    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions refused, by reason (connection, company or replica limit, identity, cost, document; rate: connections closed past a bound; address, address_connections: upgrades refused for their address; router_secret: upgrades without the router secret, 401)', labelNames: ['reason'], registers }),
     redisDropped: new Counter({
       name: 'wfs_live_redis_dropped_total',
       help: 'Live-update messages and poll leases read from Redis and dropped, by reason (oversized, unsealed, forged, malformed, replayed, lease: a lease value no replica wrote, taken over; unpublishable: a change of ours too large to publish)',

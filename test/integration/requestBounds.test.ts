@@ -1,7 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { Agent, request } from 'undici';
-import { clientAddress, endWithin } from '../../src/http/graphqlHandler';
+import { endWithin } from '../../src/http/graphqlHandler';
+import { createRouterGate } from '../../src/graphql/admission/routerGate';
+import { boundConnections, boundedServerOptions, clientAddress } from '../../src/http/requestBounds';
 import { as } from '../helpers/fixtures';
 import { scrapeTotal } from '../helpers/metrics';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
@@ -11,7 +13,9 @@ import { waitFor } from '../helpers/waitFor';
  * What one replica holds for the requests in flight is bounded (src/http/graphqlHandler.ts):
  * how many it serves at once, the body bytes they keep until their answers are out, each
  * client address's share of both, how long a body may take to arrive, and how long a
- * written answer may wait for a client that stopped reading.
+ * written answer may wait for a client that stopped reading. The connection bounds
+ * (src/http/requestBounds.ts) answer client errors as node:http would; their bounds
+ * against the built server: test/e2e/connectionBounds.test.ts.
  */
 
 type Answer = { status: number; retryAfter: string | undefined; body: { errors?: Array<{ extensions?: { code?: string } }>; data?: unknown } };
@@ -210,5 +214,37 @@ describe('endWithin', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const response = await request(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
     expect(await response.body.text()).toBe('ok');
+  });
+});
+
+describe('boundConnections', () => {
+  let server: Server;
+  afterEach(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  /** What a raw connection that sends `text` is answered, once it is closed. */
+  const answer = (text: string) =>
+    new Promise<string>((resolve) => {
+      const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+      let data = '';
+      socket.on('data', (chunk) => (data += String(chunk)));
+      socket.on('error', () => undefined);
+      socket.once('close', () => resolve(data.split('\r\n')[0]!));
+      socket.write(text);
+    });
+
+  it('answers client errors as node:http does without a listener, and counts only the timeouts', async () => {
+    const refused: string[] = [];
+    server = createServer(boundedServerOptions(), (_req, res) => res.end('ok'));
+    boundConnections(server, { maxConnections: 100, connectionsPerAddress: 100, headersTimeoutMs: 200, router: createRouterGate(null), refused: (reason) => refused.push(reason) });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    expect(await answer('GARBAGE\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+    expect(await answer(`GET / HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`)).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(refused).toEqual([]);
+    expect(await answer('GET / HTTP/1.1\r\nhost: x\r\n')).toBe('HTTP/1.1 408 Request Timeout');
+    expect(refused).toEqual(['headers_timeout']);
+    expect(await answer('GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n')).toBe('HTTP/1.1 200 OK');
   });
 });

@@ -41,6 +41,7 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_LIVE_ADDRESS_BLOCK_SECONDS',
   'WFS_MAX_REQUESTS_IN_FLIGHT',
   'WFS_REQUEST_BODY_TIMEOUT_MS',
+  'WFS_DRAIN_SECONDS',
 ] as const;
 
 /**
@@ -63,6 +64,10 @@ export const NUMERIC_SETTINGS = {
   WFS_LIVE_ADDRESS_BLOCK_SECONDS: { default: 30, max: 3_600 },
   WFS_MAX_REQUESTS_IN_FLIGHT: { default: 2_000, max: 100_000 },
   WFS_REQUEST_BODY_TIMEOUT_MS: { default: 5_000, max: 60_000 },
+  // As long as node:http's keep-alive timeout (5 s, server.ts's listen): by the end of the
+  // drain every kept-alive connection has carried a `Connection: close` answer or been
+  // idle that long and closed as at any other time, so stopping cuts no idle connection.
+  WFS_DRAIN_SECONDS: { default: 5, max: 300 },
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -141,6 +146,8 @@ export interface Config {
   readonly maxRequestsInFlight: number;
   /** WFS_REQUEST_BODY_TIMEOUT_MS: how long a request body may take to arrive whole before it is dropped (408; default 5 000). */
   readonly requestBodyTimeoutMs: number;
+  /** WFS_DRAIN_SECONDS: after SIGTERM, how long the replica answers `/ready` 503 and keeps serving (with `Connection: close`) before it stops accepting connections (default 5). */
+  readonly drainSeconds: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -251,6 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
     liveAddressBlockSeconds: positiveInteger(env, 'WFS_LIVE_ADDRESS_BLOCK_SECONDS'),
     maxRequestsInFlight: positiveInteger(env, 'WFS_MAX_REQUESTS_IN_FLIGHT'),
     requestBodyTimeoutMs: positiveInteger(env, 'WFS_REQUEST_BODY_TIMEOUT_MS'),
+    drainSeconds: positiveInteger(env, 'WFS_DRAIN_SECONDS'),
   };
   return Object.freeze(config);
 }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { KNOWN_ENV_VARIABLES, loadConfig, NUMERIC_SETTINGS, UPSTREAM_SETTINGS } from '../../src/config';
@@ -161,6 +161,18 @@ describe('docs/configuration.md', () => {
     expect(stated('HOST')).toContain(`\`${defaults.host}\``);
     expect(stated('LOG_LEVEL')).toContain(`\`${defaults.logLevel}\``);
     expect(stated('WFS_TENANT_HEADER')).toContain(`\`${defaults.tenantHeader}\``);
+  });
+});
+
+describe("docs/configuration.md, the emulator's settings", () => {
+  const emulatorDir = path.join(repoRoot, 'src', 'emulator');
+  const read = [...new Set(readdirSync(emulatorDir).filter((file) => file.endsWith('.ts')).flatMap((file) => [...readFileSync(path.join(emulatorDir, file), 'utf8').matchAll(/\benv\.(EMULATOR_[A-Z0-9_]+)/g)].map((match) => match[1]!)))];
+  const table = section(readDoc('docs/configuration.md'), "The emulator's settings");
+  const listed = table.split('\n').filter((line) => line.startsWith('| `')).map((line) => /^\| `([A-Z0-9_]+)`/.exec(line)![1]!);
+
+  it('lists exactly the EMULATOR_* variables src/emulator/ reads, each once', () => {
+    expect(read.length).toBeGreaterThanOrEqual(6);
+    expect([...listed].sort()).toEqual([...read].sort());
   });
 });
 

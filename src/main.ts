@@ -70,9 +70,9 @@ async function start(): Promise<void> {
     clearTimeout(drainTimer);
     phase = 'stopping';
     logger.info({ signal }, 'shutting down');
-    // Requests in flight may use their whole 15 s upstream budget; Apollo's drain cuts
-    // what is left after 10 s more. 20 s covers both, after the drain: the Kubernetes
-    // example's grace period (30 s) and Compose's stop_grace_period cover the default drain plus this.
+    // Apollo's drain cuts the connections still open 10 s after the port closes; 20 s
+    // also covers closing Redis and flushing traces. The Kubernetes example's grace
+    // period (30 s) and Compose's stop_grace_period cover the default drain plus this.
     const force = setTimeout(() => process.exit(1), 20_000);
     force.unref();
     // The demo's emulator closes after the server: requests still in flight read from it.

@@ -46,6 +46,7 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_MAX_CONNECTIONS',
   'WFS_MAX_CONNECTIONS_PER_ADDRESS',
   'WFS_HEADERS_TIMEOUT_MS',
+  'WFS_DRAIN_SECONDS',
 ] as const;
 
 /**
@@ -72,6 +73,10 @@ export const NUMERIC_SETTINGS = {
   WFS_MAX_CONNECTIONS: { default: 25_000, max: 1_000_000 },
   WFS_MAX_CONNECTIONS_PER_ADDRESS: { default: 1_000, max: 1_000_000 },
   WFS_HEADERS_TIMEOUT_MS: { default: 10_000, max: 60_000 },
+  // As long as node:http's keep-alive timeout (5 s, server.ts's listen): by the end of the
+  // drain every kept-alive connection has carried a `Connection: close` answer or been
+  // idle that long and closed as at any other time, so stopping cuts no idle connection.
+  WFS_DRAIN_SECONDS: { default: 5, max: 300 },
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -160,6 +165,8 @@ export interface Config {
   readonly maxConnectionsPerAddress: number;
   /** WFS_HEADERS_TIMEOUT_MS: how long a request's headers may take to arrive whole (408 and closed past it; default 10 000). */
   readonly headersTimeoutMs: number;
+  /** WFS_DRAIN_SECONDS: after SIGTERM, how long the replica answers `/ready` 503 and keeps serving (with `Connection: close`) before it stops accepting connections (default 5). */
+  readonly drainSeconds: number;
 }
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
@@ -277,6 +284,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxConnections: positiveInteger(env, 'WFS_MAX_CONNECTIONS'),
     maxConnectionsPerAddress: positiveInteger(env, 'WFS_MAX_CONNECTIONS_PER_ADDRESS'),
     headersTimeoutMs: positiveInteger(env, 'WFS_HEADERS_TIMEOUT_MS'),
+    drainSeconds: positiveInteger(env, 'WFS_DRAIN_SECONDS'),
   };
   return Object.freeze(config);
 }

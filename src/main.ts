@@ -58,21 +58,38 @@ async function start(): Promise<void> {
   if (notReady === undefined) logger.info({ ...started, ready: true }, 'subgraph ready');
   else logger.info({ ...started, ready: false, reason: notReady }, 'subgraph listening, not ready yet: /ready answers 503 until the token endpoint answers like one');
 
-  let stopping = false;
+  // SIGTERM (Kubernetes, Compose, systemd) drains first: for WFS_DRAIN_SECONDS /ready
+  // answers 503 and every answer closes its connection, while the replica still serves, so
+  // a balancer that polls /ready or learns of the stop (an endpoint update) moves its
+  // traffic away before the port closes. SIGINT (Ctrl+C at a terminal), or a second
+  // signal during the drain, stops at once.
+  let phase: 'serving' | 'draining' | 'stopping' = 'serving';
+  let drainTimer: NodeJS.Timeout | undefined;
   const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+    if (phase === 'stopping') return;
+    clearTimeout(drainTimer);
+    phase = 'stopping';
     logger.info({ signal }, 'shutting down');
-    // Requests in flight may use their whole 15 s upstream budget; the Kubernetes
-    // example's grace period (30 s, after a 5 s preStop pause) covers this 20 s.
+    // Apollo's drain cuts the connections still open 10 s after the port closes; 20 s
+    // also covers closing Redis and flushing traces. The Kubernetes example's grace
+    // period (30 s) and Compose's stop_grace_period cover the default drain plus this.
     const force = setTimeout(() => process.exit(1), 20_000);
     force.unref();
-    void Promise.allSettled([server.close(), demo?.emulator.close()]).then(([closed]) => {
+    // The demo's emulator closes after the server: requests still in flight read from it.
+    const closing = server.close();
+    void Promise.allSettled([closing, closing.finally(() => demo?.emulator.close())]).then(([closed]) => {
       if (closed.status === 'rejected') logger.error({ err: closed.reason }, 'shutdown: closing the server failed');
       else logger.info('stopped: requests drained, upstream connections and the token store closed, traces flushed');
       process.exit(closed.status === 'rejected' ? 1 : 0);
     });
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  const drain = (signal: string) => {
+    if (phase !== 'serving') return stop(signal);
+    phase = 'draining';
+    server.drain();
+    logger.info({ signal, drainSeconds: config.drainSeconds }, 'draining: /ready answers 503 and answers close their connections; stops accepting connections after WFS_DRAIN_SECONDS');
+    drainTimer = setTimeout(() => stop(signal), config.drainSeconds * 1000);
+  };
+  process.on('SIGTERM', () => drain('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

@@ -16,7 +16,7 @@ import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
 import type { LiveSocketLimits } from './http/liveSocketLimits';
 import { boundConnections, boundedServerOptions } from './http/requestBounds';
-import { createRoutes } from './http/routes';
+import { createRoutes, DRAINING_REASON } from './http/routes';
 import { createLive, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
@@ -71,6 +71,13 @@ export interface RunningServer {
   readinessProblem(): string | undefined;
   /** The live-update hub (its subscriptions and pollers). */
   readonly live: LiveHub;
+  /**
+   * Starts the drain before `close()`: `/ready` answers 503 (`draining`) so balancers
+   * move away, and every answer carries `Connection: close` so kept-alive connections
+   * end after their next answer; requests and WebSocket upgrades are still served.
+   */
+  drain(): void;
+  /** Stops: WebSocket connections closed (1001), no new connections, requests in flight finished. */
   close(): Promise<void>;
 }
 
@@ -167,16 +174,20 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   );
 
   const { url, port } = await listen(httpServer, config);
+  const drain = () => {
+    draining = true;
+    metrics.ready.set(0);
+  };
   return {
     url,
     port,
     metrics,
     logger,
-    readinessProblem: () => (draining ? 'shutting down' : app.readinessProblem()),
+    readinessProblem: () => (draining ? DRAINING_REASON : app.readinessProblem()),
     live: live.hub,
+    drain,
     async close() {
-      draining = true;
-      metrics.ready.set(0);
+      drain();
       // WebSocket connections are no longer the HTTP server's once upgraded: closed first.
       await liveSocket.close();
       await live.close();

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { startShiftChurn, type ShiftChurn } from './churn';
 import { startEmulator } from './emulator';
 import type { Emulator, EmulatorOptions, PageReferenceFormat } from './types';
 
@@ -13,6 +14,20 @@ function port(name: string, raw: string): number {
   const value = Number(raw);
   if (!/^\d+$/.test(raw.trim()) || value > 65535) throw new CliError(`${name} must be a port number (0-65535), got "${raw}"`);
   return value;
+}
+
+/**
+ * EMULATOR_EDIT_INTERVAL_SECONDS: every that many seconds, one edit to each company's
+ * shifts (emulator/churn.ts, as the demo makes), so live updates and their fan-out across
+ * replicas can be watched against this emulator as a separate upstream. Unset: the data
+ * never changes.
+ */
+function editIntervalMs(env: Env): number | undefined {
+  const raw = env.EMULATOR_EDIT_INTERVAL_SECONDS;
+  if (!raw) return undefined;
+  const seconds = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(seconds > 0) || seconds > 86_400) throw new CliError(`EMULATOR_EDIT_INTERVAL_SECONDS must be a number of seconds above 0 (at most 86400), got "${raw}"`);
+  return seconds * 1000;
 }
 
 // Fixed ports by default, so the printed URLs and tenants file stay valid across runs.
@@ -45,6 +60,7 @@ export interface EmulatorCli {
 /** Starts the emulator as `npm run emulator` does, writes the tenants file and prints how to use it. */
 export async function runEmulatorCli(env: Env = process.env, write: (text: string) => void = (text) => void process.stdout.write(text)): Promise<EmulatorCli> {
   const options = optionsFrom(env);
+  const editEveryMs = editIntervalMs(env);
   const emulator = await startEmulator(options).catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new CliError(`a port is already in use (${(error as Error).message}); set EMULATOR_AUTH_PORT / EMULATOR_SHARD_PORTS to free ports`);
@@ -85,16 +101,22 @@ export async function runEmulatorCli(env: Env = process.env, write: (text: strin
     'Run the subgraph against this emulator (in another terminal):',
     `  WFS_AUTH_URL=${emulator.authUrl} WFS_TENANTS_FILE=${tenantsFile} WFS_CURSOR_SECRET=$(openssl rand -hex 32) npm start`,
     '',
+    editEveryMs === undefined
+      ? 'The data never changes; EMULATOR_EDIT_INTERVAL_SECONDS=10 edits one shift of each company every 10 s (for live updates).'
+      : `Every ${editEveryMs / 1000} s one shift of each company is edited (EMULATOR_EDIT_INTERVAL_SECONDS): subscribe to shiftChanges to see it.`,
+    '',
     'Ctrl+C stops the emulator.',
     '',
   ];
   write(lines.join('\n'));
+  const edits: ShiftChurn[] = editEveryMs === undefined ? [] : emulator.tenants.map((tenant) => startShiftChurn(tenant, editEveryMs));
 
   let stopping: Promise<void> | undefined;
   return {
     emulator,
     tenantsFile,
     stop() {
+      for (const churn of edits) churn.stop();
       stopping ??= emulator.close().finally(() => rmSync(dirname(tenantsFile), { recursive: true, force: true }));
       return stopping;
     },

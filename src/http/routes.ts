@@ -7,6 +7,9 @@ import type { Metrics } from '../observability/metrics';
 import { ClientAbortedError, type GraphQLHandler } from './graphqlHandler';
 import { sendGraphQLError, sendJson } from './respond';
 
+/** What `/ready` says while the replica drains (src/main.ts, WFS_DRAIN_SECONDS). */
+export const DRAINING_REASON = 'shutting down: this replica still serves what reaches it, closing each connection after its answer, until it stops accepting connections';
+
 export interface RoutesOptions {
   readonly graphqlPath: string;
   readonly graphql: GraphQLHandler;
@@ -20,6 +23,7 @@ export interface RoutesOptions {
   readonly sharedStoreUp: () => Promise<boolean | null>;
   /** What keeps the replica from serving (a token endpoint that does not answer like one), or undefined. */
   readonly readinessProblem?: () => string | undefined;
+  /** True once the replica drains (SIGTERM): `/ready` answers 503 and every answer closes its connection. */
   readonly draining: () => boolean;
   /** Serves `/` and its assets; false for anything else. Undefined: the explorer is off. */
   readonly explorer?: (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -33,7 +37,19 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
   const { graphqlPath, graphql, metrics, logger } = options;
   const { router } = options;
 
+  // What /ready answers, kept in wfs_ready at each look.
+  const readiness = (): { draining: boolean; problem: string | undefined } => {
+    const draining = options.draining();
+    const problem = draining ? undefined : options.readinessProblem?.();
+    metrics.ready.set(draining || problem ? 0 : 1);
+    return { draining, problem };
+  };
+
   return (req, res) => {
+    // Draining: a balancer that keeps connections open would go on sending on them after
+    // it saw /ready fail; closing each after its answer makes its next request a new
+    // connection, which the balancer sends to a replica that is ready.
+    if (options.draining()) res.setHeader('connection', 'close');
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
@@ -64,16 +80,17 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
     if (req.method === 'GET' && path === '/ready') {
       // A Redis outage does not make us unready: tokens then stay per replica. A token
       // endpoint that never answered like one does (a wrong WFS_AUTH_URL): no query could be served.
-      const draining = options.draining();
-      const problem = draining ? undefined : options.readinessProblem?.();
-      metrics.ready.set(draining || problem ? 0 : 1);
+      const { draining, problem } = readiness();
       void options.sharedStoreUp().then((redis) => {
-        const status = draining ? { status: 'shutting down' } : problem ? { status: 'not ready', reason: problem } : { status: 'ready' };
+        const status = draining ? { status: 'draining', reason: DRAINING_REASON } : problem ? { status: 'not ready', reason: problem } : { status: 'ready' };
         sendJson(res, draining || problem ? 503 : 200, { ...status, ...(redis !== null && { sharedTokenStore: redis ? 'up' : 'down' }) });
       });
       return;
     }
     if (req.method === 'GET' && path === '/metrics') {
+      // wfs_ready as /ready would answer now, whether or not anything asks /ready
+      // (Compose and a bare process have no readiness probe): alerts read it.
+      readiness();
       void metrics.registry.metrics().then((text) => {
         res.writeHead(200, { 'content-type': metrics.registry.contentType });
         res.end(text);

@@ -56,7 +56,7 @@ export interface Metrics {
   readonly requestsRefused: Counter<'reason'>;
   /** Connections closed by a connection bound before a request of theirs was served (CONNECTION_REFUSAL_REASONS). */
   readonly connectionsRefused: Counter<'reason'>;
-  /** 1 while `/ready` answers ready, 0 while draining. */
+  /** 1 while `/ready` answers ready, 0 while it answers 503 (not ready yet, or draining); set at each /ready and /metrics. */
   readonly ready: Gauge;
   readonly logLinesSuppressed: Counter<'event'>;
   /** Upstream resilience (breaker, retries, bulkhead, fail-fast refusals): see the block at the end. */
@@ -184,7 +184,7 @@ export function createMetrics(): Metrics {
     }),
     ready: new Gauge({
       name: 'wfs_ready',
-      help: '1 while /ready answers ready, 0 while shutting down',
+      help: '1 while /ready answers ready, 0 while it answers 503 (not ready yet, or draining)',
       registers,
     }),
     logLinesSuppressed: new Counter({

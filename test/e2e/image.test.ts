@@ -100,6 +100,8 @@ describe('the image, its runtime stage without Docker', () => {
         WFS_API_BASE_ALLOW: '127.0.0.1',
         WFS_TRUSTED_NETWORK: 'true',
         WFS_EXPLORER: 'true',
+        // The shortest drain after SIGTERM (test/e2e/drain.test.ts tests the drain).
+        WFS_DRAIN_SECONDS: '1',
       },
     });
     let out = '';

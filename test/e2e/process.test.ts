@@ -26,7 +26,8 @@ interface Running {
 
 function run(env: Record<string, string>, nodeFlags: readonly string[] = []): Running {
   if (!existsSync(entry)) throw new Error('dist/index.js is missing: run `npm run build` first (scripts/test.sh does)');
-  const child = spawn(process.execPath, [...nodeFlags, entry], { cwd: '/', env: { PATH: process.env.PATH ?? '', PORT: '0', ...env } });
+  // The shortest drain after SIGTERM: these tests stop the server, test/e2e/drain.test.ts tests the drain.
+  const child = spawn(process.execPath, [...nodeFlags, entry], { cwd: '/', env: { PATH: process.env.PATH ?? '', PORT: '0', WFS_DRAIN_SECONDS: '1', ...env } });
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk) => (out += String(chunk)));

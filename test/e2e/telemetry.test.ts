@@ -97,6 +97,8 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
       OTEL_SERVICE_NAME: 'wfs-subgraph-under-test',
       // Export each batch soon after its spans end (the SDK's own variable).
       OTEL_BSP_SCHEDULE_DELAY: '50',
+      // The shortest drain after SIGTERM: the flush on shutdown is the subject here, not the drain.
+      WFS_DRAIN_SECONDS: '1',
     });
     children.push(server);
     const url = (await server.waitFor(/"url":"(http:[^"]+)"/))[1]!;

@@ -8,8 +8,14 @@ import { collect, liveClient } from '../helpers/liveClient';
 import { seriesSelectors, type SeriesSelector } from '../helpers/promql';
 import { editShiftEnd } from '../helpers/relayLive';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
-import { parseSamples, scrapeText } from '../helpers/metrics';
-import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { Writable } from 'node:stream';
+import { loadConfig } from '../../src/config';
+import { startEmulator } from '../../src/emulator';
+import { createLogger } from '../../src/observability/logger';
+import { startServer } from '../../src/server';
+import { TOKEN_PATH } from '../../src/upstream/token/tokenEndpoint';
+import { parseSamples, scrapeText, scrapeTotal } from '../helpers/metrics';
+import { errorCodes, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
@@ -185,14 +191,46 @@ describe('dashboard and alert rules', () => {
       expect(new Set(urls)).toEqual(new Set([base]));
     });
 
+    it('says, where the rules are installed, that the runbook base as shipped is a placeholder', () => {
+      const repository = (JSON.parse(read('package.json')) as { repository: { url: string } }).repository.url.replace(/^git\+/, '').replace(/\.git$/, '');
+      if (new URL(repository).pathname.split('/')[1] !== 'example') return;
+      const header = read('deploy', 'prometheus', 'alerts.yaml').split('\ngroups:')[0]!.replace(/\n# ?/g, ' ');
+      expect(header).toContain(`${repository}, a placeholder`);
+      const section = read('docs', 'operations.md').split('## Dashboards and alerts')[1]!.split('\n## ')[0]!.replace(/\s+/g, ' ');
+      expect(section).toContain(`is \`${repository}\`, a placeholder`);
+    });
+
     it('refuses a base that is not an http(s) URL', () => {
       expect(() => execFileSync(node, [path.join(repoRoot, 'scripts', 'prometheusrule.mjs'), '--out-dir', tmpdir(), '--runbook-base', 'README.md'], { stdio: 'pipe' })).toThrow(/--runbook-base must be an http\(s\) URL/);
     });
   });
 
+  // WfsSubgraphNotReady reads wfs_ready: it must say 0 for a replica that never turned
+  // ready even where nothing asks /ready (Compose, a bare process, a probe-less balancer).
+  it('see a replica that never turns ready at a scrape, with no /ready probe', async () => {
+    const unready = await startEmulator();
+    const logs: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, callback) {
+        logs.push(String(chunk));
+        callback();
+      },
+    });
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: `${unready.authUrl}${TOKEN_PATH}`, WFS_TENANTS_FILE: writeTenantsFile(unready.tenants) });
+    const server = await startServer(config, { logger: createLogger('info', sink) });
+    try {
+      await waitFor(() => logs.some((line) => line.includes('answered 404')), 'the token endpoint check to answer');
+      expect(await scrapeTotal(server.url, 'wfs_ready')).toBe(0);
+      expect(server.readinessProblem()).toMatch(/^the token endpoint answered 404/);
+    } finally {
+      await server.close();
+      await unready.close();
+    }
+  });
+
   it('pass promtool check rules and every alert has a unit test in promtool test rules', () => {
     const check = execFileSync('promtool', ['check', 'rules', 'alerts.yaml'], { cwd: prometheusDir, encoding: 'utf8' });
-    expect(check).toMatch(/SUCCESS: 12 rules found/);
+    expect(check).toContain(`SUCCESS: ${rules.groups.flatMap((group) => group.rules).length} rules found`);
     const unit = execFileSync('promtool', ['test', 'rules', 'alerts.test.yaml'], { cwd: prometheusDir, encoding: 'utf8' });
     expect(unit).toMatch(/SUCCESS/);
 

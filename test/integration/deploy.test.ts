@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { request } from 'undici';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { NUMERIC_SETTINGS } from '../../src/config';
 import { scrapeTotal } from '../helpers/metrics';
 import { startRedisServer } from '../helpers/redisServer';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
@@ -226,10 +227,13 @@ describe('deploy/ examples', () => {
       }
     });
 
-    it("ends within the grace period: preStop plus the router's subgraph timeout", () => {
+    it("ends within the grace period: the drain (WFS_DRAIN_SECONDS) plus the router's subgraph timeout, with no preStop pause before it", () => {
       const routerTimeout = Number(/subgraphs:\s*\n\s*wfs:\s*\n(?:\s*#.*\n)*\s*timeout:\s*(\d+)s/.exec(routerYaml)![1]);
-      const preStop = container.lifecycle.preStop.sleep.seconds as number;
-      expect(deployment['spec'].template.spec.terminationGracePeriodSeconds).toBeGreaterThan(preStop + routerTimeout);
+      const drain = Number(container.env.find((entry: { name: string }) => entry.name === 'WFS_DRAIN_SECONDS')?.value ?? NUMERIC_SETTINGS.WFS_DRAIN_SECONDS.default);
+      expect(container.lifecycle?.preStop).toBeUndefined();
+      expect(deployment['spec'].template.spec.terminationGracePeriodSeconds).toBeGreaterThan(drain + routerTimeout);
+      const wfs = compose['services'].wfs as { stop_grace_period: string; environment: Record<string, string> };
+      expect(Number(/^(\d+)s$/.exec(wfs.stop_grace_period)?.[1])).toBeGreaterThan(Number(wfs.environment['WFS_DRAIN_SECONDS'] ?? NUMERIC_SETTINGS.WFS_DRAIN_SECONDS.default) + routerTimeout);
     });
 
     it('keeps a replica through disruptions, scales the Deployment, and lets only the router and Prometheus in', () => {

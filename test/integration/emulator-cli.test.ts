@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
 import { runEmulatorCli, type EmulatorCli } from '../../src/emulator/main';
+import { waitFor } from '../helpers/waitFor';
 
 let cli: EmulatorCli | undefined;
 afterEach(async () => {
@@ -45,7 +46,48 @@ describe('npm run emulator', () => {
     expect(existsSync(tenantsFile)).toBe(false);
   });
 
+  it('edits its records every EMULATOR_EDIT_INTERVAL_SECONDS, as the demo does, so live updates can be watched against it', async () => {
+    let output = '';
+    cli = await runEmulatorCli({ EMULATOR_AUTH_PORT: '0', EMULATOR_SHARD_PORTS: '0,0', EMULATOR_EDIT_INTERVAL_SECONDS: '0.05' }, (text) => {
+      output += text;
+    });
+    expect(output).toContain('Every 0.05 s one shift of each company is edited');
+    const { emulator } = cli;
+    const entry = (JSON.parse(readFileSync(cli.tenantsFile, 'utf8')) as Array<{ clientId: string; clientSecret: string; scope: string }>)[0]!;
+    const token = await request(emulator.tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: entry.clientId, client_secret: entry.clientSecret, scope: entry.scope }).toString(),
+    });
+    const { access_token: accessToken } = (await token.body.json()) as { access_token: string };
+    const { api_base: apiBase } = JSON.parse(Buffer.from(accessToken.split('.')[1]!, 'base64url').toString()) as { api_base: string };
+    // The whole list as the upstream serves it, page after page.
+    const shifts = async (): Promise<string> => {
+      const pages: unknown[] = [];
+      for (let next: string | null = `${apiBase}/api/public/v1/shifts/?page_size=100`; next; ) {
+        const response = await request(next, { headers: { authorization: `Bearer ${accessToken}` } });
+        expect(response.statusCode).toBe(200);
+        const page = (await response.body.json()) as { data: unknown[]; next: string | null };
+        pages.push(...page.data);
+        next = page.next;
+      }
+      return JSON.stringify(pages);
+    };
+    const before = await shifts();
+    await waitFor(async () => (await shifts()) !== before, 'a shift to change upstream');
+  });
+
+  it('says, without EMULATOR_EDIT_INTERVAL_SECONDS, that its data never changes and how to make it change', async () => {
+    let output = '';
+    cli = await runEmulatorCli({ EMULATOR_AUTH_PORT: '0', EMULATOR_SHARD_PORTS: '0,0' }, (text) => {
+      output += text;
+    });
+    expect(output).toContain('The data never changes; EMULATOR_EDIT_INTERVAL_SECONDS=10');
+  });
+
   it('names the variable when the configuration is bad', async () => {
+    await expect(runEmulatorCli({ EMULATOR_AUTH_PORT: '0', EMULATOR_EDIT_INTERVAL_SECONDS: 'often' }, () => undefined)).rejects.toThrow(/EMULATOR_EDIT_INTERVAL_SECONDS/);
+    await expect(runEmulatorCli({ EMULATOR_AUTH_PORT: '0', EMULATOR_EDIT_INTERVAL_SECONDS: '0' }, () => undefined)).rejects.toThrow(/EMULATOR_EDIT_INTERVAL_SECONDS/);
     await expect(runEmulatorCli({ EMULATOR_AUTH_PORT: 'eighty' }, () => undefined)).rejects.toThrow(/EMULATOR_AUTH_PORT/);
     await expect(runEmulatorCli({ EMULATOR_AUTH_PORT: '0', EMULATOR_SHARD_PORTS: '0,99999' }, () => undefined)).rejects.toThrow(/EMULATOR_SHARD_PORTS/);
   });

@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
 import { demoBanner, type Demo } from '../../src/demo';
+import { INTROSPECTION_OFF } from '../../src/graphql/server/apolloServer';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
@@ -34,6 +35,10 @@ describe('WFS_INTROSPECTION', () => {
       const refused = await subgraph.query(INTROSPECTION, {}, tenant);
       expect(refused.status).toBe(400);
       expect(refused.errors?.map((error) => error.extensions?.code)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+      // The operator's switch, not Apollo's constructor option.
+      expect(refused.errors?.[0]?.message).toBe(INTROSPECTION_OFF);
+      expect(refused.errors?.[0]?.message).toContain('WFS_INTROSPECTION=true');
+      expect(JSON.stringify(refused.errors)).not.toMatch(/ApolloServer|introspection: true/);
       const sdl = await subgraph.query('{ _service { sdl } }', {}, tenant);
       expect(sdl.errors).toBeUndefined();
       expect(sdl.data?.['_service']).toEqual({ sdl: expect.stringContaining('type Location') });

@@ -1,7 +1,9 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { KNOWN_ENV_VARIABLES, loadConfig, NUMERIC_SETTINGS, UPSTREAM_SETTINGS } from '../../src/config';
+import { isSupportedNodeVersion } from '../../src/nodeVersion';
 import { headingAnchors, inlineCode, links, manualPages, markdownFiles, readDoc, repoRoot, section, shellBlocks, shellCommands } from '../helpers/markdown';
 
 /**
@@ -161,6 +163,31 @@ describe('docs/configuration.md', () => {
     expect(stated('HOST')).toContain(`\`${defaults.host}\``);
     expect(stated('LOG_LEVEL')).toContain(`\`${defaults.logLevel}\``);
     expect(stated('WFS_TENANT_HEADER')).toContain(`\`${defaults.tenantHeader}\``);
+  });
+});
+
+describe("README.md's start line against a real upstream", () => {
+  // A bare `node` is the host's (Node 20 on many), which stops at start: the line runs the project's own.
+  it("runs the project's Node (node_modules/.bin/node, a supported version) with the Dockerfile CMD's flags and entry", () => {
+    const lines = shellBlocks(readDoc('README.md')).flatMap(shellCommands).filter((line) => /\bdist\/index\.js\b/.test(line));
+    expect(lines).toHaveLength(1);
+    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8'))![1]!) as string[];
+    const command = lines[0]!.replace(/\b[A-Z_]+=(\$\([^)]*\)|\S+)/g, '').trim().split(/\s+/);
+    expect(command).toEqual(['node_modules/.bin/node', ...cmd.slice(1)]);
+    const version = execFileSync(path.join(repoRoot, 'node_modules', '.bin', 'node'), ['--version'], { encoding: 'utf8' }).trim();
+    expect(isSupportedNodeVersion(version.slice(1))).toBe(true);
+  });
+});
+
+describe("docs/configuration.md, the emulator's settings", () => {
+  const emulatorDir = path.join(repoRoot, 'src', 'emulator');
+  const read = [...new Set(readdirSync(emulatorDir).filter((file) => file.endsWith('.ts')).flatMap((file) => [...readFileSync(path.join(emulatorDir, file), 'utf8').matchAll(/\benv\.(EMULATOR_[A-Z0-9_]+)/g)].map((match) => match[1]!)))];
+  const table = section(readDoc('docs/configuration.md'), "The emulator's settings");
+  const listed = table.split('\n').filter((line) => line.startsWith('| `')).map((line) => /^\| `([A-Z0-9_]+)`/.exec(line)![1]!);
+
+  it('lists exactly the EMULATOR_* variables src/emulator/ reads, each once', () => {
+    expect(read.length).toBeGreaterThanOrEqual(6);
+    expect([...listed].sort()).toEqual([...read].sort());
   });
 });
 

@@ -191,6 +191,13 @@ describe('for frontend teams', () => {
     expect(diagnostics(path.join(app, 'tsconfig.json'))).toEqual([]);
   });
 
+  it('writes only files git ignores when run in this repository (.gitignore names examples/frontend/app/src/gql/)', () => {
+    const generated = readdirSync(path.join(generatedApp(), 'src', 'gql')).map((file) => `examples/frontend/app/src/gql/${file}`);
+    expect(generated).toContain('examples/frontend/app/src/gql/graphql.ts');
+    const ignored = spawnSync('git', ['check-ignore', '--no-index', ...generated], { cwd: repoRoot, encoding: 'utf8' });
+    expect(ignored.stdout.trim().split('\n').sort()).toEqual([...generated].sort());
+  });
+
   it("generates files whose imports resolve in plain Node ESM (codegen.ts's importExtension), and would not without the extension", () => {
     const app = generatedApp();
     const gql = path.join(app, 'src', 'gql');

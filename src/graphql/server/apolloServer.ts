@@ -6,6 +6,7 @@
  */
 import type { Server } from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerValidationErrorCode } from '@apollo/server/errors';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
@@ -44,6 +45,10 @@ export interface ApolloServerOptions {
 const VALIDATION_ABORTED =
   'Validation aborted: the document takes too much work to check (fields that share a response name are compared in pairs, fragments are expanded); select each field once and spread fewer fragments';
 
+/** What a client asking for `__schema` or `__type` reads while introspection is off. */
+export const INTROSPECTION_OFF =
+  'introspection (__schema, __type) is off on this subgraph: the operator turns it on with WFS_INTROSPECTION=true (off by default with NODE_ENV=production); the router\'s _service { sdl } is always served';
+
 /** The subgraph's Apollo Server: schema, query limits, error formatting and plugins; not started. */
 export function createApolloServer(options: ApolloServerOptions): ApolloServer<GraphQLContext> {
   const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
@@ -71,6 +76,11 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
       // graphql-js meters its own work (comparing fields that share a response name, expanding fragments) and stops with two words.
       if (formatted.extensions?.code === LIMIT_ERROR_CODE && formatted.message === 'Validation aborted.') {
         return { message: VALIDATION_ABORTED, extensions: { code: LIMIT_ERROR_CODE } };
+      }
+      // Apollo's refusal tells the client to "pass introspection: true to ApolloServer",
+      // which no operator of this subgraph can do: name the setting instead.
+      if (formatted.extensions?.['validationErrorCode'] === ApolloServerValidationErrorCode.INTROSPECTION_DISABLED) {
+        return { ...formatted, message: INTROSPECTION_OFF };
       }
       // Apollo's automatic persisted queries answer a wrong hash (HTTP 400) without a code, so it would read as our fault.
       if (formatted.message === 'provided sha does not match query') {

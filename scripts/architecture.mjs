@@ -1,13 +1,16 @@
 // The drawing of src/'s imports, and its check: `npm run architecture`.
 // Cruises src/ with dependency-cruiser and the rules in .dependency-cruiser.cjs, prints
-// the figures (rooms, floors, arrows, arrows running back up, circles) and every rule
-// broken, and exits 1 when a rule is broken. `--json` prints the figures as JSON (the test reads them).
+// the figures (rooms, floors, arrows, arrows running back up, circles), every rule
+// broken and every file or folder the rules name that does not exist (namedPaths.cjs),
+// and exits 1 when a rule is broken or names something missing. `--json` prints the figures as JSON (the test reads them).
 import { createRequire } from 'node:module';
 import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import { cruise } from 'dependency-cruiser';
 
 const require = createRequire(import.meta.url);
 const config = require('../.dependency-cruiser.cjs');
+const { missingNames } = require('./namedPaths.cjs');
 const floors = config.FLOORS.map((floor, level) => ({ ...floor, level, pattern: new RegExp(floor.path) }));
 const floorOf = (file) => floors.find((floor) => floor.pattern.test(file));
 
@@ -32,6 +35,9 @@ for (const module of modules) {
 const rooms = readdirSync('src', { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
 const violations = output.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`);
 const unplaced = modules.map((module) => module.source).filter((file) => !floorOf(file));
+const sourceFiles = readdirSync('src', { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative('.', path.join(entry.parentPath, entry.name)).split(path.sep).join('/'));
+const namedPatterns = [...config.FLOORS.map((floor) => floor.path), ...config.forbidden.flatMap((rule) => [rule.from.path, rule.to.path]), config.options.exclude.path].filter((pattern) => typeof pattern === 'string');
+const missing = [...new Set(missingNames(namedPatterns, sourceFiles))];
 const figures = {
   rooms: rooms.length,
   roomNames: rooms,
@@ -42,6 +48,7 @@ const figures = {
   circles: [...circles],
   violations,
   unplaced,
+  missing,
 };
 
 if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(figures)}\n`);
@@ -53,5 +60,6 @@ else {
   process.stdout.write(`circles: ${circles.size}\n${[...circles].map((circle) => `  ${circle}\n`).join('')}`);
   if (unplaced.length > 0) process.stdout.write(`modules on no floor: ${unplaced.join(', ')}\n`);
   process.stdout.write(`rules broken: ${violations.length}\n${violations.map((line) => `  ${line}\n`).join('')}`);
+  process.stdout.write(`named by a rule but missing: ${missing.length}\n${missing.map((named) => `  ${named}\n`).join('')}`);
 }
-process.exitCode = violations.length > 0 || unplaced.length > 0 ? 1 : 0;
+process.exitCode = violations.length > 0 || unplaced.length > 0 || missing.length > 0 ? 1 : 0;

@@ -2,9 +2,10 @@
  * Live updates report through the Observer port (upstream/observer.ts: `liveRefused`,
  * `livePolled`, …); the Prometheus families are defined and fed in
  * observability/metrics.ts, as every other metric. The names and labels are those the
- * dashboards and alerts read (deploy/). The WebSocket transport (http/liveSocket.ts)
- * and the subscribe gate report their refusals and slow consumers over the same port
- * (`liveRefused`, `liveSlowConsumerDropped`), wired in server.ts.
+ * dashboards and alerts read (deploy/). The subscribe gate (graphql/server/subscribeGate.ts:
+ * identity, slots, company rate, document, cost) and the WebSocket transport
+ * (http/liveSocket.ts: connections, strikes, messages) report their refusals and slow
+ * consumers over the same port (`liveRefused`, `liveSlowConsumerDropped`), wired in server.ts.
  */
 import type { Observer } from '../upstream/observer';
 

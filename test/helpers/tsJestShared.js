@@ -1,6 +1,6 @@
 const { createHash } = require('node:crypto');
 const { readFileSync } = require('node:fs');
-const { join } = require('node:path');
+const { dirname, join } = require('node:path');
 const tsJest = require('ts-jest').default;
 
 /**
@@ -16,12 +16,44 @@ const tsJest = require('ts-jest').default;
  * of the line's work (measured on 26 November 2026, three workers, cold cache: 306 s of
  * CPU for Jest with per-project caches, 196 s with this one).
  *
+ * That key is right only while each file is compiled alone: with `isolatedModules` off,
+ * ts-jest type-checks each file with the program around it, and its output (and errors)
+ * would depend on other files the key does not name. So the transform refuses to start
+ * without it (`requireIsolatedModules`, test/unit/tsJestShared.test.ts).
+ *
  * The rest is ts-jest's: `process` is ts-jest's own, unchanged.
  */
 const root = join(__dirname, '..', '..');
 
+/**
+ * Throws unless the transform's settings compile each file alone: `isolatedModules` in
+ * the tsconfig ts-jest is given (followed through `extends`), or in ts-jest's options.
+ */
+function requireIsolatedModules(options) {
+  const tsconfig = options?.tsconfig ?? join(root, 'tsconfig.json');
+  let compilerOptions;
+  let where;
+  if (typeof tsconfig === 'string') {
+    const ts = require('typescript');
+    where = tsconfig.replace('<rootDir>', root);
+    const read = ts.readConfigFile(where, ts.sys.readFile);
+    if (read.error) throw new Error(`test/helpers/tsJestShared.js: cannot read ${where}: ${ts.flattenDiagnosticMessageText(read.error.messageText, ' ')}`);
+    // No file list is needed, only the options: a host that lists no directory keeps this quick.
+    compilerOptions = ts.parseJsonConfigFileContent(read.config, { ...ts.sys, readDirectory: () => [] }, dirname(where)).options;
+  } else {
+    where = 'the inline tsconfig';
+    compilerOptions = tsconfig?.compilerOptions ?? tsconfig ?? {};
+  }
+  if (compilerOptions.isolatedModules === true || options?.isolatedModules === true) return;
+  throw new Error(
+    `test/helpers/tsJestShared.js: ${where} must set "isolatedModules": true. The shared transform cache key names only each file's path and text and the settings; with isolatedModules off, ts-jest's output depends on other files too, and stale compiled files would be served.`,
+  );
+}
+
 module.exports = {
+  requireIsolatedModules,
   createTransformer(options) {
+    requireIsolatedModules(options);
     const inner = tsJest.createTransformer(options);
     const salt = createHash('sha256')
       .update(JSON.stringify([require('ts-jest/package.json').version, require('typescript/package.json').version, options ?? null]))

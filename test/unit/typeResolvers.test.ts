@@ -1,6 +1,7 @@
 import { GraphQLScalarType } from 'graphql';
 import { resolvers } from '../../src/graphql/resolvers';
 import { mergeTypeModules } from '../../src/graphql/resolvers/merge';
+import { subgraphResolvers } from '../../src/graphql/server/schema';
 
 const field = () => null;
 
@@ -37,5 +38,19 @@ describe('the resolver files, merged field by field', () => {
     expect(served.DateTime).toBeInstanceOf(GraphQLScalarType);
     expect(Object.keys(served.Location as object)).toContain('shifts');
     expect(Object.keys(served.Shift as object)).toEqual(expect.arrayContaining(['start', 'end', 'location', 'user']));
+  });
+
+  it('merges the schema’s resolvers with the same merger: registry, live, Node and type files', () => {
+    const served = subgraphResolvers() as Record<string, Record<string, unknown>>;
+    expect(Object.keys(served.Location!)).toEqual(expect.arrayContaining(['__resolveReference', 'shifts']));
+    expect(Object.keys(served.Query!)).toEqual(expect.arrayContaining(['node', 'locations', 'shifts']));
+    expect(Object.keys(served.Subscription!).length).toBeGreaterThan(0);
+  });
+
+  it('refuses a type file that defines a field the registry already builds, naming both', () => {
+    // mergeResolvers let the later field win here: a hand-written __resolveReference replaced the registry's silently.
+    expect(() => subgraphResolvers({ Location: { __resolveReference: field } })).toThrow(
+      'resolvers: Location.__resolveReference is defined in both resolvers/resourceResolvers.ts and resolvers/index.ts (src/graphql/); keep one',
+    );
   });
 });

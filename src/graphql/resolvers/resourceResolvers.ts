@@ -1,7 +1,8 @@
 /**
  * The resolvers every registered resource gets without writing one: its connection and
  * lookup fields on `Query`, `__resolveReference` and `nodeId`; plus `loadEntity` and
- * `childConnection` for the relations in resolvers/<Type>.ts, and `mergeResolvers`.
+ * `childConnection` for the relations in resolvers/<Type>.ts. The schema merges them with
+ * the others through `mergeTypeModules` (merge.ts), which refuses a field defined twice.
  */
 import type { GraphQLResolverMap } from '@apollo/subgraph';
 import type { AnyResource, Resource, UpstreamRecord } from '../../upstream/resources';
@@ -92,17 +93,4 @@ export function childConnection(child: AnyResource, parentTypename: string, pare
     const filter = filterOf(child, { ...rest, [parentKey]: parent.id });
     return (await context.tenant()).connection(child, { first, after, last, before }, { filter, parent: { typename: parentTypename, id: parent.id } });
   };
-}
-
-/** Merges resolver maps type by type (a later field wins; a scalar replaces). */
-export function mergeResolvers(...maps: Resolvers[]): Resolvers {
-  const plain = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
-  const merged: Record<string, unknown> = {};
-  for (const map of maps) {
-    for (const [type, fields] of Object.entries(map)) {
-      const existing = merged[type];
-      merged[type] = plain(existing) && plain(fields) ? { ...existing, ...fields } : fields;
-    }
-  }
-  return merged as Resolvers;
 }

@@ -9,10 +9,11 @@ import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import type { GraphQLSchema } from 'graphql';
 import { gql } from 'graphql-tag';
 import { RESOURCES } from '../../upstream/resources';
-import type { GraphQLContext } from '../data/context';
 import { liveResolvers } from '../resolvers/liveResolvers';
 import { nodeResolvers } from '../data/node';
-import { mergeResolvers, resourceResolvers } from '../resolvers/resourceResolvers';
+import { mergeTypeModules, type TypeResolverModule } from '../resolvers/merge';
+import type { Resolvers } from '../../__generated__/resolvers-types';
+import { resourceResolvers } from '../resolvers/resourceResolvers';
 import { resolvers } from '../resolvers';
 
 /**
@@ -35,10 +36,17 @@ export function loadTypeDefs(): string {
 }
 
 export function createSubgraphSchema(): GraphQLSchema {
-  return buildSubgraphSchema([
-    {
-      typeDefs: gql(loadTypeDefs()),
-      resolvers: mergeResolvers(resourceResolvers(RESOURCES), liveResolvers(RESOURCES), nodeResolvers as GraphQLResolverMap<GraphQLContext>, resolvers as GraphQLResolverMap<GraphQLContext>) as GraphQLResolverMap<unknown>,
-    },
-  ]);
+  return buildSubgraphSchema([{ typeDefs: gql(loadTypeDefs()), resolvers: subgraphResolvers() as GraphQLResolverMap<unknown> }]);
+}
+
+/**
+ * The schema's resolvers: those built from the registry, the live ones, the `Node` ones
+ * and the type files' (`typeFiles`), merged by the one merger: a field two of them
+ * define stops the start, naming both (resolvers/merge.ts).
+ */
+export function subgraphResolvers(typeFiles: TypeResolverModule = resolvers): Resolvers {
+  return mergeTypeModules(
+    { 'resolvers/resourceResolvers': resourceResolvers(RESOURCES), 'resolvers/liveResolvers': liveResolvers(RESOURCES), 'data/node': nodeResolvers, 'resolvers/index': typeFiles },
+    'src/graphql/',
+  );
 }

@@ -15,9 +15,23 @@ export interface ShardBreakerOptions {
 }
 
 /**
- * Thrown inside the breaker for an outcome that counts as the shard failing; the
- * client turns it back into its transient outcome. Anything else thrown (a 4xx,
- * a caller's cancellation) passes through without counting.
+ * A call's result that counts as the shard failing (a 5xx, an attempt that ran out of
+ * time, a connection error): the breaker counts it and hands it back as the call's
+ * result, nothing thrown (the client's outcome, upstream/call/exchange.ts). Any other
+ * result counts as the shard answering.
+ */
+export interface ShardFaultResult {
+  readonly kind: 'shard-fault';
+}
+
+function isShardFaultResult(result: unknown): boolean {
+  return (result as Partial<ShardFaultResult> | null)?.kind === 'shard-fault';
+}
+
+/**
+ * A call may also throw a ShardFault: it counts as the shard failing and is thrown on.
+ * Anything else thrown (a 4xx, a caller's cancellation) passes through without
+ * counting either way.
  */
 export class ShardFault extends Error {
   constructor(
@@ -97,7 +111,7 @@ export class ShardBreakers {
     if (!entry) {
       if (this.breakers.size >= MAX_BREAKERS) this.sweep();
       const counter = new ConsecutiveBreaker(this.options.failuresToOpen ?? 5);
-      const policy = circuitBreaker(handleType(ShardFault), { halfOpenAfter: this.options.openMs ?? 5_000, breaker: counter });
+      const policy = circuitBreaker(handleType(ShardFault).orWhenResult(isShardFaultResult), { halfOpenAfter: this.options.openMs ?? 5_000, breaker: counter });
       const onStateChange = this.options.onStateChange;
       if (onStateChange) policy.onStateChange((state) => onStateChange(origin, STATE_NAMES[state]));
       entry = { policy, counter, inFlight: 0 };

@@ -3,7 +3,7 @@
  * list can find thousands of changes, and each change delivered sets off its
  * subscriber's GraphQL execution and socket write in the microtasks right after; done
  * in one go for a company with thousands of subscribers, that held every other
- * company's queries for seconds (issue 42, finding 4). So the hub's work is cut into
+ * company's queries for seconds. So the hub's work is cut into
  * slices of bounded work (`SLICE`: index units, and deliveries), one turn of the loop
  * each (`setImmediate`), and the lists with work waiting take turns within the replica,
  * so no company's poll holds another's for long.

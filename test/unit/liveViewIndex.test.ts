@@ -130,7 +130,7 @@ describe('live view index', () => {
       const previous: ShiftRecord = { ...record, start: new Date(BASE + ((i + 7) % 100) * 3_600_000).toISOString() };
       return { change: { kind: 'UPDATED', id: record.id, record, fingerprint: fingerprint(record) } as RecordChange, previous };
     });
-    /** Units of work to match every change against `views` windows that start after every shift (finding 4: none matches). */
+    /** Units of work to match every change against `views` windows that start after every shift (none matches). */
     const workWith = (views: number, matching = 0) => {
       const meter: WorkMeter = { units: 0 };
       const index = new ViewIndex<TestView>(shifts, meter);

@@ -10,7 +10,7 @@
  */
 import { filterKey } from '../upstream/pageKey';
 import type { AnyResource, ListFilter } from '../upstream/resources';
-import { Outbox, Slices, type LiveEvent, type SliceLimits, type Subscriber, type View } from './delivery';
+import { Outbox, Slices, type LiveEvent, type Subscriber, type View } from './delivery';
 import type { LiveEvents } from './metrics';
 import { Poller, type PollerServices } from './poller';
 import { ViewIndex, type WorkMeter } from './viewIndex';
@@ -59,7 +59,6 @@ export class LiveClosedError extends Error {
 
 /** A company's list with subscribers on this replica: its poller, its subscribers by filter, their index, and what waits to be delivered. */
 interface Entry {
-  readonly tenantId: string;
   readonly poller: Poller;
   readonly views: Map<string, View>;
   readonly index: ViewIndex<View>;
@@ -67,19 +66,13 @@ interface Entry {
   subscribers: number;
 }
 
-/** What tests may hand the hub besides its limits: the slices' work meter, limits and scheduler. */
-export interface HubSlicing {
-  readonly meter?: WorkMeter;
-  readonly limits?: SliceLimits;
-  readonly schedule?: (slice: () => void) => void;
-}
-
 export class LiveHub {
   private readonly entries = new Map<string, Entry>();
   private readonly perCompany = new Map<string, number>();
   /** Views with a filter, per company (all its lists). */
   private readonly filtersOf = new Map<string, number>();
-  private readonly meter: WorkMeter;
+  /** The index work of all this replica's lists, which the slices are cut by. */
+  private readonly meter: WorkMeter = { units: 0 };
   private readonly slices: Slices;
   private open = 0;
   readonly limits: LiveLimits;
@@ -88,11 +81,9 @@ export class LiveHub {
   constructor(
     private readonly services: PollerServices,
     limits: Partial<LiveLimits> = {},
-    slicing: HubSlicing = {},
   ) {
     this.limits = { ...DEFAULT_LIVE_LIMITS, ...limits };
-    this.meter = slicing.meter ?? { units: 0 };
-    this.slices = new Slices(this.meter, slicing.limits, slicing.schedule);
+    this.slices = new Slices(this.meter);
   }
 
   private get events(): LiveEvents {
@@ -204,7 +195,7 @@ export class LiveHub {
         this.stopPoller(key, entry);
       },
     });
-    const entry: Entry = { tenantId, poller, views, index, outbox, subscribers: 0 };
+    const entry: Entry = { poller, views, index, outbox, subscribers: 0 };
     this.entries.set(key, entry);
     poller.start();
     return entry;

@@ -14,10 +14,14 @@
  *                of the replica, polls of companies without a subscriber.
  *   4. flood:    another company's query p99 with and without a flood of subscribe
  *                messages on hostile sockets.
+ *   5. filters:  another company's worst query latency while one company's F distinct
+ *                windows that match nothing meet K changed shifts of an L-shift list
+ *                each poll, and the same polls with no change.
  *
  *   npm run probe:live -- [--subscribers 1000] [--changes 5] [--interval 2]
  *                         [--spread-subscriptions 10000] [--spread-companies 1000]
- *                         [--only fanout,replicas,spread,flood] [--profile DIR]
+ *                         [--only fanout,replicas,spread,flood,filters] [--profile DIR]
+ *                         [--filters 1000] [--filter-shifts 19900] [--filter-changes 2000] [--filter-polls 3]
  *                         [--flood-addresses 1] (the hostile clients' source addresses, 127.0.0.2 up)
  *                         [--flood-queries 1000] (queries timed quiet, then as many flooded)
  *                         [--subgraph dist/index.js] (another build's entry, for a before/after)
@@ -336,6 +340,78 @@ for (let i = 0; i < 10; i++) one('subscribe');
 for (let i = 0; i < 2; i++) { one('malformed'); one('noinit'); one('forged'); }
 `;
 
+/**
+ * One company's live matching against another's queries: `filters` subscriptions of one company, each with its own
+ * `startsFrom` in 2100 (none matches), on one connection; its list of `shifts` records
+ * polled every `interval` s; another company queries one query after another. A control
+ * phase of `polls` polls with nothing changed, then `polls` polls each after `changes`
+ * shifts were edited: each phase's worst and p99 latency, and the replica's largest
+ * event-loop delay (prom-client's `nodejs_eventloop_lag_max_seconds`, since the scrape
+ * that started the phase).
+ */
+async function filters(count: number, shifts: number, changes: number, polls: number, interval: number): Promise<Record<string, unknown>> {
+  const busy = generatedTenants(1, { locations: 10, shifts })[0]!;
+  const quiet = generatedTenants(2, { locations: 2, shifts: 20 })[1]!;
+  const emulator = await startEmulator({ tenants: [busy, quiet], host: '127.0.0.1' });
+  // A walk of up to 200 pages a poll: the poll budget must not be what limits it here.
+  const server = await replica(emulator, interval, { WFS_POLL_CALLS_PER_SECOND: '1000' });
+  const socket = new WebSocket(server.url.replace(/^http/, 'ws'), 'graphql-transport-ws', { perMessageDeflate: false });
+  try {
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    socket.on('error', () => undefined);
+    let delivered = 0;
+    const acked = new Promise<void>((resolve) =>
+      socket.on('message', (data) => {
+        const message = JSON.parse(String(data));
+        if (message.type === 'connection_ack') resolve();
+        else if (message.type === 'next') delivered += 1;
+        else if (message.type === 'ping') socket.send('{"type":"pong"}');
+      }),
+    );
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-tenant-id': busy.tenantId } } }));
+    await acked;
+    const far = Date.parse('2100-01-01T00:00:00Z');
+    const query = 'subscription($from: DateTime) { shiftChanges(filter: { startsFrom: $from }) { kind nodeId } }';
+    for (let i = 0; i < count; i++) socket.send(JSON.stringify({ id: String(i), type: 'subscribe', payload: { query, variables: { from: new Date(far + i * 60_000).toISOString() } } }));
+    await until(async () => (await metricValue(server.url, 'wfs_live_subscriptions')) === count, 'subscribed');
+    await until(async () => (await metricValue(server.url, 'wfs_live_polls_total', 'outcome="ok"')) >= 2, 'the baseline and a poll');
+    const calls = () => emulator.counters.listRequestsByTenant[busy.tenantId]?.shifts ?? 0;
+    const pagesPerWalk = Math.ceil(shifts / 100);
+    await queryP99(server.url, quiet.tenantId, 5);
+    const phase = async (edit: boolean) => {
+      const times: number[] = [];
+      let querying = true;
+      const queries = (async () => {
+        while (querying) {
+          const started = performance.now();
+          const response = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tenant-id': quiet.tenantId }, body: JSON.stringify({ query: '{ shifts(first: 20) { nodes { id location { name } } } }' }) });
+          await response.body.text();
+          times.push(performance.now() - started);
+        }
+      })();
+      await metricValue(server.url, 'nodejs_eventloop_lag_max_seconds');
+      for (let poll = 0; poll < polls; poll++) {
+        if (edit) for (const shift of busy.shifts.slice(0, changes)) shift.end = new Date(Date.parse(shift.end) + 60_000).toISOString();
+        const before = calls();
+        await until(() => calls() >= before + 2 * pagesPerWalk, 'a whole walk after the edit');
+      }
+      const answered = times.length;
+      await until(() => times.length >= answered + 5, 'five more queries');
+      querying = false;
+      await queries;
+      const loopLag = await metricValue(server.url, 'nodejs_eventloop_lag_max_seconds');
+      return { worstMs: Math.round(Math.max(...times)), p99Ms: Math.round(percentile(times, 99)), queries: times.length, loopLagMaxMs: Math.round(loopLag * 1000) };
+    };
+    const control = await phase(false);
+    const changed = await phase(true);
+    return { filters: count, shifts, changesPerPoll: changes, polls, control, changed, delivered, peakRssMiB: peakRssMiB(server.child.process.pid) };
+  } finally {
+    socket.terminate();
+    await server.stop();
+    await emulator.close();
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -344,7 +420,11 @@ async function main(): Promise<void> {
       interval: { type: 'string', default: '2' },
       'spread-subscriptions': { type: 'string', default: '10000' },
       'spread-companies': { type: 'string', default: '1000' },
-      only: { type: 'string', default: 'fanout,replicas,spread,flood' },
+      only: { type: 'string', default: 'fanout,replicas,spread,flood,filters' },
+      filters: { type: 'string', default: '1000' },
+      'filter-shifts': { type: 'string', default: '19900' },
+      'filter-changes': { type: 'string', default: '2000' },
+      'filter-polls': { type: 'string', default: '3' },
       profile: { type: 'string' },
       'flood-addresses': { type: 'string', default: '1' },
       'flood-queries': { type: 'string', default: '1000' },
@@ -368,6 +448,7 @@ async function main(): Promise<void> {
   await step('replicas', () => replicas(Number(values.subscribers), interval, 3));
   await step('spread', () => spread(Number(values['spread-subscriptions']), Number(values['spread-companies']), 15));
   await step('flood', () => flood(interval, Number(values['flood-addresses']), Number(values['flood-queries'])));
+  await step('filters', () => filters(Number(values.filters), Number(values['filter-shifts']), Number(values['filter-changes']), Number(values['filter-polls']), 1));
 }
 
 main().catch((error: unknown) => {

@@ -1,19 +1,21 @@
 /**
  * The live hub of one replica: one poller per company and list, whatever the
  * subscribers' filters, started with the first subscriber and stopped with the last;
- * each subscriber's filter applied to the changes of the one walk (subscribers with the
- * same filter share the work); bounded subscriptions per company and per replica; each
+ * subscribers with the same filter grouped in one view, and a change matched to the
+ * views it concerns by lookup (viewIndex.ts), never tried on every filter; the
+ * deliveries cut into slices that give the event loop back (delivery.ts); bounded
+ * subscriptions and distinct filters per company, subscriptions per replica; each
  * subscriber's queue bounded (a consumer that does not keep up is dropped, not
  * buffered without end).
  */
 import { filterKey } from '../upstream/pageKey';
-import type { AnyResource, ListFilter, UpstreamRecord } from '../upstream/resources';
+import type { AnyResource, ListFilter } from '../upstream/resources';
+import { Outbox, Slices, type LiveEvent, type Subscriber, type View } from './delivery';
 import type { LiveEvents } from './metrics';
 import { Poller, type PollerServices } from './poller';
-import { inScope, type ChangeKind, type RecordChange } from './snapshot';
+import { ViewIndex, type WorkMeter } from './viewIndex';
 
-/** What a subscriber receives: a change, or the error that ends its subscription. */
-export type LiveEvent = { readonly kind: ChangeKind; readonly id: string; readonly record?: UpstreamRecord } | { readonly error: Error };
+export type { LiveEvent } from './delivery';
 
 export interface LiveLimits {
   /** Open subscriptions one company may hold on a replica. */
@@ -22,16 +24,23 @@ export interface LiveLimits {
   readonly perReplica: number;
   /** Changes waiting for one subscriber before it is dropped as a slow consumer. */
   readonly queuedChanges: number;
+  /**
+   * Distinct filters one company's open subscriptions may have on a replica (views; a
+   * subscription with a filter already open joins its view). Matching no longer costs
+   * views × changes, but each view is memory and a place in the index rebuilt when
+   * views come and go; screens with the same window share one.
+   */
+  readonly filtersPerCompany: number;
 }
 
-export const DEFAULT_LIVE_LIMITS: LiveLimits = Object.freeze({ perCompany: 5_000, perReplica: 20_000, queuedChanges: 1_000 });
+export const DEFAULT_LIVE_LIMITS: LiveLimits = Object.freeze({ perCompany: 5_000, perReplica: 20_000, queuedChanges: 1_000, filtersPerCompany: 1_000 });
 
 /** A subscription refused by a limit; `code` is the `extensions.code` it answers with. */
 export class LiveLimitError extends Error {
   override readonly name = 'LiveLimitError';
   constructor(
     readonly code: 'SERVICE_UNAVAILABLE',
-    readonly reason: 'company' | 'replica',
+    readonly reason: 'company' | 'replica' | 'filters',
     message: string,
   ) {
     super(message);
@@ -48,26 +57,23 @@ export class LiveClosedError extends Error {
   override readonly name = 'LiveClosedError';
 }
 
-interface Subscriber {
-  readonly push: (event: LiveEvent) => void;
-}
-
-/** The subscribers of one key with one filter: its changes are worked out once for all of them. */
-interface View {
-  readonly matches: ((record: UpstreamRecord) => boolean) | undefined;
-  readonly subscribers: Set<Subscriber>;
-}
-
-/** A company's list with subscribers on this replica: its poller, and its subscribers by filter. */
+/** A company's list with subscribers on this replica: its poller, its subscribers by filter, their index, and what waits to be delivered. */
 interface Entry {
   readonly poller: Poller;
   readonly views: Map<string, View>;
+  readonly index: ViewIndex<View>;
+  readonly outbox: Outbox;
   subscribers: number;
 }
 
 export class LiveHub {
   private readonly entries = new Map<string, Entry>();
   private readonly perCompany = new Map<string, number>();
+  /** Views with a filter, per company (all its lists). */
+  private readonly filtersOf = new Map<string, number>();
+  /** The index work of all this replica's lists, which the slices are cut by. */
+  private readonly meter: WorkMeter = { units: 0 };
+  private readonly slices: Slices;
   private open = 0;
   readonly limits: LiveLimits;
 
@@ -77,6 +83,7 @@ export class LiveHub {
     limits: Partial<LiveLimits> = {},
   ) {
     this.limits = { ...DEFAULT_LIVE_LIMITS, ...limits };
+    this.slices = new Slices(this.meter);
   }
 
   private get events(): LiveEvents {
@@ -91,6 +98,11 @@ export class LiveHub {
   /** Pollers on this replica: one per company and list with subscribers here, at most the lists per company. */
   get pollers(): number {
     return this.entries.size;
+  }
+
+  /** Distinct filters of `tenantId`'s open subscriptions on this replica. */
+  filters(tenantId: string): number {
+    return this.filtersOf.get(tenantId) ?? 0;
   }
 
   /**
@@ -109,26 +121,49 @@ export class LiveHub {
       throw new LiveLimitError('SERVICE_UNAVAILABLE', 'company', `your company has ${this.limits.perCompany} open subscriptions on this replica already; share one subscription between screens, or close some`);
     }
     const key = `${tenantId}\n${resource.name}`;
-    const entry = this.entries.get(key) ?? this.startPoller(key, tenantId, resource);
     const scope = filter && resource.matches && filterKey(filter) !== '' ? filterKey(filter) : '';
+    const existing = this.entries.get(key);
+    if (scope !== '' && !existing?.views.has(scope) && this.filters(tenantId) >= this.limits.filtersPerCompany) {
+      this.events.liveRefused('filters');
+      throw new LiveLimitError(
+        'SERVICE_UNAVAILABLE',
+        'filters',
+        `your company's open subscriptions have ${this.limits.filtersPerCompany} distinct filters on this replica already; subscribe with a filter already in use (whole days in startsFrom and startsBefore, say), or close some`,
+      );
+    }
+    const entry = existing ?? this.startPoller(key, tenantId, resource);
     let view = entry.views.get(scope);
     if (!view) {
-      const matches = scope === '' ? undefined : (record: UpstreamRecord) => resource.matches!(record, filter!);
-      entry.views.set(scope, (view = { matches, subscribers: new Set() }));
+      view = { filter: scope === '' ? undefined : filter, subscribers: new Set() };
+      entry.views.set(scope, view);
+      entry.index.add(view);
+      if (scope !== '') this.filtersOf.set(tenantId, this.filters(tenantId) + 1);
     }
+    const joined = view;
     const list = resource.name;
-    const subscriber = boundedQueue(this.limits.queuedChanges, this.events, () => {
-      view.subscribers.delete(subscriber.subscriber);
-      if (view.subscribers.size === 0 && entry.views.get(scope) === view) entry.views.delete(scope);
+    const subscriber = boundedQueue(this.limits.queuedChanges, entry.outbox.last, this.events, () => {
+      joined.subscribers.delete(subscriber.subscriber);
+      if (joined.subscribers.size === 0 && entry.views.get(scope) === joined) {
+        entry.views.delete(scope);
+        entry.index.delete(joined);
+        if (scope !== '') {
+          const left = this.filters(tenantId) - 1;
+          if (left === 0) this.filtersOf.delete(tenantId);
+          else this.filtersOf.set(tenantId, left);
+        }
+      }
       entry.subscribers -= 1;
       this.open -= 1;
       const left = (this.perCompany.get(tenantId) ?? 1) - 1;
       if (left === 0) this.perCompany.delete(tenantId);
       else this.perCompany.set(tenantId, left);
       this.events.liveSubscriptions(list, -1);
-      if (entry.subscribers === 0) this.stopPoller(key, entry);
+      if (entry.subscribers === 0) {
+        entry.outbox.stop();
+        this.stopPoller(key, entry);
+      }
     });
-    view.subscribers.add(subscriber.subscriber);
+    joined.subscribers.add(subscriber.subscriber);
     entry.subscribers += 1;
     this.open += 1;
     this.perCompany.set(tenantId, company + 1);
@@ -139,40 +174,31 @@ export class LiveHub {
   /** Stops every poller and ends every subscription (shutdown). */
   async close(): Promise<void> {
     for (const [key, entry] of this.entries) {
-      this.broadcast(entry, { error: new LiveClosedError('the server is shutting down; resubscribe to another replica') });
+      entry.outbox.stop();
+      const event: LiveEvent = { error: new LiveClosedError('the server is shutting down; resubscribe to another replica') };
+      for (const view of [...entry.views.values()]) for (const subscriber of [...view.subscribers]) subscriber.push(event);
       this.stopPoller(key, entry);
     }
     await this.services.coordinator.close();
   }
 
   private startPoller(key: string, tenantId: string, resource: AnyResource): Entry {
-    let entry: Entry;
+    const views = new Map<string, View>();
+    const index = new ViewIndex<View>(resource, this.meter);
+    const outbox = new Outbox(index, () => [...views.values()], this.slices);
     const poller = new Poller(key, tenantId, resource, this.services, {
-      changes: (changes, before) => {
-        for (const view of [...entry.views.values()]) {
-          for (const change of changes) {
-            // A view whose subscribers all ended (slow consumers past their bound) stops here.
-            if (view.subscribers.size === 0) break;
-            const seen = view.matches ? inScope(change, before.get(change.id), view.matches) : change;
-            if (!seen) continue;
-            const event = eventOf(seen);
-            for (const subscriber of [...view.subscribers]) subscriber.push(event);
-          }
-        }
-      },
+      // Taken in at once, delivered in slices (delivery.ts).
+      changes: (changes, before) => outbox.add(changes, before),
       failed: (error) => {
-        this.broadcast(entry, { error });
+        // Its subscribers end after the changes before the failure; new ones start a new poller.
+        outbox.end(error);
         this.stopPoller(key, entry);
       },
     });
-    entry = { poller, views: new Map(), subscribers: 0 };
+    const entry: Entry = { poller, views, index, outbox, subscribers: 0 };
     this.entries.set(key, entry);
     poller.start();
     return entry;
-  }
-
-  private broadcast(entry: Entry, event: LiveEvent): void {
-    for (const view of [...entry.views.values()]) for (const subscriber of [...view.subscribers]) subscriber.push(event);
   }
 
   private stopPoller(key: string, entry: Entry): void {
@@ -181,10 +207,6 @@ export class LiveHub {
     entry.poller.stop();
     if (this.entries.size === 0) this.events.livePollStretch(1, false);
   }
-}
-
-function eventOf(change: RecordChange): LiveEvent {
-  return { kind: change.kind, id: change.id, ...(change.record && { record: change.record }) };
 }
 
 /**
@@ -199,7 +221,7 @@ function eventOf(change: RecordChange): LiveEvent {
  * its queue is let go, its slots (and maybe its poller) freed, and it reads
  * SlowConsumerError next. `onFinish` runs once, when it ends for any reason.
  */
-function boundedQueue(bound: number, events: LiveEvents, onFinish: () => void): { subscriber: Subscriber; iterator: AsyncIterableIterator<LiveEvent> } {
+function boundedQueue(bound: number, after: number, events: LiveEvents, onFinish: () => void): { subscriber: Subscriber; iterator: AsyncIterableIterator<LiveEvent> } {
   const queue: LiveEvent[] = [];
   let waiting: ((result: IteratorResult<LiveEvent>) => void) | undefined;
   let done = false;
@@ -209,6 +231,7 @@ function boundedQueue(bound: number, events: LiveEvents, onFinish: () => void): 
     onFinish();
   };
   const subscriber: Subscriber = {
+    after,
     push: (event) => {
       if (done) return;
       if (waiting) {

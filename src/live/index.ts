@@ -75,8 +75,13 @@ export function createLive(parts: LiveParts): Live {
 }
 
 function limitsOf(options: LiveOptions): Partial<LiveLimits> {
-  const { perCompany, perReplica, queuedChanges } = options;
-  return { ...(perCompany !== undefined && { perCompany }), ...(perReplica !== undefined && { perReplica }), ...(queuedChanges !== undefined && { queuedChanges }) };
+  const { perCompany, perReplica, queuedChanges, filtersPerCompany } = options;
+  return {
+    ...(perCompany !== undefined && { perCompany }),
+    ...(perReplica !== undefined && { perReplica }),
+    ...(queuedChanges !== undefined && { queuedChanges }),
+    ...(filtersPerCompany !== undefined && { filtersPerCompany }),
+  };
 }
 
 export { LiveClosedError, LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent, type LiveLimits } from './hub';

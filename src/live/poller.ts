@@ -11,7 +11,7 @@ import type { Coordinator } from './coordinator';
 import type { ListReader } from './listReader';
 import type { LiveEvents } from './metrics';
 import type { PollBudget } from './pollBudget';
-import { apply, diff, type RecordChange, type Snapshot, type SnapshotMemory } from './snapshot';
+import { apply, diffInSlices, type RecordChange, type Snapshot, type SnapshotMemory } from './snapshot';
 
 /** Each poll's delay is the interval times a factor from 1 - JITTER to 1 + JITTER, so companies do not poll in step. */
 export const POLL_JITTER = 0.1;
@@ -53,6 +53,12 @@ export class Poller {
   private stopped = false;
   private leading = false;
   private polling: Promise<void> | undefined;
+  /**
+   * What other replicas sent while a poll's diff runs in slices: applied once the new
+   * snapshot is in place, so the diff compares with a snapshot that holds still and a
+   * change is neither lost nor delivered twice.
+   */
+  private heard: Array<readonly RecordChange[]> | undefined;
   private readonly random: () => number;
 
   constructor(
@@ -100,6 +106,10 @@ export class Poller {
   /** What another replica's poll found: those not yet seen here are delivered. */
   received(changes: readonly RecordChange[]): void {
     if (this.stopped || !this.snapshot) return;
+    if (this.heard) {
+      this.heard.push(changes);
+      return;
+    }
     // What a replica sent is checked before any of it is applied: a change without a string id is no change.
     const wellFormed = changes.filter((change) => typeof change?.id === 'string' && typeof change.fingerprint === 'number');
     const size = this.snapshot.size;
@@ -157,18 +167,31 @@ export class Poller {
       this.services.budget.note(this.tenantId, this, read.calls, this.services.intervalMs);
       if (!this.snapshot) {
         // The baseline: what later changes are measured against; it delivers nothing.
-        this.snapshot = diff(new Map(), read.records).next;
+        const { next } = await diffInSlices(new Map(), read.records);
+        if (this.stopped) return;
+        this.snapshot = next;
         if (this.resource.matches) this.records = new Map(read.records.map((record) => [record.id, record]));
         this.services.memory.resize(this.snapshot.size, this.records?.size ?? 0);
       } else {
         const before = this.size;
-        const { changes, next } = diff(this.snapshot, read.records);
+        this.heard = [];
+        let found: Awaited<ReturnType<typeof diffInSlices>>;
+        let heard: Array<readonly RecordChange[]>;
+        try {
+          found = await diffInSlices(this.snapshot, read.records);
+        } finally {
+          heard = this.heard;
+          this.heard = undefined;
+        }
+        if (this.stopped) return;
+        const { changes, next } = found;
         this.snapshot = next;
         this.services.memory.resize(this.size - before, 0);
         if (changes.length > 0) {
           this.merge(changes);
           coordinator.publish(this.key, changes);
         }
+        for (const message of heard) this.received(message);
       }
       events.livePolled(list, 'ok', (performance.now() - started) / 1000);
     } catch (error) {

@@ -2,7 +2,7 @@ import { LOCAL_COORDINATOR } from '../../src/live/coordinator';
 import { LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent, type LiveLimits } from '../../src/live/hub';
 import type { ListReader } from '../../src/live/listReader';
 import { PollBudget } from '../../src/live/pollBudget';
-import { diff, apply, fingerprint, SnapshotMemory } from '../../src/live/snapshot';
+import { diff, diffInSlices, apply, fingerprint, SnapshotMemory } from '../../src/live/snapshot';
 import { NO_OBSERVER } from '../../src/upstream/observer';
 import { makeTenant, startShiftChurn } from '../../src/emulator';
 import { UpstreamError } from '../../src/upstream/errors';
@@ -37,6 +37,23 @@ describe('live snapshot', () => {
     // A change already seen here is not delivered again.
     expect(apply(after, changes[0]!)).toBe(false);
     expect(apply(after, { kind: 'UPDATED', id: 'a', fingerprint: fingerprint(shift('a')) })).toBe(true);
+  });
+
+  it('finds the same changes in slices, giving the event loop turns between them', async () => {
+    const previous = diff(new Map(), Array.from({ length: 50 }, (_, i) => shift(`r${i}`))).next;
+    const records = Array.from({ length: 60 }, (_, i) => shift(`r${i}`, i % 3 === 0 ? '2026-11-23T18:00:00+01:00' : undefined)).slice(5);
+    let turns = 0;
+    let probing = true;
+    const probe = () => {
+      turns += 1;
+      if (probing) setImmediate(probe);
+    };
+    setImmediate(probe);
+    const sliced = await diffInSlices(previous, records, 7);
+    probing = false;
+    expect(sliced).toEqual(diff(previous, records));
+    // 55 records, 7 a slice: the loop had a turn between slices.
+    expect(turns).toBeGreaterThanOrEqual(7);
   });
 });
 

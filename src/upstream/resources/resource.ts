@@ -43,6 +43,13 @@ export interface Resource<R extends UpstreamRecord = UpstreamRecord, F extends L
    */
   matches?(record: R, filter: F): boolean;
   /**
+   * For a filterable list: what its filters are made of, so the live hub can find the
+   * subscribers a change concerns by lookup instead of trying every filter
+   * (src/live/viewIndex.ts). It must say exactly what `matches` does; a filter with a
+   * field it does not name is tried one by one.
+   */
+  readonly filterShape?: FilterShape<R>;
+  /**
    * The list's filter from the arguments a client gave (GraphQL's `filter` input, or a
    * child connection's own arguments plus its parent's id), checked and normalised so
    * that two spellings of one filter are equal (date-times become instants). Fields
@@ -54,6 +61,18 @@ export interface Resource<R extends UpstreamRecord = UpstreamRecord, F extends L
    * one: query parameters to add to the list call. None today.
    */
   upstreamQuery?(filter: F): Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * A filter as fields compared for equality with a value of the record, and at most one
+ * range over a number of the record. `matches(record, filter)` must be: each equality
+ * field the filter gives equals the record's value (a record's null equals nothing),
+ * and, when the filter gives either bound of the range, the record's number is known,
+ * at least `from` (inclusive) and below `before` (exclusive).
+ */
+export interface FilterShape<R extends UpstreamRecord = UpstreamRecord> {
+  readonly equal: Readonly<Record<string, { of(record: R): string | null }>>;
+  readonly range?: { readonly from: string; readonly before: string; of(record: R): number | null };
 }
 
 /** Any resource, whatever its record and filter types (for registries and maps). */

@@ -74,6 +74,8 @@ export const shifts = defineResource<ShiftRecord, ShiftFilter, 'shifts'>({
   scope: 'shifts.read',
   map: toShiftRecord,
   matches,
+  // What `matches` compares, for the live hub's index of subscribers' filters.
+  filterShape: { equal: { locationId: { of: (shift) => shift.locationId } }, range: { from: 'startsFrom', before: 'startsBefore', of: (shift) => instantOf(shift.start) } },
   filterFrom,
   upstreamQuery: () => undefined,
 });

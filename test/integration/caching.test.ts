@@ -73,6 +73,18 @@ describe('a page read again within the window', () => {
     expect(cacheControl(expired)).toBe('private, max-age=30');
   });
 
+  it("is as old as the oldest data the answer used: an entity-index read counts", async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const id = A.locations[25]!.id;
+    expect(cacheControl(await subgraph!.query(`{ location(id: "${id}") { name } }`, {}, as(A)))).toBe('private, max-age=30');
+    clock += 20_000;
+    // A page read upstream now, and a record the index has held for 20 s: 10 s left.
+    const mixed = await subgraph!.query(`{ shifts(first: 2) { nodes { id } } location(id: "${id}") { name } }`, {}, as(A));
+    expect(mixed.errors).toBeUndefined();
+    expect(cacheControl(mixed)).toBe('private, max-age=10');
+    expect(cacheControl(await subgraph!.query('{ shifts(first: 2) { nodes { id } } }', {}, as(A)))).toBe('private, max-age=30');
+  });
+
   it('with WFS_FRESHNESS_SECONDS=0, always goes upstream and is no-store', async () => {
     await start({ WFS_FRESHNESS_SECONDS: '0' });
     for (let i = 1; i <= 3; i++) {

@@ -191,7 +191,9 @@ export class EntityIndex<T extends { id: string }> {
       if (isMalformed(record)) continue;
       const there = held?.items[i];
       if (held && (there === undefined || isMalformed(there) || there.id !== record.id)) return true;
-      const known = this.records.get(record.id);
+      // The held page's record in the same place is the index's own (records and pages
+      // are dropped together): compared without a map lookup.
+      const known = there ?? this.records.get(record.id);
       if (known !== undefined && known !== record && !sameRecord(known, record)) return true;
     }
     return held !== undefined && held.items.length !== records.length;

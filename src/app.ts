@@ -126,6 +126,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
     }),
     resources: new ResourceSet(RESOURCES),
     observer,
+    freshnessMs: config.freshnessSeconds * 1000,
     identify: createIdentityResolver({
       jwt: config.jwt,
       tenantHeader: config.tenantHeader,

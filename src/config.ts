@@ -47,6 +47,9 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_MAX_CONNECTIONS_PER_ADDRESS',
   'WFS_HEADERS_TIMEOUT_MS',
   'WFS_DRAIN_SECONDS',
+  'WFS_FRESHNESS_SECONDS',
+  'WFS_CACHE_INVALIDATION_URLS',
+  'WFS_CACHE_INVALIDATION_KEY',
 ] as const;
 
 /**
@@ -167,7 +170,21 @@ export interface Config {
   readonly headersTimeoutMs: number;
   /** WFS_DRAIN_SECONDS: after SIGTERM, how long the replica answers `/ready` 503 and keeps serving (with `Connection: close`) before it stops accepting connections (default 5). */
   readonly drainSeconds: number;
+  /** WFS_FRESHNESS_SECONDS: how far behind the upstream an answer may be (docs/caching.md); 0: every list read goes upstream, answers `no-store`. */
+  readonly freshnessSeconds: number;
+  /** WFS_CACHE_INVALIDATION_URLS: gateways' invalidation endpoints (Apollo Router's format) told of the changes the pollers see. */
+  readonly cacheInvalidationUrls: readonly string[];
+  /** WFS_CACHE_INVALIDATION_KEY: sent to them as `Authorization`; set whenever the URLs are. */
+  readonly cacheInvalidationKey: string | null;
 }
+
+/**
+ * The default of WFS_FRESHNESS_SECONDS, and its largest value. 0 by default: clients
+ * write to the REST API directly and read through us, and an operator who has not
+ * chosen a window must not find that a read right after a write answers what was there
+ * before it (docs/caching.md, "The default"). Choosing one is a line of configuration.
+ */
+export const FRESHNESS_SECONDS = { default: 0, max: 3_600 } as const;
 
 /** A configuration problem: `index.ts` prints the message as one line and exits 1. */
 export class ConfigError extends Error {
@@ -246,6 +263,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (production && !demo && !jwt && routerSecret === null && !trustedNetwork) {
     throw new ConfigError('WFS_ROUTER_SECRET', "is required with NODE_ENV=production in trusted-header mode, or anyone who reaches the port reads any tenant: set it to the router's secret, use WFS_JWKS_URL, or set WFS_TRUSTED_NETWORK=true if only the router can reach this port");
   }
+  const freshnessSeconds = freshness(env);
   const config: Config = {
     port: port(env.PORT),
     host: nonEmpty(env.HOST) ?? '127.0.0.1',
@@ -273,7 +291,7 @@ export function loadConfig(env: Env = process.env): Config {
     shardRetryAfterMaxSeconds: positiveInteger(env, 'WFS_SHARD_RETRY_AFTER_MAX_S'),
     tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S'),
     entityIndexMaxRecords: positiveInteger(env, 'WFS_ENTITY_INDEX_MAX_RECORDS'),
-    entityIndexTtlSeconds: positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS'),
+    entityIndexTtlSeconds: entityIndexTtl(env, freshnessSeconds),
     pollIntervalSeconds: positiveInteger(env, 'WFS_POLL_INTERVAL_SECONDS'),
     pollCallsPerSecond: positiveInteger(env, 'WFS_POLL_CALLS_PER_SECOND'),
     liveAddressStrikes: positiveInteger(env, 'WFS_LIVE_ADDRESS_STRIKES'),
@@ -285,6 +303,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxConnectionsPerAddress: positiveInteger(env, 'WFS_MAX_CONNECTIONS_PER_ADDRESS'),
     headersTimeoutMs: positiveInteger(env, 'WFS_HEADERS_TIMEOUT_MS'),
     drainSeconds: positiveInteger(env, 'WFS_DRAIN_SECONDS'),
+    freshnessSeconds,
+    ...cacheInvalidation(env),
   };
   return Object.freeze(config);
 }
@@ -343,6 +363,46 @@ function positiveInteger(env: Env, name: keyof typeof NUMERIC_SETTINGS): number 
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > max) throw new ConfigError(name, `must be an integer from 1 to ${max}, got "${text}"`);
   return Number(text);
+}
+
+/** WFS_FRESHNESS_SECONDS: 0 (today's behaviour: nothing kept) up to FRESHNESS_SECONDS.max. */
+function freshness(env: Env): number {
+  const text = nonEmpty(env.WFS_FRESHNESS_SECONDS);
+  if (text === undefined) return FRESHNESS_SECONDS.default;
+  if (!/^\d+$/.test(text) || Number(text) > FRESHNESS_SECONDS.max) throw new ConfigError('WFS_FRESHNESS_SECONDS', `must be an integer from 0 to ${FRESHNESS_SECONDS.max}, got "${text}"`);
+  return Number(text);
+}
+
+/**
+ * The entity index's lifetime follows the freshness window: what it holds is served
+ * through `location(id:)`, `node`, `Shift.location` and `_entities`, and the pages a
+ * company reads again are kept in it, so one lifetime bounds every way of reading a
+ * record (docs/caching.md). WFS_ENTITY_INDEX_TTL_SECONDS, if set, can only shorten it;
+ * with the window at 0 it is the index's lifetime, as before the window existed.
+ */
+function entityIndexTtl(env: Env, freshnessSeconds: number): number {
+  const explicit = nonEmpty(env.WFS_ENTITY_INDEX_TTL_SECONDS) === undefined ? undefined : positiveInteger(env, 'WFS_ENTITY_INDEX_TTL_SECONDS');
+  if (freshnessSeconds === 0) return explicit ?? NUMERIC_SETTINGS.WFS_ENTITY_INDEX_TTL_SECONDS.default;
+  return Math.min(explicit ?? freshnessSeconds, freshnessSeconds);
+}
+
+/** WFS_CACHE_INVALIDATION_URLS and its key: both or neither. */
+function cacheInvalidation(env: Env): { cacheInvalidationUrls: string[]; cacheInvalidationKey: string | null } {
+  const urls = (nonEmpty(env.WFS_CACHE_INVALIDATION_URLS) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const text of urls) {
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new ConfigError('WFS_CACHE_INVALIDATION_URLS', `"${text.slice(0, 80)}" is not an absolute http(s) URL`);
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('WFS_CACHE_INVALIDATION_URLS', `"${text.slice(0, 80)}" must be an http(s) URL`);
+    if (url.username || url.password) throw new ConfigError('WFS_CACHE_INVALIDATION_URLS', 'must not carry credentials in a URL (the key goes in WFS_CACHE_INVALIDATION_KEY)');
+  }
+  const key = secret(env, 'WFS_CACHE_INVALIDATION_KEY', 16) ?? null;
+  if (urls.length > 0 && key === null) throw new ConfigError('WFS_CACHE_INVALIDATION_KEY', "is required with WFS_CACHE_INVALIDATION_URLS: the gateways' shared invalidation key, sent as Authorization");
+  if (urls.length === 0 && key !== null) throw new ConfigError('WFS_CACHE_INVALIDATION_KEY', 'is set but WFS_CACHE_INVALIDATION_URLS is not');
+  return { cacheInvalidationUrls: urls, cacheInvalidationKey: key };
 }
 
 function flag(env: Env, name: string, fallback: boolean): boolean {

@@ -62,6 +62,13 @@ export function liveArrival(pollIntervalSeconds: number): string {
     : `the edits made between two polls arrive together, one batch every ${pollIntervalSeconds} s or so (the first within ${firstAtMost} s of subscribing)`;
 }
 
+/** What the banner says of the freshness window (docs/caching.md). */
+export function freshnessLine(freshnessSeconds: number): string {
+  return freshnessSeconds === 0
+    ? 'Freshness: WFS_FRESHNESS_SECONDS=0, every read goes upstream and every answer is no-store (docs/caching.md).'
+    : `Freshness: WFS_FRESHNESS_SECONDS=${freshnessSeconds}, an answer may be up to ${freshnessSeconds} s behind the upstream; a page read again within it comes from memory (docs/caching.md).`;
+}
+
 /** The start-up text of demo mode: where to go and what to paste. */
 export function demoBanner(demo: Demo, graphqlUrl: string): string {
   const header = demo.config.tenantHeader;
@@ -89,6 +96,8 @@ export function demoBanner(demo: Demo, graphqlUrl: string): string {
     `of its shifts every ${DEMO_CHURN_MS / 1000} s; the subgraph polls it every ${demo.config.pollIntervalSeconds} s (±10 %) while someone subscribes, so`,
     `${liveArrival(demo.config.pollIntervalSeconds)}:`,
     `  subscription { shiftChanges { kind nodeId shift { id start end location { name } } } }`,
+    '',
+    freshnessLine(demo.config.freshnessSeconds),
     '',
     'Or paste into the explorer:',
     ...EXAMPLE_QUERY.trimEnd().split('\n').map((line) => `  ${line}`),

@@ -21,6 +21,9 @@ import { createLive, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
+import { cachePolicyPlugin } from './graphql/server/cachePolicy';
+import { CacheTags } from './upstream/cacheTags';
+import { InvalidationSender } from './live/invalidation';
 import { createSubscribeGate, type SubscribeGateLimits } from './graphql/server/subscribeGate';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
@@ -109,6 +112,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   });
   const sharing = new SharedRequests(observability.observer);
   const queryLimits = { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost };
+  const cacheTags = new CacheTags(config.cursorSecret);
   // The schema copy Apollo Server never instruments, built when first needed: by a
   // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
   let uninstrumented: GraphQLSchema | undefined;
@@ -122,8 +126,17 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     introspection: config.introspection,
     limits: queryLimits,
     stringifyResult: sharing.stringify,
-    // Order matters: the operation observer counts the item errors appended before it.
+    // Order matters: the operation observer counts the item errors appended before it;
+    // the cache policy is set before the shared-requests plugin hands it to joiners.
     plugins: [
+      cachePolicyPlugin({
+        freshnessSeconds: config.freshnessSeconds,
+        tags: cacheTags,
+        resources: app.services.resources,
+        tenantHeader: config.tenantHeader,
+        defaultTenant: options.defaultTenant,
+        now: app.services.indexes.now,
+      }),
       sharing.plugin(),
       ...(observability.plugins as ReadonlyArray<ApolloServerPlugin<GraphQLContext>>),
       ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
@@ -136,8 +149,17 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
   warnAtStart(config, logger, sharedStoreConnected);
 
+  // Invalidation out (docs/caching.md): the gateways hear of the changes this replica's polls see.
+  const invalidation =
+    config.cacheInvalidationUrls.length > 0
+      ? new InvalidationSender({ urls: config.cacheInvalidationUrls, key: config.cacheInvalidationKey ?? '', onOutcome: (outcome) => metrics.cacheInvalidations.inc({ outcome }) })
+      : undefined;
   // Live updates (live/index.ts): one poller per company and list over the reading side queries use.
   const live = createLive({
+    onChanged: (tenantId, list, polled) => {
+      app.services.indexes.changed(tenantId, list);
+      if (polled) invalidation?.invalidate([cacheTags.list(tenantId, list)]);
+    },
     config,
     reading: app.services,
     memory: app.services.indexes,
@@ -191,6 +213,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       // WebSocket connections are no longer the HTTP server's once upgraded: closed first.
       await liveSocket.close();
       await live.close();
+      invalidation?.close();
       await apollo.stop();
       await app.close();
       await observability.close();

@@ -10,6 +10,9 @@ interface SharedResult {
   readonly data: Record<string, unknown> | null | undefined;
   readonly errors: readonly GraphQLFormattedError[] | undefined;
   readonly status: number | undefined;
+  /** The leader's cache policy (graphql/server/cachePolicy.ts): its `Cache-Control` and its extensions (the cache tags). */
+  readonly cacheControl: string | undefined;
+  readonly extensions: Record<string, unknown> | undefined;
 }
 
 /** What a joiner is told: the answer to take, LEAD (execute and publish for the others), or nothing (execute alone). */
@@ -162,9 +165,11 @@ export class SharedRequests {
         // The lead (execute, and publish for the others), or its own signal aborted: execute.
         if (shared === LEAD || !shared) return null;
         this.observer.requestShared();
+        const headers = new HeaderMap();
+        if (shared.cacheControl !== undefined) headers.set('cache-control', shared.cacheControl);
         return {
-          http: { status: shared.status, headers: new HeaderMap() },
-          body: { kind: 'single', singleResult: { data: shared.data, ...(shared.errors && { errors: shared.errors }) } },
+          http: { status: shared.status, headers },
+          body: { kind: 'single', singleResult: { data: shared.data, ...(shared.errors && { errors: shared.errors }), ...(shared.extensions && { extensions: { ...shared.extensions } }) } },
         };
       },
       willSendResponse: async ({ contextValue, response, operation, errors: raised }) => {
@@ -173,8 +178,8 @@ export class SharedRequests {
         // An answer that depended on this request's own moment is not everyone's: the lead passes on.
         if (raised?.some(isMomentaryFailure)) return;
         // After the item errors were appended (that plugin comes first): joiners get them too.
-        const { data, errors } = response.body.singleResult;
-        slot.share.result = { data, errors, status: response.http.status };
+        const { data, errors, extensions } = response.body.singleResult;
+        slot.share.result = { data, errors, status: response.http.status, cacheControl: response.http.headers.get('cache-control'), extensions };
         if (data && slot.share.waiters.length > 0) this.json.set(data, null);
       },
     };
@@ -191,13 +196,14 @@ export class SharedRequests {
    */
   readonly stringify = (value: { data?: unknown; errors?: unknown; extensions?: unknown }): string => {
     const data = value.data;
-    if (typeof data !== 'object' || data === null || value.errors !== undefined || value.extensions !== undefined || !this.json.has(data)) return JSON.stringify(value);
+    if (typeof data !== 'object' || data === null || value.errors !== undefined || !this.json.has(data)) return JSON.stringify(value);
     let text = this.json.get(data);
     if (!text) {
       text = JSON.stringify(data);
       this.json.set(data, text);
     }
-    return `{"data":${text}}`;
+    // A cacheable answer's extensions (its cache tags) are small, and written per answer.
+    return value.extensions === undefined ? `{"data":${text}}` : `{"data":${text},"extensions":${JSON.stringify(value.extensions)}}`;
   };
 
   /** Waits for the share's answer; `lead` runs (before the promise settles) when this joiner is given the lead. */

@@ -39,6 +39,8 @@ export interface LiveParts {
   readonly events: LiveEvents;
   /** Told once per outage that Redis does not answer (the replica then polls for its own subscribers). */
   readonly onRedisDown?: (error: Error) => void;
+  /** Told of each change a poll saw (`polled`) or another replica's message brought (poller.ts): kept answers are dropped, gateways told. */
+  readonly onChanged?: (tenantId: string, list: string, polled: boolean) => void;
   readonly options?: LiveOptions;
 }
 
@@ -68,6 +70,7 @@ export function createLive(parts: LiveParts): Live {
       events: parts.events,
       memory: new SnapshotMemory(parts.memory),
       ...(options.random && { random: options.random }),
+      ...(parts.onChanged && { onChanged: parts.onChanged }),
     },
     limitsOf(options),
   );

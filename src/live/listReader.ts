@@ -31,7 +31,7 @@ export const POLL_PAGE_SIZE = 100;
  */
 export function tenantListReader(services: ReadingServices): ListReader {
   return async (tenantId, resource, signal) => {
-    const reader = createTenantReader(services, tenantId, signal);
+    const reader = createTenantReader(services, tenantId, signal, { live: true });
     try {
       await reader.authorize(resource);
       const walk = reader.walk<UpstreamRecord>(resource);

@@ -42,6 +42,12 @@ export interface PollerServices {
   readonly memory: SnapshotMemory;
   /** For tests: jitter source (0..1). */
   readonly random?: () => number;
+  /**
+   * Told when a company's list changed: `polled` by this replica (it holds the lease:
+   * it tells the gateways), or heard from another. What is kept of the list is dropped
+   * either way (docs/caching.md, "Invalidation").
+   */
+  readonly onChanged?: (tenantId: string, list: string, polled: boolean) => void;
 }
 
 export class Poller {
@@ -115,6 +121,7 @@ export class Poller {
     const size = this.snapshot.size;
     const fresh = wellFormed.filter((change) => apply(this.snapshot!, change));
     this.services.memory.resize(this.snapshot.size - size, 0);
+    if (wellFormed.length > 0) this.services.onChanged?.(this.tenantId, this.resource.name, false);
     this.merge(fresh);
   }
 
@@ -188,6 +195,7 @@ export class Poller {
         this.snapshot = next;
         this.services.memory.resize(this.size - before, 0);
         if (changes.length > 0) {
+          this.services.onChanged?.(this.tenantId, list, true);
           this.merge(changes);
           coordinator.publish(this.key, changes);
         }

@@ -40,6 +40,8 @@ export interface Metrics {
   readonly upstreamCoalesced: Counter<'list'>;
   readonly requestsShared: Counter;
   readonly cacheRequests: Counter<'cache' | 'result'>;
+  /** Invalidations sent to the gateways, by outcome (live/invalidation.ts). */
+  readonly cacheInvalidations: Counter<'outcome'>;
   readonly tokenRequests: Counter<'outcome'>;
   readonly tokenDuration: Histogram<'outcome'>;
   /** 1 while the shared token store (Redis) answers, 0 while it does not; no sample without Redis. What is stored in it does not move it. */
@@ -104,9 +106,15 @@ export function createMetrics(): Metrics {
       help: 'GraphQL requests answered by an identical request in flight (same tenant and body) instead of executing',
       registers,
     }),
+    cacheInvalidations: new Counter({
+      name: 'wfs_cache_invalidations_total',
+      help: 'Cache invalidations sent to the gateways (WFS_CACHE_INVALIDATION_URLS): POSTs by outcome (sent, failed, rejected), and tags dropped because the queue was full (dropped)',
+      labelNames: ['outcome'],
+      registers,
+    }),
     cacheRequests: new Counter({
       name: 'wfs_cache_requests_total',
-      help: 'Cache lookups by cache (request_pages, entity_index) and result (hit, miss)',
+      help: 'Cache lookups by cache (request_pages, entity_index, kept_pages) and result (hit, miss)',
       labelNames: ['cache', 'result'],
       registers,
     }),
@@ -198,10 +206,11 @@ export function createMetrics(): Metrics {
   };
   // Series that exist from the start, so rate() and the dashboards see zero, not "no data".
   for (const { name: list } of RESOURCES) metrics.upstreamCoalesced.inc({ list }, 0);
-  for (const cache of ['request_pages', 'entity_index']) {
+  for (const cache of ['request_pages', 'entity_index', 'kept_pages']) {
     for (const result of ['hit', 'miss']) metrics.cacheRequests.inc({ cache, result }, 0);
   }
   metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);
+  for (const outcome of ['sent', 'failed', 'rejected', 'dropped']) metrics.cacheInvalidations.inc({ outcome }, 0);
   for (const reason of REQUEST_REFUSAL_REASONS) metrics.requestsRefused.inc({ reason }, 0);
   for (const reason of CONNECTION_REFUSAL_REASONS) metrics.connectionsRefused.inc({ reason }, 0);
   // From zero, so the first message dropped is an increase the alert sees (WfsSubgraphLiveRedisDropped).

@@ -111,7 +111,9 @@ export type CacheName =
   /** The same page asked for twice within one GraphQL request. */
   | 'request_pages'
   /** Entity lookups answered by the short-lived per-tenant index. */
-  | 'entity_index';
+  | 'entity_index'
+  /** List pages served again from memory within the freshness window (docs/caching.md). */
+  | 'kept_pages';
 
 /**
  * What is recorded of one GraphQL request: its id for the logs, whether the client

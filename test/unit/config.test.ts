@@ -126,6 +126,33 @@ describe('loadConfig', () => {
     expect(failure({ WFS_ENTITY_INDEX_TTL_SECONDS: '30s' }).variable).toBe('WFS_ENTITY_INDEX_TTL_SECONDS');
   });
 
+  it('reads the freshness window (0 by default), and lets the entity index follow it', () => {
+    expect(loadConfig({})).toMatchObject({ freshnessSeconds: 0, entityIndexTtlSeconds: 30 });
+    expect(loadConfig({ WFS_FRESHNESS_SECONDS: '5' })).toMatchObject({ freshnessSeconds: 5, entityIndexTtlSeconds: 5 });
+    expect(loadConfig({ WFS_FRESHNESS_SECONDS: '300' })).toMatchObject({ freshnessSeconds: 300, entityIndexTtlSeconds: 300 });
+    // The index's own setting can shorten the window's lifetime, never lengthen it.
+    expect(loadConfig({ WFS_FRESHNESS_SECONDS: '300', WFS_ENTITY_INDEX_TTL_SECONDS: '10' }).entityIndexTtlSeconds).toBe(10);
+    expect(loadConfig({ WFS_FRESHNESS_SECONDS: '5', WFS_ENTITY_INDEX_TTL_SECONDS: '60' }).entityIndexTtlSeconds).toBe(5);
+    expect(loadConfig({ WFS_FRESHNESS_SECONDS: '0', WFS_ENTITY_INDEX_TTL_SECONDS: '60' }).entityIndexTtlSeconds).toBe(60);
+    for (const bad of ['-1', '3601', '5s']) expect(failure({ WFS_FRESHNESS_SECONDS: bad }).variable).toBe('WFS_FRESHNESS_SECONDS');
+  });
+
+  it('takes invalidation endpoints only with their key, and the key only with them', () => {
+    const key = 'b7e1c9d2a4f60835';
+    expect(loadConfig({})).toMatchObject({ cacheInvalidationUrls: [], cacheInvalidationKey: null });
+    expect(loadConfig({ WFS_CACHE_INVALIDATION_URLS: 'http://router:4001/invalidation, https://hive.example.com/invalidate', WFS_CACHE_INVALIDATION_KEY: key })).toMatchObject({
+      cacheInvalidationUrls: ['http://router:4001/invalidation', 'https://hive.example.com/invalidate'],
+      cacheInvalidationKey: key,
+    });
+    expect(failure({ WFS_CACHE_INVALIDATION_URLS: 'http://router:4001/invalidation' }).variable).toBe('WFS_CACHE_INVALIDATION_KEY');
+    expect(failure({ WFS_CACHE_INVALIDATION_KEY: key }).variable).toBe('WFS_CACHE_INVALIDATION_KEY');
+    expect(failure({ WFS_CACHE_INVALIDATION_URLS: 'router:4001', WFS_CACHE_INVALIDATION_KEY: key }).variable).toBe('WFS_CACHE_INVALIDATION_URLS');
+    expect(failure({ WFS_CACHE_INVALIDATION_URLS: 'http://user:pw@router/invalidation', WFS_CACHE_INVALIDATION_KEY: key }).variable).toBe('WFS_CACHE_INVALIDATION_URLS');
+    expect(failure({ WFS_CACHE_INVALIDATION_URLS: 'http://router/i', WFS_CACHE_INVALIDATION_KEY: 'short' }).variable).toBe('WFS_CACHE_INVALIDATION_KEY');
+    // The key is a secret: never in the message.
+    expect(failure({ WFS_CACHE_INVALIDATION_KEY: key }).message).not.toContain(key);
+  });
+
   it('runs demo mode only when asked for', () => {
     expect(loadConfig({}).demo).toBe(true);
     expect(failure({ NODE_ENV: 'production' }).variable).toBe('WFS_AUTH_URL');

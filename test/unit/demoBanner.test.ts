@@ -34,6 +34,11 @@ describe('the demo and its banner on live updates', () => {
     expect(slow).not.toContain('on its own');
   });
 
+  it('states the freshness window the demo runs with', async () => {
+    expect(demoBanner(await demoWith({}), 'http://localhost:4001/graphql')).toContain('Freshness: WFS_FRESHNESS_SECONDS=0, every read goes upstream and every answer is no-store');
+    expect(demoBanner(await demoWith({ WFS_FRESHNESS_SECONDS: '5' }), 'http://localhost:4001/graphql')).toContain('Freshness: WFS_FRESHNESS_SECONDS=5, an answer may be up to 5 s behind the upstream');
+  });
+
   it('bounds the first arrival by the first poll at or after the first edit (polls up to 10 % late)', () => {
     // An edit every 10 s; polls at most 2.2 s apart: the 5th poll, by 11 s. At 15 s: the 1st, by 16.5 s.
     expect(liveArrival(2)).toContain('the first within 11 s');

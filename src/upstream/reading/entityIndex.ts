@@ -5,11 +5,12 @@
  */
 import type { ListPage } from '../client';
 import type { PageRef } from '../pageReference';
-import { isMalformed } from '../resources';
+import { isMalformed, type MalformedRecord } from '../resources';
 import { UPSTREAM_PAGE_SIZE } from '../endpoints';
 import { guardPageChain } from './pageChain';
 import { NO_OBSERVER, type Observer } from '../observer';
 import { NUMERIC_SETTINGS } from '../../config';
+import { fetchedAt } from './keptPages';
 
 /** How long, in ms, an index may answer from what it has seen: the default of `WFS_ENTITY_INDEX_TTL_SECONDS` (src/config.ts). */
 export const ENTITY_INDEX_TTL_MS = NUMERIC_SETTINGS.WFS_ENTITY_INDEX_TTL_SECONDS.default * 1_000;
@@ -81,9 +82,13 @@ export class EntityIndex<T extends { id: string }> {
   /** What the records count against the budget (`recordUnits`). */
   private units = 0;
   private pages = new Map<string, ListPage<T>>();
+  /** Pages a request read from the upstream, kept to be served again within the freshness window (keptPages.ts), by `keptKey`. */
+  private kept = new Map<string, ListPage<T>>();
   /** Where the scan goes on: `undefined` before the first page, `null` when the list is done. */
   private resume: PageRef | null | undefined = undefined;
   private expiresAt: number;
+  /** When the current lifetime began: everything held was asked of the upstream since (docs/caching.md). */
+  private startedAt: number;
   /** Changes whenever the index forgets what it held, so a scan under way can tell. */
   private generation = 0;
   private released = false;
@@ -97,7 +102,17 @@ export class EntityIndex<T extends { id: string }> {
     private readonly holder?: IndexHolder,
     private readonly observer: Observer = NO_OBSERVER,
   ) {
-    this.expiresAt = now() + ttlMs;
+    this.startedAt = now();
+    this.expiresAt = this.startedAt + ttlMs;
+  }
+
+  /**
+   * Until when what this index holds now is within its lifetime (ms): data it serves is
+   * at most the lifetime old by then, since all of it was asked for after the lifetime
+   * began.
+   */
+  get freshUntil(): number {
+    return this.expiresAt;
   }
 
   /** Records held now. */
@@ -116,11 +131,72 @@ export class EntityIndex<T extends { id: string }> {
    * page would turn each request's records into long-lived garbage for the old
    * generation to collect, for answers no fresher than the index's lifetime allows.
    */
-  prime(records: Iterable<T>): void {
-    if (!this.writable()) return;
+  prime(records: readonly T[], since?: number): void {
+    if (!this.writable() || !this.current(since)) return;
+    if (since !== undefined && this.changedIn(records, undefined)) this.clear(since);
     const before = this.units;
     for (const record of records) if (!this.records.has(record.id)) this.hold(ownCopy(record));
     this.grew(before);
+  }
+
+  /** A page kept by `keep` under `key` (keptPages.ts `keptKey`), while the lifetime lasts. */
+  keptPage(key: string): ListPage<T> | undefined {
+    this.expireIfStale();
+    return this.kept.get(key);
+  }
+
+  /**
+   * Keeps a page read from the upstream, to be served again under `key` until the
+   * lifetime ends. Only a page asked for within the current lifetime, after its records
+   * were learnt (`keepPage` or `prime`): every record of a kept page is then held in
+   * its version, and a change seen later drops both together.
+   */
+  keep(key: string, page: ListPage<T>): void {
+    const since = fetchedAt(page);
+    if (since === undefined || !this.writable() || !this.current(since) || this.kept.has(key)) return;
+    const before = this.units;
+    const items = page.items.map((item) => (isMalformed(item) ? item : ownCopy(item)));
+    this.kept.set(key, { ...page, items });
+    for (const item of items) if (!isMalformed(item)) this.units += recordUnits(item);
+    this.units += pageUnits(page) + 1;
+    this.grew(before);
+  }
+
+  /**
+   * Drops everything this index holds because its list changed upstream (a live poll
+   * saw it, here or on another replica): the next read of any kind goes upstream.
+   */
+  changed(): void {
+    this.clear();
+  }
+
+  /**
+   * Whether a page asked of the upstream at `since` may be learnt: not one asked for
+   * before the current lifetime began (it may carry what a change, seen since, replaced).
+   * A page from memory (`since` undefined) always may.
+   */
+  private current(since: number | undefined): boolean {
+    return since === undefined || since >= this.startedAt;
+  }
+
+  /**
+   * Whether records read from the upstream differ from what this index holds: a
+   * record in another version, or (`held`, the page kept at the same reference) other
+   * ids in its place. Then the list changed since the lifetime began, and what the
+   * index holds, kept pages included, is older than what a request just saw.
+   */
+  private changedIn(records: ReadonlyArray<T | MalformedRecord>, held: ListPage<T> | undefined): boolean {
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i]!;
+      if (isMalformed(record)) continue;
+      const there = held?.items[i];
+      if (held && (there === undefined || isMalformed(there) || there.id !== record.id)) return true;
+      // The held page's record in the same place is the index's own (records and pages
+      // are dropped together): compared without a map lookup.
+      const known = there ?? this.records.get(record.id);
+      if (known !== undefined && known !== record && !sameRecord(known, record)) return true;
+    }
+    return held !== undefined && held.items.length !== records.length;
   }
 
   /** The record with `id` if this index holds it now (no scan, no promise). */
@@ -145,8 +221,15 @@ export class EntityIndex<T extends { id: string }> {
    */
   keepPage(page: ListPage<T>, requestedSize: number): void {
     if (!this.writable()) return;
-    const before = this.units;
+    // A page read from the upstream is checked against what the index holds: a record
+    // in another version, or other ids where the same page was, is a change seen, and
+    // everything held is dropped, the lifetime starting again when this page was asked
+    // for (docs/caching.md, "One answer for one record").
+    const since = fetchedAt(page);
+    if (!this.current(since)) return;
     const key = page.ref ?? '';
+    if (since !== undefined && this.changedIn(page.items, requestedSize === UPSTREAM_PAGE_SIZE ? this.pages.get(key) : undefined)) this.clear(since);
+    const before = this.units;
     let items = page.items;
     const held = this.pages.get(key);
     if (requestedSize === UPSTREAM_PAGE_SIZE && !held) {
@@ -184,15 +267,17 @@ export class EntityIndex<T extends { id: string }> {
     return this.now() >= this.expiresAt;
   }
 
-  /** Forgets everything, and starts a new lifetime. */
-  clear(): void {
+  /** Forgets everything, and starts a new lifetime (at `from`, by default now). */
+  clear(from: number = this.now()): void {
     const units = this.units;
     this.records = new Map();
     this.units = 0;
     this.pages = new Map();
+    this.kept = new Map();
     this.resume = undefined;
     this.generation += 1;
-    this.expiresAt = this.now() + this.ttlMs;
+    this.startedAt = from;
+    this.expiresAt = from + this.ttlMs;
     if (units > 0) this.holder?.resized(this, -units);
   }
 
@@ -264,6 +349,24 @@ function ownCopy<R extends object>(record: R): R {
   return { ...record };
 }
 
+/**
+ * Whether two versions of a record read alike: the same fields with the same values
+ * (a nested value compared by its JSON). Records are flat but for the odd nested
+ * value; this runs once per record of a page read from the upstream.
+ */
+function sameRecord(a: object, b: object): boolean {
+  let fields = 0;
+  for (const key in a) {
+    fields += 1;
+    const x = (a as Record<string, unknown>)[key];
+    const y = (b as Record<string, unknown>)[key];
+    if (x === y) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null || JSON.stringify(x) !== JSON.stringify(y)) return false;
+  }
+  for (const key in b) if (key !== undefined) fields -= 1;
+  return fields === 0;
+}
+
 /** How the indexes of all tenants are bounded. */
 export interface EntityIndexesOptions {
   readonly now?: () => number;
@@ -305,7 +408,8 @@ export class EntityIndexes implements IndexHolder {
   /** Per tenant, its lists' indexes; in the order of last use, least recent first. */
   private readonly tenants = new Map<string, Map<string, EntityIndex<{ id: string }>>>();
   private held = 0;
-  private readonly now: () => number;
+  /** The clock the indexes' lifetimes run on (readers stamp the pages they ask for with it). */
+  readonly now: () => number;
   private readonly ttlMs: number;
   readonly maxRecords: number;
   private readonly timer: NodeJS.Timeout | undefined;
@@ -338,6 +442,14 @@ export class EntityIndexes implements IndexHolder {
       lists.set(list, index);
     }
     return index as unknown as EntityIndex<T>;
+  }
+
+  /**
+   * A company's list changed upstream (a live poll saw it, here or on another replica):
+   * its index, with its kept pages, forgets everything at once.
+   */
+  changed(tenantId: string, list: string): void {
+    this.tenants.get(tenantId)?.get(list)?.changed();
   }
 
   /** Records held by all indexes now, in record units (`recordUnits`: a record of long texts counts as several). */

@@ -3,7 +3,9 @@
  * reads goes through `RequestPages`, so within the request the same page is fetched
  * once however many fields need it, comes from the tenant's entity index when it may,
  * counts against the request's call budget, and is not worked out at all once the
- * request is over (client gone, deadline passed).
+ * request is over (client gone, deadline passed). Within the freshness window a page
+ * the company read before is served again from its index (keptPages.ts), once the
+ * company's grant allows the list, as a held page is.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ListPage, WfsClient } from '../client';
@@ -15,13 +17,18 @@ import type { Resource, UpstreamRecord } from '../resources';
 import type { Observer } from '../observer';
 import type { CallBudget } from '../resilience/callBudget';
 import type { EntityIndex } from './entityIndex';
+import { keptKey, markFetched, type Freshness } from './keptPages';
 
 /** An upstream filter, as query parameters of the list call. */
 export type UpstreamQuery = Readonly<Record<string, string>>;
 
 /** The pages one request reads, for one tenant. */
 export interface RequestPages {
-  /** One page as the upstream has it now (filtered upstream by `query`): from the request's own pages, else from the upstream. */
+  /**
+   * One page as the upstream has it, at most the freshness window behind (filtered
+   * upstream by `query`): from the request's own pages, else a page the company read
+   * within the window (`keep`), else from the upstream.
+   */
   fresh<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number, query?: UpstreamQuery): Promise<ListPage<R>>;
   /** One page of the whole list: from the request's own pages, else from the tenant's index, else from the upstream. */
   held<R extends UpstreamRecord>(resource: Resource<R>, ref: PageRef | null, pageSize: number): Promise<ListPage<R>>;
@@ -38,6 +45,16 @@ export interface RequestPagesOptions {
   readonly observer: Observer;
   /** The tenant's entity index of a list, for this request. */
   readonly indexOf: <R extends UpstreamRecord>(resource: Resource<R, any>) => EntityIndex<R>;
+  /** Serve pages the company read within the window again (WFS_FRESHNESS_SECONDS > 0, and not a live poll, which must see the upstream). */
+  readonly keep: boolean;
+  /** The window, in ms (0: nothing is kept). */
+  readonly windowMs: number;
+  /** The indexes' clock. */
+  readonly now: () => number;
+  /** What the request used, for its answer's cache policy. */
+  readonly freshness: Freshness;
+  /** Resolves once the company's grant allows the list (the reader's `authorize`). */
+  readonly authorize: (resource: Resource<UpstreamRecord, any>) => Promise<void> | undefined;
 }
 
 export function createRequestPages(options: RequestPagesOptions): RequestPages {
@@ -83,14 +100,18 @@ class PageCache implements RequestPages {
     } catch (error) {
       return Promise.reject(error as Error);
     }
-    const { client, tenantId, signal, observer, indexOf } = this.options;
+    const { client, tenantId, signal, observer, indexOf, freshness } = this.options;
     const pages = this.pages;
-    const key = pageKey(tenantId, resource.name, ref, pageSize, filterKey(query));
+    const filter = filterKey(query);
+    const key = pageKey(tenantId, resource.name, ref, pageSize, filter);
     let page = pages.get(key);
     observer.cacheLookup('request_pages', page ? 1 : 0, page ? 0 : 1);
     if (!page) {
-      const held = fromIndex ? indexOf(resource).page(ref, pageSize) : undefined;
+      const index = fromIndex || this.options.keep ? indexOf(resource) : undefined;
+      const held = fromIndex ? index!.page(ref, pageSize) : this.options.keep ? index!.keptPage(keptKey(ref, pageSize, filter)) : undefined;
+      if (!fromIndex && this.options.keep) observer.cacheLookup('kept_pages', held ? 1 : 0, held ? 0 : 1);
       if (held) {
+        freshness.use(resource.name, index!.freshUntil);
         try {
           this.budget.take(resource.name);
         } catch (error) {
@@ -100,8 +121,19 @@ class PageCache implements RequestPages {
         // A long walk through memory lets the event loop turn now and then: other
         // requests go on, and a client that left is noticed (its signal aborts).
         page = this.heldPagesRead % HELD_PAGES_PER_TURN === 0 ? nextTurn().then(() => held) : Promise.resolve(held);
+        // A kept page is served as a held one is: only once the grant allows the list.
+        const pending = fromIndex ? undefined : this.options.authorize(resource as Resource<UpstreamRecord, any>);
+        if (pending) {
+          const served = page;
+          page = pending.then(() => served);
+        }
       } else {
-        page = client.listPage(tenantId, resource, { ref, pageSize, signal, budget: this.budget, ...(query && { query }) });
+        const since = this.options.now();
+        freshness.use(resource.name, since + this.options.windowMs);
+        page = client.listPage(tenantId, resource, { ref, pageSize, signal, budget: this.budget, ...(query && { query }) }).then((fetched) => {
+          markFetched(fetched, since);
+          return fetched;
+        });
       }
       pages.set(key, page);
       page.catch(() => pages.delete(key));

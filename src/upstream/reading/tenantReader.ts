@@ -15,6 +15,8 @@ import { NO_OBSERVER, type Observer } from '../observer';
 import type { EntityIndex, EntityIndexes } from './entityIndex';
 import { createRequestPages, type RequestPages, type UpstreamQuery } from './pageCache';
 import { guardPageChain } from './pageChain';
+import { fetchedAt, Freshness, keptKey } from './keptPages';
+import { filterKey } from '../pageKey';
 
 export type { UpstreamQuery } from './pageCache';
 
@@ -49,6 +51,8 @@ export interface TenantReader {
    * call would be: a withdrawn scope stops it at once, not when the index expires.
    */
   authorize(resource: AnyResource): Promise<void> | undefined;
+  /** What the request's reads used so far: the oldest data behind its answer, and the lists (its cache policy, docs/caching.md). */
+  readonly freshness: Freshness;
   /** The request's response is out: forget its pages, indexes and checks. */
   release(): void;
 }
@@ -60,10 +64,13 @@ export interface ReadingServices {
   readonly indexes: EntityIndexes;
   /** Where reads report tenants and cache lookups. Default: nowhere. */
   readonly observer?: Observer;
+  /** WFS_FRESHNESS_SECONDS in ms: how far behind the upstream an answer may be; 0 or absent: pages are never served again from memory. */
+  readonly freshnessMs?: number;
 }
 
-export function createTenantReader(services: ReadingServices, tenantId: string, signal: AbortSignal): TenantReader {
-  return new RequestReader(services, tenantId, signal);
+/** `live`: a live poll's reads, which always ask the upstream (a kept page would hide the change the poll is for). */
+export function createTenantReader(services: ReadingServices, tenantId: string, signal: AbortSignal, options: { readonly live?: boolean } = {}): TenantReader {
+  return new RequestReader(services, tenantId, signal, options.live === true);
 }
 
 /**
@@ -86,13 +93,20 @@ class RequestReader implements TenantReader {
   /** Once per request and list; lists without a scope skip it. */
   private authorizations: Map<string, Promise<void>> | undefined;
   private authorized: Set<string> | undefined;
+  /** Made on first read: a request that reads nothing (introspection) needs none. */
+  private used: Freshness | undefined;
 
   constructor(
     private readonly services: ReadingServices,
     readonly tenantId: string,
     private readonly signal: AbortSignal,
+    private readonly live: boolean,
   ) {
     this.observer = services.observer ?? NO_OBSERVER;
+  }
+
+  get freshness(): Freshness {
+    return (this.used ??= new Freshness());
   }
 
   walk<R extends UpstreamRecord>(resource: Resource<R, any>, query?: UpstreamQuery): PageWalk<R> {
@@ -101,8 +115,10 @@ class RequestReader implements TenantReader {
       const page = await this.pages().fresh(resource as Resource<R>, ref, pageSize, query);
       // The request's DataLoader is not primed: it would allocate a promise per
       // record for lookups that the index answers anyway.
-      if (query) index.prime(page.items.filter((item): item is R => !isMalformed(item)));
+      if (query) index.prime(page.items.filter((item): item is R => !isMalformed(item)), fetchedAt(page));
       else index.keepPage(page, pageSize);
+      // Learnt first, then kept: a change the page shows has dropped what was held.
+      if (this.keeps()) index.keep(keptKey(ref, pageSize, filterKey(query)), page);
       return page;
     });
   }
@@ -120,7 +136,10 @@ class RequestReader implements TenantReader {
 
   async lookup<R extends UpstreamRecord>(resource: Resource<R, any>, ids: readonly string[]): Promise<Array<R | null>> {
     await this.authorize(resource as AnyResource);
-    return this.indexOf(resource).lookup(ids, (ref, pageSize) => this.pages().held(resource as Resource<R>, ref, pageSize));
+    const index = this.indexOf(resource);
+    // What the index holds now is as old as its lifetime; pages a scan reads note their own age.
+    this.freshness.use(resource.name, index.freshUntil);
+    return index.lookup(ids, (ref, pageSize) => this.pages().held(resource as Resource<R>, ref, pageSize));
   }
 
   peek<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined {
@@ -128,8 +147,12 @@ class RequestReader implements TenantReader {
     if (++this.heldRecordsRead % HELD_RECORDS_PER_CHECK === 0) this.pages().stillWanted();
     // Not yet authorized in this request: the lookup checks, then answers.
     if (resource.scope && !this.authorized?.has(resource.name)) return undefined;
-    const record = this.indexOf(resource).peek(id);
-    if (record) this.observer.cacheLookup('entity_index', 1, 0);
+    const index = this.indexOf(resource);
+    const record = index.peek(id);
+    if (record) {
+      this.observer.cacheLookup('entity_index', 1, 0);
+      this.freshness.use(resource.name, index.freshUntil);
+    }
     return record;
   }
 
@@ -161,6 +184,10 @@ class RequestReader implements TenantReader {
     return index as EntityIndex<R>;
   }
 
+  private keeps(): boolean {
+    return !this.live && (this.services.freshnessMs ?? 0) > 0;
+  }
+
   private pages(): RequestPages {
     return (this.requestPages ??= createRequestPages({
       client: this.services.client,
@@ -168,6 +195,11 @@ class RequestReader implements TenantReader {
       signal: this.signal,
       observer: this.observer,
       indexOf: (resource) => this.indexOf(resource),
+      keep: this.keeps(),
+      windowMs: this.services.freshnessMs ?? 0,
+      now: this.services.indexes.now,
+      freshness: this.freshness,
+      authorize: (resource) => this.authorize(resource as AnyResource),
     }));
   }
 }

@@ -1,0 +1,246 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Client } from 'graphql-ws';
+import type { Counter } from 'prom-client';
+import { encodeNodeId } from '../../src/graphql/data/node';
+import { as, testTenant } from '../helpers/fixtures';
+import { collect, liveClient } from '../helpers/liveClient';
+import { livePolls, startTestSubgraph, subscribedAndPolled, type GraphQLResponse, type TestSubgraph } from '../helpers/subgraph';
+import { counterTotal, waitFor } from '../helpers/waitFor';
+
+/**
+ * Answers that may be kept (docs/caching.md), over real HTTP against the emulator: a
+ * page read again within WFS_FRESHNESS_SECONDS costs no upstream call, never crosses
+ * companies, and every answer says how long a gateway may keep it. The clock the
+ * subgraph's lifetimes run on is the test's (`now`), so ages are set, not waited for.
+ */
+
+const A = testTenant('a', { locations: 30, shifts: 40 });
+const B = testTenant('b', { locations: 30, shifts: 40 });
+
+const LOCATIONS = '{ locations(first: 10) { nodes { id name } } }';
+
+let subgraph: TestSubgraph | undefined;
+let clock = 0;
+const now = () => clock;
+
+afterEach(async () => {
+  await subgraph?.close();
+  subgraph = undefined;
+});
+
+async function start(env: Record<string, string> = {}, defaultTenant?: string): Promise<TestSubgraph> {
+  clock = Date.now();
+  subgraph = await startTestSubgraph({ tenants: [A, B] }, env, { now, ...(defaultTenant && { defaultTenant }) });
+  return subgraph;
+}
+
+const calls = (list: 'locations' | 'shifts') => subgraph!.emulator.counters.listRequests[list];
+const cacheControl = (response: GraphQLResponse) => response.headers?.['cache-control'];
+const names = (response: GraphQLResponse<any>) => response.data.locations.nodes.map((node: { name: string }) => node.name);
+
+describe('a page read again within the window', () => {
+  it('is served from memory (no upstream call) for the same company, and never to another', async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const first = await subgraph!.query(LOCATIONS, {}, as(A));
+    expect(first.errors).toBeUndefined();
+    expect(calls('locations')).toBe(1);
+    const again = await subgraph!.query(LOCATIONS, {}, as(A));
+    expect(again.data).toEqual(first.data);
+    expect(calls('locations')).toBe(1);
+
+    // Company B asks the same: its own page, from the upstream.
+    const other = await subgraph!.query(LOCATIONS, {}, as(B));
+    expect(calls('locations')).toBe(2);
+    expect(names(other)).toEqual(B.locations.slice(0, 10).map((l) => l.name));
+    expect(names(other)).not.toEqual(names(first));
+    // Other arguments are another page.
+    await subgraph!.query('{ locations(first: 11) { nodes { id } } }', {}, as(A));
+    expect(calls('locations')).toBe(3);
+  });
+
+  it('is as old as the window at most: max-age counts down, and the page is read again when it ends', async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const first = await subgraph!.query(LOCATIONS, {}, as(A));
+    expect(cacheControl(first)).toBe('private, max-age=30');
+    clock += 10_500;
+    const later = await subgraph!.query(LOCATIONS, {}, as(A));
+    expect(calls('locations')).toBe(1);
+    expect(cacheControl(later)).toBe('private, max-age=19');
+    clock += 19_600;
+    const expired = await subgraph!.query(LOCATIONS, {}, as(A));
+    expect(calls('locations')).toBe(2);
+    expect(cacheControl(expired)).toBe('private, max-age=30');
+  });
+
+  it("is as old as the oldest data the answer used: an entity-index read counts", async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const id = A.locations[25]!.id;
+    expect(cacheControl(await subgraph!.query(`{ location(id: "${id}") { name } }`, {}, as(A)))).toBe('private, max-age=30');
+    clock += 20_000;
+    // A page read upstream now, and a record the index has held for 20 s: 10 s left.
+    const mixed = await subgraph!.query(`{ shifts(first: 2) { nodes { id } } location(id: "${id}") { name } }`, {}, as(A));
+    expect(mixed.errors).toBeUndefined();
+    expect(cacheControl(mixed)).toBe('private, max-age=10');
+    expect(cacheControl(await subgraph!.query('{ shifts(first: 2) { nodes { id } } }', {}, as(A)))).toBe('private, max-age=30');
+  });
+
+  it('with WFS_FRESHNESS_SECONDS=0, always goes upstream and is no-store', async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '0' });
+    for (let i = 1; i <= 3; i++) {
+      const response = await subgraph!.query(LOCATIONS, {}, as(A));
+      expect(response.errors).toBeUndefined();
+      expect(cacheControl(response)).toBe('no-store');
+      expect(response.extensions?.apolloCacheTags).toBeUndefined();
+      expect(calls('locations')).toBe(i);
+    }
+  });
+});
+
+describe('the cache policy of each kind of answer', () => {
+  it('tags a company answer by company and list, the company not in clear', async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const a = await subgraph!.query('{ shifts(first: 3) { nodes { id location { name } } } }', {}, as(A));
+    const tags = a.extensions?.apolloCacheTags as string[];
+    expect(tags).toHaveLength(2);
+    expect(tags.map((tag) => tag.split(':')[1]).sort()).toEqual(['locations', 'shifts']);
+    expect(JSON.stringify(a.extensions)).not.toContain(A.tenantId);
+    const b = await subgraph!.query(LOCATIONS, {}, as(B));
+    expect((b.extensions?.apolloCacheTags as string[])[0]!.split(':')[0]).not.toBe(tags[0]!.split(':')[0]);
+  });
+
+  it('tags each _entities item with its list and record', async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const ids = [A.locations[3]!.id, A.locations[20]!.id];
+    const response = await subgraph!.query('query ($r: [_Any!]!) { _entities(representations: $r) { ... on Location { name } } }', { r: ids.map((id) => ({ __typename: 'Location', id })) }, as(A));
+    expect(response.errors).toBeUndefined();
+    expect(cacheControl(response)).toBe('private, max-age=30');
+    const tags = response.extensions?.apolloEntityCacheTags as string[][];
+    expect(tags).toHaveLength(2);
+    const listTag = tags[0]![0]!;
+    expect(tags).toEqual([
+      [listTag, `${listTag}:${ids[0]}`],
+      [listTag, `${listTag}:${ids[1]}`],
+    ]);
+    expect(response.extensions?.apolloCacheTags).toBeUndefined();
+  });
+
+  it('is no-store for an error, introspection, _service and a company refused', async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const error = await subgraph!.query(`{ location(id: "x") { name } locations(first: 0) { nodes { id } } }`, {}, as(A));
+    expect(error.errors?.length).toBeGreaterThan(0);
+    expect(cacheControl(error)).toBe('no-store');
+    expect(cacheControl(await subgraph!.query('{ __schema { queryType { name } } }'))).toBe('no-store');
+    expect(cacheControl(await subgraph!.query('{ _service { sdl } }'))).toBe('no-store');
+    const refused = await subgraph!.query(LOCATIONS, {}, { 'x-tenant-id': 'nobody' });
+    expect(refused.errors?.length).toBeGreaterThan(0);
+    expect(cacheControl(refused)).toBe('no-store');
+  });
+
+  it("is no-store for demo mode's default tenant (a request that named no company)", async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' }, A.tenantId);
+    const unnamed = await subgraph!.query(LOCATIONS);
+    expect(unnamed.extensions?.demoTenant).toBe(A.tenantId);
+    expect(cacheControl(unnamed)).toBe('no-store');
+    expect(unnamed.extensions?.apolloCacheTags).toBeUndefined();
+    expect(cacheControl(await subgraph!.query(LOCATIONS, {}, as(A)))).toBe('private, max-age=30');
+  });
+});
+
+describe('one record read five ways', () => {
+  const target = A.locations[2]!;
+  const ways: Record<string, (s: TestSubgraph) => Promise<string | undefined>> = {
+    locations: async (s) => (await s.query(LOCATIONS, {}, as(A))).data?.locations.nodes.find((n: { id: string }) => n.id === target.id)?.name,
+    location: async (s) => (await s.query(`{ location(id: "${target.id}") { name } }`, {}, as(A))).data?.location?.name,
+    node: async (s) => (await s.query(`{ node(nodeId: "${encodeNodeId('Location', target.id)}") { ... on Location { name } } }`, {}, as(A))).data?.node?.name,
+    'Shift.location': async (s) => {
+      const r = await s.query('{ shifts(first: 40) { nodes { location { id name } } } }', {}, as(A));
+      if (!r.data?.shifts) throw new Error(JSON.stringify(r.errors));
+      const shifts = r.data.shifts.nodes as Array<{ location: { id: string; name: string } | null }>;
+      return shifts.find((shift) => shift.location?.id === target.id)?.location?.name;
+    },
+    _entities: async (s) =>
+      (await s.query('query ($r: [_Any!]!) { _entities(representations: $r) { ... on Location { name } } }', { r: [{ __typename: 'Location', id: target.id }] }, as(A))).data?._entities[0]?.name,
+  };
+  const readAll = async (s: TestSubgraph) => Object.fromEntries(await Promise.all(Object.entries(ways).map(async ([way, read]) => [way, await read(s)] as const)));
+
+  it('never reads differently once one way has shown the upstream change', async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    expect(A.shifts.some((shift) => shift.location === target.id)).toBe(true);
+    const old = target.name;
+    expect(Object.values(await readAll(subgraph!))).toEqual(Array(5).fill(old));
+
+    const edited = `${old} (renamed)`;
+    target.name = edited;
+    try {
+      // Within the window, from memory: every way still agrees on the old name.
+      expect(Object.values(await readAll(subgraph!))).toEqual(Array(5).fill(old));
+      // A read the memory cannot answer (another page size) goes upstream and shows the change...
+      const fresh = await subgraph!.query('{ locations(first: 20) { nodes { id name } } }', {}, as(A));
+      expect(fresh.data?.locations.nodes[2].name).toBe(edited);
+      // ...and from then on every way shows it, again and again.
+      for (let round = 0; round < 3; round++) {
+        expect(await readAll(subgraph!)).toEqual(Object.fromEntries(Object.keys(ways).map((way) => [way, edited])));
+        clock += 1_000;
+      }
+    } finally {
+      target.name = old;
+    }
+  });
+});
+
+describe('a change a live poll sees', () => {
+  it("drops the company's kept pages at once and is POSTed to the invalidation endpoints, with the key", async () => {
+    const received: Array<{ url: string; authorization: string | undefined; body: unknown }> = [];
+    const endpoint = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk) => (text += String(chunk)));
+      req.on('end', () => {
+        received.push({ url: req.url ?? '', authorization: req.headers.authorization, body: JSON.parse(text) });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"count":1}');
+      });
+    });
+    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
+    const port = (endpoint.address() as AddressInfo).port;
+    const key = 'invalidation-key-0123456789abcdef';
+    let live: Client | undefined;
+    try {
+      clock = Date.now();
+      subgraph = await startTestSubgraph(
+        { tenants: [A, B] },
+        { WFS_FRESHNESS_SECONDS: '300', WFS_CACHE_INVALIDATION_URLS: `http://127.0.0.1:${port}/invalidation`, WFS_CACHE_INVALIDATION_KEY: key },
+        { now, live: { pollIntervalMs: 100 } },
+      );
+      const kept = await subgraph.query(LOCATIONS, {}, as(A));
+      const listTag = (kept.extensions?.apolloCacheTags as string[])[0]!;
+      expect(cacheControl(kept)).toBe('private, max-age=300');
+
+      const pollsBefore = await livePolls(subgraph.server);
+      live = liveClient(subgraph.server.url, as(A));
+      const changes = collect(live, 'subscription { locationChanges { kind location { id name } } }');
+      await subscribedAndPolled(subgraph.server, pollsBefore);
+
+      const target = A.locations[4]!;
+      const old = target.name;
+      target.name = `${old} (moved)`;
+      try {
+        await waitFor(() => changes.results.length > 0, 'the change delivered');
+        await waitFor(() => received.length > 0, 'the invalidation POST');
+        expect(received[0]).toEqual({ url: '/invalidation', authorization: key, body: [{ kind: 'cache_tag', subgraphs: ['wfs'], cache_tag: listTag }] });
+        // The kept page went with the change: the next read, within the window, goes upstream.
+        const callsBefore = calls('locations');
+        const after = await subgraph.query(LOCATIONS, {}, as(A));
+        expect(names(after)[4]).toBe(target.name);
+        expect(calls('locations')).toBe(callsBefore + 1);
+        expect(await counterTotal(subgraph.server.metrics.registry.getSingleMetric('wfs_cache_invalidations_total') as Counter<string>, { outcome: 'sent' })).toBeGreaterThanOrEqual(1);
+      } finally {
+        target.name = old;
+      }
+    } finally {
+      await live?.dispose();
+      await subgraph?.close();
+      subgraph = undefined;
+      endpoint.close();
+    }
+  });
+});

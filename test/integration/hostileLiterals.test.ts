@@ -97,8 +97,9 @@ describe('hostile literals past the compile threshold', () => {
 
   it('compiled every shape of document above (so the checks were about real generated code)', () => {
     // Documents that differ only in literals share one compiled query: one compilation per shape,
-    // each at least two sources (the query and its variables' parsing).
-    expect(sources.length).toBeGreaterThanOrEqual(2 * documents('x').length);
+    // each at least two sources (the query and its variables' parsing). `_entities` is never
+    // compiled (canonicalOperation.ts, LISTS_OF_PROMISES): its literals reach no generated code.
+    expect(sources.length).toBeGreaterThanOrEqual(2 * documents('x').filter(({ query }) => !query.includes('_entities')).length);
   });
 
   it('answers a hostile literal compiled as graphql-js does', async () => {

@@ -1,6 +1,6 @@
 import { parse, type OperationDefinitionNode } from 'graphql';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
-import { argumentValues, canonicalize, renameKeys } from '../../src/graphql/server/canonicalOperation';
+import { argumentValues, canonicalize, outsideCompiledSubset, renameKeys } from '../../src/graphql/server/canonicalOperation';
 
 /** The canonical form graphql-jit compiles (src/graphql/server/canonicalOperation.ts). */
 
@@ -33,6 +33,30 @@ describe('canonicalize', () => {
     const form = canonical('query Q($id: ID, $loc: ID) { shift(id: $id) { id } shifts(first: 1, filter: { locationId: $loc, startsFrom: "2026-01-01T00:00:00Z" }) { nodes { id } } }')!;
     expect(argumentValues(form.args, { loc: 'l1' })).toEqual({ a1: 1, a2: { locationId: 'l1', startsFrom: '2026-01-01T00:00:00Z' } });
     expect(argumentValues(form.args, { id: null })).toBeUndefined();
+  });
+});
+
+describe('outsideCompiledSubset (what graphql-jit answers as graphql-js does)', () => {
+  const outside = (text: string) => outsideCompiledSubset(schema, canonical(text)!.document);
+
+  it('takes documents without directives whose keys with a selection are selected once, leaves repeated', () => {
+    expect(outside('{ a: location(id: "1") { id name id ...F } b: location(id: "2") { ...F } } fragment F on Location { id nodeId shifts(first: 2) { nodes { id } } }')).toBeUndefined();
+    // One key per runtime type: `location` under Location and under Shift never meet.
+    expect(outside('{ node(nodeId: "x") { nodeId ... on Location { id location: shifts(first: 1) { nodes { id } } } ... on Shift { id location { id } } } }')).toBeUndefined();
+  });
+
+  it.each([
+    ['finding 1: a skipped node beside another under one key', '{ a: shifts(first: 100) @skip(if: true) { nodes { id } } a: shifts(first: 100) { __typename } }'],
+    ['finding 2: a condition on one spread of a fragment', 'query($s: Boolean!) { x: location(id: "1") { id ...F @include(if: $s) } y: location(id: "2") { id ...F } } fragment F on Location { name }'],
+    ['a condition on an inline fragment', '{ location(id: "1") { ... @include(if: false) { name } } }'],
+    ['a condition on a leaf', '{ location(id: "1") { name @skip(if: true) } }'],
+    ['a key with a selection twice', '{ a: location(id: "1") { id } a: location(id: "1") { name } }'],
+    ['a key with a selection twice through fragments', '{ location(id: "1") { ...F ... on Location { shifts(first: 1) { nodes { id } } } } } fragment F on Location { shifts(first: 1) { pageInfo { hasNextPage } } }'],
+    ['a key with a selection twice for one runtime type', '{ node(nodeId: "x") { ... on Node { ... on Shift { location { id } } } ... on Shift { location { name } } } }'],
+    ['introspection', '{ __schema { queryType { name } } }'],
+    ['_entities, a list of promises', '{ _entities(representations: [{ __typename: "Location", id: "1" }]) { ... on Location { id } } }'],
+  ])('refuses %s', (_what, text) => {
+    expect(outside(text)).toEqual(expect.any(String));
   });
 });
 

@@ -35,7 +35,10 @@ type Item = { id: string };
 const resolvers = {
   Query: {
     items: async (_: unknown, { n, prefix }: { n: number; prefix: string }) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}` })),
-    item: (_: unknown, { id }: { id: string }) => (id === 'none' ? null : { id }),
+    item: (_: unknown, { id }: { id: string }) => {
+      if (id === 'boom') throw new GraphQLError('no such item here', { extensions: { code: 'BAD_USER_INPUT' } });
+      return id === 'none' ? null : { id };
+    },
   },
   Item: {
     __resolveReference: ({ id }: Item) => ({ id }),
@@ -106,13 +109,21 @@ const EVERYTHING = `query Everything($n: Int!) {
   nothing: item(id: "none") { id }
   one: item(id: "x") { id name missing }
   two: item(id: "y") { id count }
-  _entities(representations: [{ __typename: "Item", id: "e1" }]) { ... on Item { id name } }
+}`;
+
+/** An operation that answers no errors: compiled from its tenth run. */
+const FINE = `query Fine($n: Int!) {
+  items(n: $n) { id name }
+  nothing: item(id: "none") { id }
+  one: item(id: "x") { id name }
 }`;
 
 describe('compiled execution', () => {
-  it('compiles an operation seen again and answers it as graphql-js did: data, errors, codes, paths and locations', async () => {
+  it('answers an operation whose compiled run answers errors by graphql-js: data, errors, codes, paths and locations are graphql-js own', async () => {
     const answers = await runsUntilCompiled(EVERYTHING, { n: 2 });
-    expect(execution.compiled).toBe(1);
+    // Compiled at the tenth run, which answered errors: graphql-js answered it again, and counts it anew.
+    expect(execution.compiledRuns).toBe(0);
+    expect(execution.compiled).toBe(0);
     expect(builds).toBe(1);
     const first = answers[0]!;
     expect(first.data?.['items']).toHaveLength(2);
@@ -122,23 +133,56 @@ describe('compiled execution', () => {
     expect(first.errors?.every((e) => e.path)).toBe(true);
     // Masked errors (ours: a bug's message never reaches a client) carry no locations; the others do.
     expect(first.errors?.filter((e) => e.extensions?.['code'] !== 'INTERNAL_SERVER_ERROR').every((e) => e.locations)).toBe(true);
-    const sortByPath = (errors: typeof first.errors) => [...(errors ?? [])].sort((a, b) => JSON.stringify(a.path).localeCompare(JSON.stringify(b.path)));
     for (const later of answers.slice(1)) {
       expect(later.data).toEqual(first.data);
-      expect(sortByPath(later.errors)).toEqual(sortByPath(first.errors));
+      expect(later.errors).toEqual(first.errors);
       expect(later.status).toEqual(first.status);
     }
   });
 
+  it('answers compiled only without errors; after a compiled run with errors, it compiles again after COMPILE_AFTER more runs', async () => {
+    const query = 'query One($id: ID!) { item(id: $id) { id name } nothing: item(id: "none") { id } }';
+    const answers = await runsUntilCompiled(query, { id: 'a' });
+    expect(execution.compiledRuns).toBe(2);
+    expect(answers.map((answer) => answer.data)).toEqual(answers.map(() => ({ item: { id: 'a', name: 'name of a' }, nothing: null })));
+    const failed = await run(query, { id: 'boom' });
+    expect(failed.errors?.map((e) => [e.message, e.path, e.extensions?.['code']])).toEqual([['no such item here', ['item'], 'BAD_USER_INPUT']]);
+    expect(failed.data).toEqual({ item: null, nothing: null });
+    expect(execution.compiled).toBe(0);
+    for (let i = 0; i < COMPILE_AFTER; i++) await run(query, { id: 'b' });
+    expect(execution.compiledRuns).toBe(2);
+    const again = await run(query, { id: 'c' });
+    expect(again.data).toEqual({ item: { id: 'c', name: 'name of c' }, nothing: null });
+    expect(execution.compiledRuns).toBe(3);
+    // The same compiled query: nothing was compiled anew.
+    expect(execution.compiled).toBe(1);
+    expect(builds).toBe(1);
+  });
+
+  it('never compiles an operation with a directive or a response key selected twice with a selection, and answers it as graphql-js does', async () => {
+    const queries = [
+      'query S($show: Boolean!) { x: item(id: "a") { id ...F @include(if: $show) } y: item(id: "b") { id ...F } } fragment F on Item { name }',
+      '{ a: items(n: 2) @skip(if: true) { id name } a: items(n: 2) { id } }',
+      '{ a: items(n: 1) { id } a: items(n: 1) { name } }',
+    ];
+    const expected = [{ x: { id: 'a' }, y: { id: 'b', name: 'name of b' } }, { a: [{ id: 'item-0' }, { id: 'item-1' }] }, { a: [{ id: 'item-0', name: 'name of item-0' }] }];
+    for (const [i, query] of queries.entries()) {
+      const answers = await runsUntilCompiled(query, { show: false });
+      expect(answers.map((answer) => answer.data)).toEqual(answers.map(() => expected[i]));
+    }
+    expect(execution.compiledRuns).toBe(0);
+    expect(builds).toBe(0);
+  });
+
   it('answers variables that do not fit their types with graphql-js own error (400, BAD_USER_INPUT), compiled or not', async () => {
-    await runsUntilCompiled(EVERYTHING, { n: 1 });
+    await runsUntilCompiled(FINE, { n: 1 });
     expect(execution.compiled).toBe(1);
     // Apollo Server on its own: graphql-js executes.
     const reference = new ApolloServer({ schema: build(), plugins: builtInPluginsOff(), formatError: createErrorFormatter(() => undefined) });
     await reference.start();
     try {
-      const before = await reference.executeOperation({ query: EVERYTHING, variables: { n: 'two' } });
-      const after = await run(EVERYTHING, { n: 'two' });
+      const before = await reference.executeOperation({ query: FINE, variables: { n: 'two' } });
+      const after = await run(FINE, { n: 'two' });
       expect(before.body.kind === 'single' && before.body.singleResult).toEqual({ errors: after.errors });
       expect(after.status).toBe(400);
       expect(after.errors?.[0]?.extensions?.['code']).toBe('BAD_USER_INPUT');
@@ -195,7 +239,7 @@ describe('compiled execution', () => {
     // Each alias: items and the fragment's 5 fields.
     const aliases = Math.ceil((MAX_COMPILED_FIELDS + 1) / 6);
     const many = Array.from({ length: aliases }, (_, i) => `a${i}: items(n: 2) { ...All }`).join(' ');
-    const query = `query Many { ${many} } fragment All on Item { id name count id2: id name2: name }`;
+    const query = `query Many { ${many} } fragment All on Item { id name id3: id id2: id name2: name }`;
     const answers = await runsUntilCompiled(query);
     expect(execution.compiled).toBe(0);
     expect(answers[2]).toEqual(answers[0]);

@@ -21,12 +21,17 @@
  * text, token by token, and refuses (graphql-js then answers) anything else. Documents
  * that differ only in their literals, names or variable names have one canonical text,
  * so they share one compiled query.
+ *
+ * Holding no client text does not make graphql-jit answer as graphql-js does; which
+ * canonical operations it may compile for that is `outsideCompiledSubset`'s to say.
  */
 import {
   BREAK,
   getNamedType,
+  isAbstractType,
   isListType,
   isNonNullType,
+  isObjectType,
   Kind,
   Lexer,
   parse,
@@ -37,14 +42,16 @@ import {
   valueFromAST,
   visit,
   visitWithTypeInfo,
-  type ASTNode,
-  type DefinitionNode,
   type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
   type GraphQLInputType,
+  type GraphQLNamedType,
+  type GraphQLObjectType,
   type GraphQLSchema,
   type NameNode,
   type OperationDefinitionNode,
-  type SourceLocation,
+  type SelectionSetNode,
   type TypeNode,
   type ValueNode,
   type VariableDefinitionNode,
@@ -71,8 +78,6 @@ export interface CanonicalOperation {
   readonly args: readonly HoistedArgument[];
   /** Canonical response key (`__r<n>`) to the client's alias; empty when the document has none. */
   readonly aliases: ReadonlyMap<string, string>;
-  /** A field's location in the canonical text (`line:column`) to its location in the client's document. */
-  readonly locations: ReadonlyMap<string, SourceLocation>;
 }
 
 const CANONICAL_NAME = /^(?:a|f|__r)\d+$/;
@@ -159,7 +164,116 @@ export function canonicalize(schema: GraphQLSchema, document: DocumentNode, oper
   const text = print({ ...transformed, definitions: canonicalDefinitions });
   if (!onlyCanonical(text, namesOf(schema))) return undefined;
   const canonicalDocument = parse(text);
-  return { text, document: canonicalDocument, args, aliases, locations: locationMap(transformed, canonicalDocument) };
+  return { text, document: canonicalDocument, args, aliases };
+}
+
+/**
+ * Why graphql-jit could answer the canonical operation `document` otherwise than
+ * graphql-js, or undefined when it answers it exactly as graphql-js does (then it may
+ * be compiled; otherwise graphql-js runs it, every time).
+ *
+ * graphql-jit is a second implementation of execution, and two of its steps are not
+ * graphql-js's (issue "Armor, second round"):
+ *
+ * - `@skip`/`@include`: graphql-jit folds a condition into the field nodes below it
+ *   (`__internalShouldInclude`, written on the document's own nodes), ORs the
+ *   conditions of the nodes that share a response key and collects sub-fields from all
+ *   of them. A condition on an inline fragment or a spread does not reach the fields
+ *   merged under it, so a skipped subtree ran (finding 1: a document estimated at 1
+ *   answered 608,400 ids, or exhausted the heap); a condition on one spread of a
+ *   fragment stuck to its other spreads (finding 2: a non-null field went missing). Its
+ *   `visitedFragmentNames` skips a second spread of a fragment whatever the first's
+ *   condition was, where graphql-js checks the condition first.
+ * - a response key selected twice with sub-selections (two nodes, from fragments,
+ *   inline fragments or the same field written twice): graphql-jit merges their
+ *   sub-fields by its own rules, the ones that went wrong above.
+ *
+ * So the subset compiled has neither: no directive anywhere (graphql-jit then leaves every
+ * node's condition list empty, and nothing a compilation writes on a node changes
+ * another), and in each selection set, for each object type it can be at run time,
+ * every response key that has a selection once, with fragments and inline fragments
+ * expanded as graphql-js collects them (each such field is one node, resolved and
+ * merged as written). A leaf without arguments may repeat (Relay documents select `id`
+ * in every fragment): there is nothing to merge. Meta fields other than `__typename`
+ * (introspection, answered by graphql-js's own resolvers) stay out too, and so do the
+ * fields of LISTS_OF_PROMISES. The rest of execution (resolvers, abstract types, lists,
+ * nulls) is held to graphql-js by the differential test
+ * (test/integration/compiledDifferential.test.ts), and errors by not using a compiled
+ * answer that has any (execution.ts); what the test found is on docs/limits.md.
+ */
+export function outsideCompiledSubset(schema: GraphQLSchema, document: DocumentNode): string | undefined {
+  let reason: string | undefined;
+  visit(document, {
+    Directive() {
+      reason = 'a directive';
+      return BREAK;
+    },
+  });
+  if (reason) return reason;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  let operation: OperationDefinitionNode | undefined;
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+    else if (definition.kind === Kind.OPERATION_DEFINITION) operation ??= definition;
+  }
+  const root = operation && operation.operation === 'query' ? schema.getQueryType() : undefined;
+  if (!operation || !root) return 'not a query';
+  return repeatedKey(schema, fragments, operation.selectionSet, root);
+}
+
+/**
+ * Fields whose resolver answers a list that holds promises. graphql-jit puts the null
+ * of an item whose promise rejects at the end of the list (its runtime's `safeMap`
+ * error handler pushes it) and leaves a hole in the item's place: `_entities` answered
+ * `[null, {…}, null]` for two representations. `@apollo/subgraph`'s `_entities` maps
+ * each representation to its `__resolveReference` promise; every other list field of
+ * the schema answers plain values (the differential test would see one that did not).
+ */
+const LISTS_OF_PROMISES = new Set(['Query._entities']);
+
+/** The first reason, in `selectionSet` (of a value of type `parent`) or below it, why a response key is not selected exactly once. */
+function repeatedKey(schema: GraphQLSchema, fragments: ReadonlyMap<string, FragmentDefinitionNode>, selectionSet: SelectionSetNode, parent: GraphQLNamedType): string | undefined {
+  const runtimeTypes: readonly GraphQLObjectType[] = isAbstractType(parent) ? schema.getPossibleTypes(parent) : isObjectType(parent) ? [parent] : [];
+  for (const runtimeType of runtimeTypes) {
+    const fields = new Map<string, FieldNode[]>();
+    const collect = (selections: SelectionSetNode): string | undefined => {
+      for (const selection of selections.selections) {
+        if (selection.kind === Kind.FIELD) {
+          const key = selection.alias?.value ?? selection.name.value;
+          const nodes = fields.get(key);
+          if (nodes) nodes.push(selection);
+          else fields.set(key, [selection]);
+          continue;
+        }
+        const fragment = selection.kind === Kind.FRAGMENT_SPREAD ? fragments.get(selection.name.value) : selection;
+        if (!fragment) return 'an unknown fragment';
+        const condition = fragment.typeCondition && schema.getType(fragment.typeCondition.name.value);
+        const applies = !condition || condition === runtimeType || (isAbstractType(condition) && schema.isSubType(condition, runtimeType));
+        if (!applies) continue;
+        const found = collect(fragment.selectionSet);
+        if (found) return found;
+      }
+      return undefined;
+    };
+    const found = collect(selectionSet);
+    if (found) return found;
+    for (const [key, nodes] of fields) {
+      const [field] = nodes as [FieldNode];
+      // A leaf selected again is the same leaf (validation holds both to one field and one set of arguments): nothing to merge.
+      if (nodes.length > 1 && nodes.some((node) => node.selectionSet || node.arguments?.length)) return `the response key ${key} selected twice with a selection`;
+      if (field.name.value.startsWith('__')) {
+        if (field.name.value === '__typename') continue;
+        return 'introspection';
+      }
+      const definition = runtimeType.getFields()[field.name.value];
+      if (!definition) return `no field ${runtimeType.name}.${field.name.value}`;
+      if (LISTS_OF_PROMISES.has(`${runtimeType.name}.${definition.name}`)) return `${runtimeType.name}.${definition.name}, a list of promises`;
+      if (!field.selectionSet) continue;
+      const below = repeatedKey(schema, fragments, field.selectionSet, getNamedType(definition.type));
+      if (below) return below;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -258,36 +372,4 @@ function namesOf(schema: GraphQLSchema): ReadonlySet<string> {
   }
   schemaNames.set(schema, names);
   return names;
-}
-
-/**
- * Where each field of the canonical text is in the client's document: the transformed
- * document kept the client's locations on its fields, and printing then parsing keeps
- * their order.
- */
-function locationMap(transformed: DocumentNode, canonical: DocumentNode): Map<string, SourceLocation> {
-  const before = fieldsOf(transformed);
-  const after = fieldsOf(canonical);
-  const map = new Map<string, SourceLocation>();
-  if (before.length !== after.length) return map;
-  after.forEach((node, i) => {
-    const original = before[i]!.loc;
-    if (node.loc && original) map.set(`${node.loc.startToken.line}:${node.loc.startToken.column}`, { line: original.startToken.line, column: original.startToken.column });
-  });
-  return map;
-}
-
-function fieldsOf(document: DocumentNode): ASTNode[] {
-  const fields: ASTNode[] = [];
-  for (const definition of document.definitions as readonly DefinitionNode[]) {
-    visit(definition, {
-      Field(node) {
-        fields.push(node);
-      },
-      Argument(node) {
-        fields.push(node.value);
-      },
-    });
-  }
-  return fields;
 }

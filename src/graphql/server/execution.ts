@@ -1,6 +1,7 @@
 /**
  * How an operation is executed under Apollo Server: one a client sends again and again
- * runs as a query compiled by graphql-jit, anything else through graphql-js as before.
+ * runs as a query compiled by graphql-jit, when graphql-jit answers it exactly as
+ * graphql-js does; anything else through graphql-js as before.
  *
  * Apollo Server lets a server bring its own executor through its gateway interface
  * (`gateway.load()` answers the schema and an `executor`); parsing, validation, the
@@ -10,10 +11,27 @@
  * arguments, checking each value's type, for each of a page's records); graphql-jit
  * turns a document into a function once and runs that. On a page of 100 records that
  * was about a sixth of the product's CPU per request (bench/README.md, "Results of 2026-11-25T22:33Z").
- * The answers are graphql-js's: the whole test suite passed with every operation
- * compiled at its first run.
  *
- * graphql-js still answers:
+ * graphql-jit is a second implementation of execution, and not the same one: the test
+ * suite passed with every operation compiled, yet a skipped subtree ran compiled (a
+ * document estimated at 1 exhausted the heap) and a fragment's field went missing
+ * (issue "Armor, second round"). So it answers only where it is held to graphql-js:
+ *
+ * - operations in the subset `outsideCompiledSubset` (canonicalOperation.ts) admits,
+ *   decided on the canonical form before anything is counted or compiled: no directive,
+ *   no response key with a selection selected twice, no introspection, no `_entities`;
+ * - answers without errors. graphql-jit's errors are not graphql-js's (it reports the
+ *   errors of fields under a parent a non-null violation nulled, lists non-null errors
+ *   last, names a repeated field `(name,name)`), so a compiled run that answers any error
+ *   is discarded and graphql-js answers the request, on the same context (its reads are
+ *   shared; the item errors the discarded run collected are dropped). The operation is
+ *   then counted anew (`erred`), so one that fails every time runs twice at most once
+ *   in COMPILE_AFTER + 1 runs.
+ *
+ * test/integration/compiledDifferential.test.ts runs generated documents both ways over
+ * an upstream that answers errors and nulls, and finds the answers identical.
+ *
+ * graphql-js also answers:
  * - the first executions of an operation (COMPILE_AFTER): a document sent a few times
  *   is not worth compiling, and one selecting many fields (MAX_COMPILED_FIELDS) never;
  * - a request a plugin watches field by field (`willResolveField`, the inline trace a
@@ -37,10 +55,11 @@
  * which would turn a compiled query's plain property reads into calls.
  */
 import type { ApolloServerOptionsWithGateway, BaseContext } from '@apollo/server';
-import { execute, getVariableValues, GraphQLError, locatedError, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode, type SourceLocation } from 'graphql';
+import { execute, getVariableValues, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type * as GraphQLJit from 'graphql-jit';
 import type { CompiledQuery } from 'graphql-jit';
-import { argumentValues, canonicalize, renameKeys, type CanonicalOperation } from './canonicalOperation';
+import type { GraphQLContext } from '../data/context';
+import { argumentValues, canonicalize, outsideCompiledSubset, renameKeys, type CanonicalOperation } from './canonicalOperation';
 import { selectedFields } from './limits';
 
 type Gateway = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
@@ -139,6 +158,13 @@ export class CompiledExecution implements Gateway {
     return this.recent.size;
   }
 
+  /** Requests answered by a compiled query so far (the differential test checks its documents really ran compiled). */
+  get compiledRuns(): number {
+    return this.runsCompiled;
+  }
+
+  private runsCompiled = 0;
+
   readonly executor: Executor = async (requestContext) => {
     const found = this.compiledFor(requestContext);
     if (found) {
@@ -147,9 +173,17 @@ export class CompiledExecution implements Gateway {
       const { coerced } = getVariableValues(this.schema, requestContext.operation!.variableDefinitions ?? [], requestContext.request.variables ?? {}, { maxErrors: 50 });
       const values = coerced && argumentValues(found.canonical.args, coerced);
       if (values) {
+        // Errors a run collects beside its result (a malformed item skipped): a run whose answer is not used takes its own back.
+        const itemErrors = (requestContext.context as Partial<GraphQLContext>).itemErrors;
+        const collected = itemErrors?.length ?? 0;
         const result = await found.compiled.query(undefined, requestContext.context, values);
-        // No data at all would be a refusal before any resolver ran: graphql-js answers it.
-        if (result.data !== undefined) return asClientsAnswer(result, found.canonical);
+        // Only an answer without errors is graphql-jit's to give (see the module's comment).
+        if (result.data !== undefined && result.errors === undefined) {
+          this.runsCompiled++;
+          return asClientsAnswer(result, found.canonical);
+        }
+        if (itemErrors) itemErrors.length = collected;
+        this.erred(found.canonical.text);
       }
     }
     return this.interpret(requestContext);
@@ -163,6 +197,22 @@ export class CompiledExecution implements Gateway {
       variableValues: requestContext.request.variables,
       operationName: requestContext.request.operationName,
     }) as Promise<ExecutionResult> | ExecutionResult;
+  }
+
+  /**
+   * A compiled run answered errors, so graphql-js answers the request again: the
+   * operation goes back to being counted, and compiled runs again only after
+   * COMPILE_AFTER more runs by graphql-js (its compiled query is kept). A document that
+   * always fails costs a second execution once in every COMPILE_AFTER + 1 runs at most;
+   * an app's operations that failed while the upstream did are compiled again soon after.
+   */
+  private erred(text: string): void {
+    const compilation = this.recent.get(text);
+    if (!compilation) return;
+    this.recent.delete(text);
+    compilation.runs = 0;
+    this.counting.set(text, compilation);
+    if (this.counting.size > MAX_COUNTED) this.counting.delete(this.counting.keys().next().value!);
   }
 
   /** The compiled query for this request, or undefined when graphql-js runs it (see the module's comment). */
@@ -180,7 +230,8 @@ export class CompiledExecution implements Gateway {
     }
     const compilation = this.counted(canonical.text);
     if (compilation.compiled === null || compilation.runs++ < this.compileAfter) return undefined;
-    compilation.compiled = this.compile(canonical.document);
+    // Compiled before, when its compiled run answered errors (`erred`): the same query again.
+    if (compilation.compiled === undefined) compilation.compiled = this.compile(canonical.document);
     if (!compilation.compiled) return undefined;
     this.counting.delete(canonical.text);
     this.recent.set(canonical.text, compilation);
@@ -197,6 +248,8 @@ export class CompiledExecution implements Gateway {
     let canonical = byOperation.get(name);
     if (canonical === undefined) {
       canonical = selectedFields(document, operation) > MAX_COMPILED_FIELDS ? null : (canonicalize(this.schema, document, operation) ?? null);
+      // Decided on the canonical form, before anything is counted or compiled: graphql-js runs the rest.
+      if (canonical && outsideCompiledSubset(this.schema, canonical.document) !== undefined) canonical = null;
       byOperation.set(name, canonical);
     }
     return canonical;
@@ -231,31 +284,7 @@ function watchesFields(context: object): boolean {
   return false;
 }
 
-/** A compiled query's answer in the client's terms: its aliases as keys, its document's locations. */
+/** A compiled query's answer (without errors) in the client's terms: its aliases as keys. */
 function asClientsAnswer(result: ExecutionResult, canonical: CanonicalOperation): ExecutionResult {
-  const data = canonical.aliases.size > 0 ? (renameKeys(result.data, canonical.aliases) as ExecutionResult['data']) : result.data;
-  if (!result.errors) return data === result.data ? result : { ...result, data };
-  return { ...result, data, errors: result.errors.map((error) => asLocatedError(error, canonical)) };
+  return canonical.aliases.size > 0 ? { ...result, data: renameKeys(result.data, canonical.aliases) as ExecutionResult['data'] } : result;
 }
-
-/**
- * A compiled query's error as graphql-js reports it: the error thrown, through
- * graphql-js's own `locatedError` (kept as it is when it is a GraphQL error with its
- * path, else wrapped with its message, the path and the thrown error's extensions), with
- * graphql-jit's locations and path translated back to the client's document (its
- * locations and aliases). graphql-jit's own error class leaves `extensions` out when the
- * thrown error has none, which Apollo Server and its plugins read. graphql-js raises
- * a null in a non-null field as a plain Error (the one error of its own that is no
- * GraphQLError, so error formatting treats it as unexpected); so is it here.
- */
-function asLocatedError(error: GraphQLError, canonical: CanonicalOperation): GraphQLError {
-  const path = error.path?.map((key) => (typeof key === 'string' ? (canonical.aliases.get(key) ?? key) : key));
-  const locations = error.locations?.map((at) => canonical.locations.get(`${at.line}:${at.column}`)).filter((at): at is SourceLocation => at !== undefined);
-  const original = error.originalError ?? (error.message.startsWith(NON_NULL_VIOLATION) ? new Error(error.message) : undefined);
-  const located = original ? locatedError(original, undefined, path) : new GraphQLError(error.message, { ...(path && { path }) });
-  if (located !== original && locations?.length) (located as { locations?: GraphQLError['locations'] }).locations = locations;
-  return located;
-}
-
-/** How graphql-js (and graphql-jit) word a null in a non-null field. */
-const NON_NULL_VIOLATION = 'Cannot return null for non-nullable field ';

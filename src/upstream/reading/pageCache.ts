@@ -135,8 +135,13 @@ class PageCache implements RequestPages {
           return fetched;
         });
       }
+      // A page that failed stays failed for the rest of the request: the request sees one
+      // view of the upstream, and nothing that reads again within it (another field, or
+      // graphql-js answering after a compiled answer with errors was set aside,
+      // execution.ts) calls the upstream a second time for it. The client has already
+      // retried what was worth retrying.
       pages.set(key, page);
-      page.catch(() => pages.delete(key));
+      page.catch(() => undefined);
     }
     return page as Promise<ListPage<R>>;
   }

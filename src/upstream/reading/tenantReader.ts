@@ -162,8 +162,9 @@ class RequestReader implements TenantReader {
     if (!pending) {
       const pendings = (this.authorizations ??= new Map());
       pending = this.services.client.authorize(this.tenantId, resource).then(() => void (this.authorized ??= new Set()).add(resource.name));
+      // A refusal stays for the request, as a failed page does (pageCache.ts).
       pendings.set(resource.name, pending);
-      pending.catch(() => pendings.delete(resource.name));
+      pending.catch(() => undefined);
     }
     return pending;
   }

@@ -253,6 +253,7 @@ function serveLive(parts: {
       refused,
       ...(options.live?.socket && { limits: options.live.socket }),
       ...(options.defaultTenant && { demo: { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } }),
+      tenantHeader: config.tenantHeader,
     }),
     routerSecret: config.routerSecret ?? null,
     refused,

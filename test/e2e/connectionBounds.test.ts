@@ -182,6 +182,8 @@ describe('HTTP connections per address and their headers deadline', () => {
     expect(over.answer).toBe('');
     expect(held.some((socket) => socket.closed)).toBe(false);
     for (const socket of sockets.splice(0)) (socket instanceof WebSocket ? socket.terminate() : socket.destroy());
-    await waitFor(async () => (await refusedFor(server.url, 'replica').catch(() => -1)) === 1, 'the refusal counted, scraped once there is room');
+    // At least 1: a scrape that arrives before the server has seen the held sockets go
+    // is itself refused (and counted), which a busy machine makes likely.
+    await waitFor(async () => (await refusedFor(server.url, 'replica').catch(() => -1)) >= 1, 'the refusal counted, scraped once there is room');
   }, 30_000);
 });

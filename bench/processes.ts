@@ -252,7 +252,7 @@ export async function measureColdStart(target: ServerTarget, options: ServerProc
         await probe(url);
         return performance.now() - started;
       } catch (error) {
-        if (performance.now() > deadline) throw new Error(`${target} gave no correct answer within 30 s: ${String(error)}`);
+        if (performance.now() > deadline) throw new Error(`${target} gave no correct answer within 30 s: ${String(error)}`, { cause: error });
         await new Promise((r) => setTimeout(r, 2));
       }
     }

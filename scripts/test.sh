@@ -59,7 +59,7 @@ for dir in src/__generated__ operations/__generated__; do
   fi
 done
 
-echo "==> typecheck, schema lint (every type, field and argument described) and build, side by side"
+echo "==> typecheck, lint (the schema's descriptions, the TypeScript, the tests' timing rules) and build, side by side"
 # Each reads the sources and none writes what another reads (the build writes dist/,
 # which the typecheck and the lint leave out), so they run at once: each is mostly one
 # core's work. Each one's output is shown afterwards, in this order, under its name.

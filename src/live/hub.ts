@@ -107,10 +107,11 @@ export class LiveHub {
 
   /**
    * The changes of `tenantId`'s `resource` list (within `filter`) from now on, until
-   * the iterator is returned or the poller fails. Throws LiveLimitError when a limit
-   * is reached.
+   * the iterator is returned, the poller fails, or `ended` aborts: the next event is then
+   * `{ error: ended.reason }` (changes still queued are let go) and the subscription's
+   * slots are free at once. Throws LiveLimitError when a limit is reached.
    */
-  subscribe(tenantId: string, resource: AnyResource, filter?: ListFilter): AsyncIterableIterator<LiveEvent> {
+  subscribe(tenantId: string, resource: AnyResource, filter?: ListFilter, ended?: AbortSignal): AsyncIterableIterator<LiveEvent> {
     const company = this.perCompany.get(tenantId) ?? 0;
     if (this.open >= this.limits.perReplica) {
       this.events.liveRefused('replica');
@@ -141,7 +142,9 @@ export class LiveHub {
     }
     const joined = view;
     const list = resource.name;
+    const end = () => subscriber.end(ended?.reason instanceof Error ? ended.reason : new LiveClosedError('the subscription was ended; resubscribe'));
     const subscriber = boundedQueue(this.limits.queuedChanges, entry.outbox.last, this.events, () => {
+      ended?.removeEventListener('abort', end);
       joined.subscribers.delete(subscriber.subscriber);
       if (joined.subscribers.size === 0 && entry.views.get(scope) === joined) {
         entry.views.delete(scope);
@@ -168,6 +171,9 @@ export class LiveHub {
     this.open += 1;
     this.perCompany.set(tenantId, company + 1);
     this.events.liveSubscriptions(list, 1);
+    // Only now that it is counted: ending it uncounts it.
+    if (ended?.aborted) end();
+    else ended?.addEventListener('abort', end, { once: true });
     return subscriber.iterator;
   }
 
@@ -219,9 +225,15 @@ export class LiveHub {
  * `stop(error)` delivers the error only once the buffer is drained, so a client that
  * stopped reading holds its 1 000 stale changes. Here a slow consumer is ended at once:
  * its queue is let go, its slots (and maybe its poller) freed, and it reads
- * SlowConsumerError next. `onFinish` runs once, when it ends for any reason.
+ * SlowConsumerError next; one ended from outside (`end`) likewise reads its error next.
+ * `onFinish` runs once, when it ends for any reason.
  */
-function boundedQueue(bound: number, after: number, events: LiveEvents, onFinish: () => void): { subscriber: Subscriber; iterator: AsyncIterableIterator<LiveEvent> } {
+function boundedQueue(
+  bound: number,
+  after: number,
+  events: LiveEvents,
+  onFinish: () => void,
+): { subscriber: Subscriber; iterator: AsyncIterableIterator<LiveEvent>; end: (error: Error) => void } {
   const queue: LiveEvent[] = [];
   let waiting: ((result: IteratorResult<LiveEvent>) => void) | undefined;
   let done = false;
@@ -254,6 +266,11 @@ function boundedQueue(bound: number, after: number, events: LiveEvents, onFinish
       if ('error' in event) finish();
     },
   };
+  const end = (error: Error) => {
+    if (done) return;
+    queue.length = 0;
+    subscriber.push({ error });
+  };
   const iterator: AsyncIterableIterator<LiveEvent> = {
     next: () => {
       const event = queue.shift();
@@ -273,5 +290,5 @@ function boundedQueue(bound: number, after: number, events: LiveEvents, onFinish
       return iterator;
     },
   };
-  return { subscriber, iterator };
+  return { subscriber, iterator, end };
 }

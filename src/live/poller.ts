@@ -58,7 +58,6 @@ export class Poller {
   private readonly controller = new AbortController();
   private stopped = false;
   private leading = false;
-  private polling: Promise<void> | undefined;
   /**
    * What other replicas sent while a poll's diff runs in slices: applied once the new
    * snapshot is in place, so the diff compares with a snapshot that holds still and a
@@ -125,11 +124,6 @@ export class Poller {
     this.merge(fresh);
   }
 
-  /** Waits for a poll under way (tests). */
-  settled(): Promise<void> {
-    return this.polling ?? Promise.resolve();
-  }
-
   private stretch(): number {
     return this.services.budget.stretch(this.tenantId);
   }
@@ -144,10 +138,7 @@ export class Poller {
   private schedule(delayMs: number, baseline = false): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.polling = this.tick(baseline).finally(() => {
-        this.polling = undefined;
-        this.schedule(this.nextDelay());
-      });
+      void this.tick(baseline).finally(() => this.schedule(this.nextDelay()));
     }, delayMs);
     this.timer.unref();
   }

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { request } from 'undici';
 import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
 import type { EmulatorTenant } from '../../src/emulator';
@@ -63,7 +64,7 @@ async function startGrafbase(urls: { wfs: string; people: string }): Promise<Run
   const listening = new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
-      if (/Listening on/.test(output.replace(/\x1b\[[0-9;]*[A-Za-z]/g, ''))) resolve();
+      if (/Listening on/.test(stripVTControlCharacters(output))) resolve();
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);

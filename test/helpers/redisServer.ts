@@ -34,6 +34,7 @@ export async function startRedisServer(): Promise<RedisTestServer> {
         throw new Error(
           `redis-server is not installed (could not run "${binary}"): the Redis integration tests need it. ` +
             'Install it with `apt-get install -y redis-server` (or set REDIS_SERVER to the binary).',
+          { cause: error },
         );
       }
       lastError = error as Error;

@@ -88,7 +88,7 @@ function recordingFetch(tenantId: string): typeof fetch {
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     const query = init?.body ? String((JSON.parse(String(init.body)) as { query: string }).query) : (url.searchParams.get('query') ?? '');
     const text = await response.clone().text();
-    let codes: string[] = [];
+    let codes: string[];
     try {
       codes = ((JSON.parse(text) as { errors?: Array<{ extensions?: { code?: string } }> }).errors ?? []).map((error) => error.extensions?.code ?? '?');
     } catch {

@@ -26,7 +26,7 @@ describe('live updates across replicas through Redis', () => {
   let redis: Awaited<ReturnType<typeof startRedisServer>>;
   let emulator: Emulator;
   let replicas: TestSubgraph[];
-  let clients: Client[] = [];
+  const clients: Client[] = [];
 
   const polls = (replica: TestSubgraph) => livePolls(replica.server);
   const leading = async (replica: TestSubgraph) => ((await (replica.server.metrics.registry.getSingleMetric('wfs_live_pollers_leading') as Gauge).get()).values[0]?.value ?? 0);

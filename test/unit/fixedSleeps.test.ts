@@ -1,5 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { lintAsConfigured, lintSnippet, lintTree } from '../helpers/lintRules';
 
 /**
  * No test waits a fixed time for something to have happened: on a loaded machine the
@@ -8,53 +7,45 @@ import path from 'node:path';
  * (a block that lasts its length, intervals over which nothing may happen), the line or
  * one of the two above it says "time is the subject". Timers that bound a wait (an abort,
  * a kill after a grace) are not waits, and waitFor's own polling step is the mechanism.
+ * The ESLint rule `wfs/no-fixed-sleep` (eslint-rules/testTiming.cjs) says so, in
+ * `npm run lint`; this tests the rule.
  */
 
-const testRoot = path.resolve(__dirname, '..');
-const MECHANISM = path.join(testRoot, 'helpers', 'waitFor.ts');
-
-function sources(directory = testRoot): string[] {
-  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(directory, entry.name);
-    if (entry.isDirectory()) return sources(full);
-    return entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
-
-/** A wait of a literal duration: `await sleep(50)`, `setTimeout(resolve, 2_100)`, `setTimeout(r, 1e3)`. */
-const FIXED_WAIT = /\bsleep\(\s*[\d_.e]+\s*\)|\bsetTimeout\(\s*(?:resolve|r|done|res)\s*,\s*[\d_.e]+\s*\)/;
-const EXEMPT = /time is the subject/i;
-
-/** The lines of `source` that wait a literal duration without saying time is their subject, as `line: text`. */
-function fixedWaits(source: string): string[] {
-  const lines = source.split('\n');
-  return lines.flatMap((line, index) => {
-    if (!FIXED_WAIT.test(line)) return [];
-    if ([line, lines[index - 1] ?? '', lines[index - 2] ?? ''].some((near) => EXEMPT.test(near))) return [];
-    return [`${index + 1}: ${line.trim()}`];
-  });
-}
+const RULE = 'wfs/no-fixed-sleep';
+const fixedWaits = (source: string) => lintSnippet(RULE, source);
 
 describe('fixed sleeps in tests', () => {
   it('recognises one, however the wait is written', () => {
     expect(fixedWaits('await new Promise((resolve) => setTimeout(resolve, 100));')).toHaveLength(1);
     expect(fixedWaits('    await sleep(2_100);')).toHaveLength(1);
     expect(fixedWaits('await new Promise((r) => setTimeout(r, 50));')).toHaveLength(1);
+    expect(fixedWaits('await new Promise<void>((wake) => setTimeout(wake, 1e3));')).toHaveLength(1);
+    expect(fixedWaits('await new Promise<void>((resolve) => setTimeout(() => resolve(), 2 * 1000));')).toHaveLength(1);
+    expect(fixedWaits("import { setTimeout as delay } from 'node:timers/promises';\nawait delay(250);")).toEqual([`2: ${RULE}`]);
   });
 
   it('leaves alone waits on a condition, time limits, injected durations and waits whose subject is time', () => {
     expect(fixedWaits("await waitFor(() => counters.tokenRequests >= 1, 'a request under way');")).toEqual([]);
     expect(fixedWaits('const timer = setTimeout(() => controller.abort(), 45_000);')).toEqual([]);
     expect(fixedWaits('setTimeout(() => res.end(body), answerDelayMs);')).toEqual([]);
+    expect(fixedWaits('socket.setTimeout(500, () => done(false));')).toEqual([]);
     expect(fixedWaits('await sleep(ms);')).toEqual([]);
     expect(fixedWaits('// Time is the subject: the block lasts 2 s.\nawait new Promise((resolve) => setTimeout(resolve, 2_100));')).toEqual([]);
+    expect(fixedWaits('// Time is the subject: nothing happens over these intervals.\n// (five of them)\nawait sleep(100);')).toEqual([]);
+    // Three lines above is too far: the comment is about something else.
+    expect(fixedWaits('// Time is the subject: the block lasts 2 s.\n\n\nawait sleep(100);')).toEqual([`4: ${RULE}`]);
   });
 
   it('finds none in test/', () => {
-    // This file's own examples are strings, not waits.
-    const files = sources().filter((file) => file !== __filename && file !== MECHANISM);
-    expect(files.length).toBeGreaterThan(50);
-    const found = files.flatMap((file) => fixedWaits(readFileSync(file, 'utf8')).map((where) => `${path.relative(testRoot, file)}:${where}`));
+    const { read, linted, found } = lintTree(RULE, [/\b(?:sleep|setTimeout)\b/]);
+    expect(read).toBeGreaterThan(50);
+    // The helpers and suites that time things on purpose (fixtures' sleep, liveFlood's block).
+    expect(linted).toBeGreaterThanOrEqual(10);
     expect(found).toEqual([]);
+  });
+
+  it('is part of npm run lint', () => {
+    const sleepy = "import { sleep } from '../helpers/fixtures';\nexport async function settle(): Promise<void> {\n  await sleep(50);\n}\n";
+    expect(lintAsConfigured(sleepy, 'test/helpers/settle.ts')).toEqual([RULE]);
   });
 });

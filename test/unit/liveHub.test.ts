@@ -164,6 +164,37 @@ describe('live hub', () => {
     expect(() => hub.subscribe('t3', shifts)).toThrow(expect.objectContaining({ reason: 'replica' }));
     await hub.close();
   });
+
+  it('ends a subscription whose signal aborts: its reason next (queued changes let go, a waiting read woken), then done, its slot free', async () => {
+    const list = fakeList([]);
+    const hub = hubOf(list.read, { perCompany: 1 });
+    const lapsed = new Error('the identity lapsed');
+
+    // Changes queued, unread, when it ends: the reason comes first and they are let go.
+    const queued = new AbortController();
+    const reading = hub.subscribe('t1', shifts, undefined, queued.signal);
+    await waitFor(() => list.state.reads >= 2, 'polls');
+    list.state.records = [shift('a')];
+    await waitFor(() => list.state.reads >= 4, 'the change found and queued');
+    queued.abort(lapsed);
+    expect(hub.subscriptions).toBe(0);
+    expect(await next(reading)).toEqual({ error: lapsed });
+    expect(await reading.next()).toEqual({ value: undefined, done: true });
+
+    // A read waiting for a change is woken with the reason; the company's one slot is free again.
+    const waiting = new AbortController();
+    const other = hub.subscribe('t1', shifts, undefined, waiting.signal);
+    const woken = next(other);
+    waiting.abort(lapsed);
+    expect(await woken).toEqual({ error: lapsed });
+    expect(hub.pollers).toBe(0);
+
+    // A signal aborted already: the subscription is ended as it starts.
+    const already = hub.subscribe('t1', shifts, undefined, AbortSignal.abort(lapsed));
+    expect(await next(already)).toEqual({ error: lapsed });
+    expect(hub.subscriptions).toBe(0);
+    await hub.close();
+  });
 });
 
 describe('live hub, one poller per company and list', () => {

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 
 /**
  * The Relay example (examples/relay/) compiles with the real relay-compiler (its npm
@@ -22,7 +23,7 @@ const relayCompiler = path.join(repoRoot, 'node_modules', 'relay-compiler', 'cli
 function compile(cwd: string, args: string[] = []) {
   const run = spawnSync(node, [relayCompiler, ...args], { cwd, encoding: 'utf8' });
   // The compiler colours its log lines; strip the escapes to read them.
-  const output = `${run.stdout}${run.stderr}`.replace(/\u001b\[[0-9;]*m/g, '');
+  const output = stripVTControlCharacters(`${run.stdout}${run.stderr}`);
   return { status: run.status, output };
 }
 

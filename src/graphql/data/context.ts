@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GraphQLError } from 'graphql';
-import type { LiveEvent, LiveHub } from '../../live/hub';
+import type { LiveHub } from '../../live/hub';
 import { NO_OBSERVER, type RequestRecord } from '../../upstream/observer';
 import { createTenantData, type DataServices, type TenantData } from './tenantData';
 
@@ -38,8 +38,8 @@ export interface LiveContext {
    * of it between changes, and each change is resolved like a request of its own.
    */
   renew(): void;
-  /** The hub's events of this subscription, ended early (with an `{ error }` event) when the subscription is ended from outside: an identity that lapsed. */
-  until(events: AsyncIterableIterator<LiveEvent>): AsyncIterableIterator<LiveEvent>;
+  /** Aborts, its reason the error, when the subscription is ended from outside (an identity that lapsed): the hub then ends its events with that error. */
+  readonly ended: AbortSignal;
 }
 
 /** Process-wide services the per-request context is built from. */

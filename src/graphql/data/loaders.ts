@@ -15,7 +15,7 @@ export interface EntityLoadersOptions {
 }
 
 /** The loader of a resource (by resource, list name or GraphQL type name), for one request. */
-export type EntityLoaders = <R extends UpstreamRecord>(resource: Resource<R, any> | string) => DataLoader<string, R | null>;
+export type EntityLoaders = <R extends UpstreamRecord>(resource: Resource<R> | string) => DataLoader<string, R | null>;
 
 /** The request's loaders, and how to forget them and what they cached once its response is out. */
 export interface RequestLoaders {
@@ -50,7 +50,7 @@ export function createEntityLoaders({ resources, reader }: EntityLoadersOptions)
   };
 
   return {
-    loader: <R extends UpstreamRecord>(resource: Resource<R, any> | string) => loaderOf(resourceOf(resource)) as DataLoader<string, R | null>,
+    loader: <R extends UpstreamRecord>(resource: Resource<R> | string) => loaderOf(resourceOf(resource)) as DataLoader<string, R | null>,
     release() {
       for (const loader of loaders.values()) loader.clearAll();
       loaders.clear();

@@ -6,7 +6,6 @@
  * its events then stop with that error, which the resolver turns into the last `next`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { LiveEvent } from '../../live/hub';
 import { createContext, type ContextServices, type GraphQLContext, type LiveContext } from './context';
 
 /** The abort reason of a subscription's work when it ends: one object, not a DOMException (and its stack) per subscription when a connection with many closes. */
@@ -17,10 +16,8 @@ export class SubscriptionContext implements GraphQLContext {
   private controller!: AbortController;
   private timer: NodeJS.Timeout | undefined;
   private readonly services: ContextServices;
-  /** Why the subscription was ended from outside, once it was. */
-  private ended: Error | undefined;
-  /** Wakes the events' reader waiting for a change, when `end` comes first. */
-  private wake: ((error: Error) => void) | undefined;
+  /** Aborted by `end`, with its error: the hub ends the subscription's events with it. */
+  private readonly ending = new AbortController();
   readonly live: LiveContext;
 
   constructor(
@@ -28,13 +25,13 @@ export class SubscriptionContext implements GraphQLContext {
     private readonly headers: IncomingHttpHeaders,
     tenantId: string,
     private readonly budgetMs: number,
-    live: Omit<LiveContext, 'renew' | 'until'>,
+    live: Omit<LiveContext, 'renew' | 'ended'>,
   ) {
     this.services = { ...services, identify: () => Promise.resolve(tenantId) };
     this.live = {
       ...live,
       renew: () => this.renew(),
-      until: (events) => this.until(events),
+      ended: this.ending.signal,
     };
     this.fresh();
   }
@@ -72,40 +69,7 @@ export class SubscriptionContext implements GraphQLContext {
 
   /** Ends the subscription with `error` (its next event): an identity that lapsed. */
   end(error: Error): void {
-    if (this.ended) return;
-    this.ended = error;
-    this.wake?.(error);
-  }
-
-  /** `events` until `end`: then one `{ error }` event, and the hub's subscription is returned. */
-  private until(events: AsyncIterableIterator<LiveEvent>): AsyncIterableIterator<LiveEvent> {
-    let over = false;
-    const finish = (error: Error): IteratorResult<LiveEvent> => {
-      over = true;
-      this.wake = undefined;
-      void events.return?.();
-      return { value: { error }, done: false };
-    };
-    const iterator: AsyncIterableIterator<LiveEvent> = {
-      next: () => {
-        if (over) return Promise.resolve({ value: undefined, done: true });
-        if (this.ended) return Promise.resolve(finish(this.ended));
-        return new Promise((resolve, reject) => {
-          this.wake = (error) => resolve(finish(error));
-          events.next().then((result) => {
-            this.wake = undefined;
-            resolve(result);
-          }, reject);
-        });
-      },
-      return: () => {
-        over = true;
-        this.wake = undefined;
-        return events.return?.() ?? Promise.resolve({ value: undefined, done: true });
-      },
-      [Symbol.asyncIterator]: () => iterator,
-    };
-    return iterator;
+    this.ending.abort(error);
   }
 
   private fresh(): void {

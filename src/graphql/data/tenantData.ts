@@ -29,9 +29,9 @@ export interface TenantData {
   /** The request's reads of this tenant's lists (the live poller reads through it too). */
   readonly reader: TenantReader;
   /** The record the tenant's entity index holds for `id` now, if any: no batch, no promise. */
-  held<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined;
+  held<R extends UpstreamRecord>(resource: Resource<R>, id: string): R | undefined;
   /** The per-request entity loader of a resource (by resource, list name or GraphQL type name). */
-  loader<R extends UpstreamRecord>(resource: Resource<R, any> | string): DataLoader<string, R | null>;
+  loader<R extends UpstreamRecord>(resource: Resource<R> | string): DataLoader<string, R | null>;
   /** One page of a resource's list as a Relay connection, filtered and scoped as asked. */
   connection<R extends UpstreamRecord, F extends ListFilter>(resource: Resource<R, F>, args: ConnectionArgs, scope?: ConnectionScope<F>): Promise<ConnectionPage<R>>;
   /**
@@ -77,11 +77,11 @@ class RequestTenantData implements TenantData {
     private readonly itemErrors: GraphQLError[],
   ) {}
 
-  held<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined {
+  held<R extends UpstreamRecord>(resource: Resource<R>, id: string): R | undefined {
     return this.reader.peek(resource, id);
   }
 
-  loader<R extends UpstreamRecord>(resource: Resource<R, any> | string): DataLoader<string, R | null> {
+  loader<R extends UpstreamRecord>(resource: Resource<R> | string): DataLoader<string, R | null> {
     return (this.loaders ??= createEntityLoaders({ resources: this.services.resources, reader: this.reader })).loader(resource);
   }
 

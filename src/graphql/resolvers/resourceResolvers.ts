@@ -21,7 +21,7 @@ type Resolvers = GraphQLResolverMap<GraphQLContext>;
  * through the request's DataLoader, batched with the other misses. Null when the
  * tenant has no such record.
  */
-export function loadEntity<R extends UpstreamRecord>(context: GraphQLContext, resource: Resource<R, any>, id: string): R | null | Promise<R | null> {
+export function loadEntity<R extends UpstreamRecord>(context: GraphQLContext, resource: Resource<R>, id: string): R | null | Promise<R | null> {
   const tenant = context.knownTenant();
   if (!tenant) return context.tenant().then((known) => known.loader(resource).load(id));
   return tenant.held(resource, id) ?? tenant.loader(resource).load(id);

@@ -44,7 +44,7 @@ export interface RequestPagesOptions {
   readonly signal: AbortSignal;
   readonly observer: Observer;
   /** The tenant's entity index of a list, for this request. */
-  readonly indexOf: <R extends UpstreamRecord>(resource: Resource<R, any>) => EntityIndex<R>;
+  readonly indexOf: <R extends UpstreamRecord>(resource: Resource<R>) => EntityIndex<R>;
   /** Serve pages the company read within the window again (WFS_FRESHNESS_SECONDS > 0, and not a live poll, which must see the upstream). */
   readonly keep: boolean;
   /** The window, in ms (0: nothing is kept). */
@@ -54,7 +54,7 @@ export interface RequestPagesOptions {
   /** What the request used, for its answer's cache policy. */
   readonly freshness: Freshness;
   /** Resolves once the company's grant allows the list (the reader's `authorize`). */
-  readonly authorize: (resource: Resource<UpstreamRecord, any>) => Promise<void> | undefined;
+  readonly authorize: (resource: Resource) => Promise<void> | undefined;
 }
 
 export function createRequestPages(options: RequestPagesOptions): RequestPages {
@@ -122,7 +122,7 @@ class PageCache implements RequestPages {
         // requests go on, and a client that left is noticed (its signal aborts).
         page = this.heldPagesRead % HELD_PAGES_PER_TURN === 0 ? nextTurn().then(() => held) : Promise.resolve(held);
         // A kept page is served as a held one is: only once the grant allows the list.
-        const pending = fromIndex ? undefined : this.options.authorize(resource as Resource<UpstreamRecord, any>);
+        const pending = fromIndex ? undefined : this.options.authorize(resource);
         if (pending) {
           const served = page;
           page = pending.then(() => served);

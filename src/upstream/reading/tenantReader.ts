@@ -34,17 +34,17 @@ export interface TenantReader {
    * given; the tenant's index learns the records read (a later lookup then needs no
    * scan).
    */
-  walk<R extends UpstreamRecord>(resource: Resource<R, any>, query?: UpstreamQuery): PageWalk<R>;
+  walk<R extends UpstreamRecord>(resource: Resource<R>, query?: UpstreamQuery): PageWalk<R>;
   /**
    * A walk over the whole list for a scan in memory (a filter the upstream cannot
    * apply): pages the tenant's index holds answer without a call, each still counted
    * against the call budget. Checks the grant first.
    */
-  scan<R extends UpstreamRecord>(resource: Resource<R, any>): PageWalk<R>;
+  scan<R extends UpstreamRecord>(resource: Resource<R>): PageWalk<R>;
   /** Records for `ids`, in order (null: the list has none): the grant checked, then the tenant's index, which reads only as many pages as the missing ids need. */
-  lookup<R extends UpstreamRecord>(resource: Resource<R, any>, ids: readonly string[]): Promise<Array<R | null>>;
+  lookup<R extends UpstreamRecord>(resource: Resource<R>, ids: readonly string[]): Promise<Array<R | null>>;
   /** The record the tenant's index holds for `id` now, once the grant was checked in this request: no call, no promise. */
-  peek<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined;
+  peek<R extends UpstreamRecord>(resource: Resource<R>, id: string): R | undefined;
   /**
    * Resolves once the company's current grant allows the resource (undefined: known
    * already, or the resource needs no scope). Data served from memory is checked as a
@@ -109,7 +109,7 @@ class RequestReader implements TenantReader {
     return (this.used ??= new Freshness());
   }
 
-  walk<R extends UpstreamRecord>(resource: Resource<R, any>, query?: UpstreamQuery): PageWalk<R> {
+  walk<R extends UpstreamRecord>(resource: Resource<R>, query?: UpstreamQuery): PageWalk<R> {
     const index = this.indexOf(resource);
     return guardPageChain(async (ref, pageSize) => {
       const page = await this.pages().fresh(resource as Resource<R>, ref, pageSize, query);
@@ -123,7 +123,7 @@ class RequestReader implements TenantReader {
     });
   }
 
-  scan<R extends UpstreamRecord>(resource: Resource<R, any>): PageWalk<R> {
+  scan<R extends UpstreamRecord>(resource: Resource<R>): PageWalk<R> {
     const index = this.indexOf(resource);
     return guardPageChain(async (ref, pageSize) => {
       const pending = this.authorize(resource as AnyResource);
@@ -134,7 +134,7 @@ class RequestReader implements TenantReader {
     });
   }
 
-  async lookup<R extends UpstreamRecord>(resource: Resource<R, any>, ids: readonly string[]): Promise<Array<R | null>> {
+  async lookup<R extends UpstreamRecord>(resource: Resource<R>, ids: readonly string[]): Promise<Array<R | null>> {
     await this.authorize(resource as AnyResource);
     const index = this.indexOf(resource);
     // What the index holds now is as old as its lifetime; pages a scan reads note their own age.
@@ -142,7 +142,7 @@ class RequestReader implements TenantReader {
     return index.lookup(ids, (ref, pageSize) => this.pages().held(resource as Resource<R>, ref, pageSize));
   }
 
-  peek<R extends UpstreamRecord>(resource: Resource<R, any>, id: string): R | undefined {
+  peek<R extends UpstreamRecord>(resource: Resource<R>, id: string): R | undefined {
     // Resolving many entities from memory is a loop too: checked every so often.
     if (++this.heldRecordsRead % HELD_RECORDS_PER_CHECK === 0) this.pages().stillWanted();
     // Not yet authorized in this request: the lookup checks, then answers.
@@ -176,7 +176,7 @@ class RequestReader implements TenantReader {
     this.authorized?.clear();
   }
 
-  private indexOf<R extends UpstreamRecord>(resource: Resource<R, any>): EntityIndex<R> {
+  private indexOf<R extends UpstreamRecord>(resource: Resource<R>): EntityIndex<R> {
     let index = this.indexes?.get(resource.name);
     if (!index || index.isReleased) {
       index = this.services.indexes.for<UpstreamRecord>(this.tenantId, resource.name);

@@ -80,7 +80,7 @@ function estimateWith(schema: GraphQLSchema, document: DocumentNode, operation: 
   const costOfSet = (set: SelectionSetNode, parentType: GraphQLCompositeType, pageSize: number | null): number => {
     let total = 0;
     for (const selection of set.selections) {
-      let cost = 0;
+      let cost: number;
       if (selection.kind === Kind.FIELD) {
         if (selection.name.value === '__typename' || isSkipped(selection.directives)) continue;
         const field = fieldOf(parentType, selection.name.value);

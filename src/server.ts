@@ -297,6 +297,7 @@ function serveLive(parts: {
       refused,
       ...(options.live?.socket && { limits: options.live.socket }),
       ...(options.defaultTenant && { demo: { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } }),
+      tenantHeader: config.tenantHeader,
     }),
     router: parts.router,
     refused,

@@ -1,8 +1,15 @@
 /**
  * The messages of one WebSocket connection on their way to graphql-ws: parsed once,
  * bounded (a subscription id's length), trimmed (a subscription keeps its query,
- * operation name and variables, nothing else it was sent), and kept in order per id
- * (a subscribe that reuses an id waits for the end of the one it replaces).
+ * operation name and variables, nothing else it was sent; a `connection_init` only
+ * the headers identity reads), and kept in order per id (a subscribe that reuses an
+ * id waits for the end of the one it replaces).
+ *
+ * graphql-ws keeps what it is handed: a `connection_init`'s payload as the
+ * connection's `connectionParams`, a subscribe's message (payload included) in the
+ * closure that runs its subscription. So the raw text is dropped once parsed, and
+ * what is handed on is a new object holding only what is needed (the gate takes the
+ * variables and query text out of a subscribe's payload once checked).
  */
 import { CloseCode, MessageType } from 'graphql-ws';
 import type { Logger } from '../observability/logger';
@@ -15,7 +22,14 @@ import { MAX_SUBSCRIPTION_ID_CHARS } from './liveSocketLimits';
  * being set up waits for that one's end, so graphql-ws never holds two subscriptions
  * under one id (the first would outlive its connection).
  */
-export function receive(data: string, handle: (data: unknown) => Promise<void>, flows: Map<string, Flow>, close: (code: number, reason: string) => void, logger: Logger): void {
+export function receive(
+  data: string,
+  handle: (data: unknown) => Promise<void>,
+  flows: Map<string, Flow>,
+  close: (code: number, reason: string) => void,
+  logger: Logger,
+  connectionParams: (payload: unknown) => Record<string, unknown> | undefined = () => undefined,
+): void {
   let message: unknown;
   try {
     message = JSON.parse(data);
@@ -27,6 +41,11 @@ export function receive(data: string, handle: (data: unknown) => Promise<void>, 
       logger.error({ err: error }, 'live: a message could not be handled');
       close(CloseCode.InternalServerError, 'Internal server error');
     });
+  if (isObject(message) && message.type === MessageType.ConnectionInit) {
+    // Only what identity reads: graphql-ws keeps the payload for the connection's life.
+    const params = connectionParams(message.payload);
+    return void dispatch({ type: message.type, ...(params && { payload: params }) });
+  }
   if (!isObject(message) || typeof message.id !== 'string') return void dispatch(message);
   const id = message.id;
   if (id.length > MAX_SUBSCRIPTION_ID_CHARS) return close(CloseCode.BadRequest, `a subscription id is at most ${MAX_SUBSCRIPTION_ID_CHARS} characters`);

@@ -54,8 +54,15 @@ export interface SocketExtra {
   readonly gateway: boolean;
 }
 
-/** The graphql-ws hooks the transport serves (the subscribe gate), and their timers to stop. */
-export type LiveProtocol = Omit<ServerOptions<Record<string, unknown> | undefined, SocketExtra>, 'connectionInitWaitTimeout' | 'jsonMessageReviver'> & { close?(): void };
+/**
+ * The graphql-ws hooks the transport serves (the subscribe gate), their timers to stop,
+ * and what graphql-ws is handed of a `connection_init` payload in its place (it keeps
+ * it as `connectionParams` for the connection's life; none when not given).
+ */
+export type LiveProtocol = Omit<ServerOptions<Record<string, unknown> | undefined, SocketExtra>, 'connectionInitWaitTimeout' | 'jsonMessageReviver'> & {
+  close?(): void;
+  connectionParams?(payload: unknown): Record<string, unknown> | undefined;
+};
 
 export interface LiveSocketOptions {
   readonly httpServer: Server;
@@ -105,7 +112,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   // messages keep their order.
   const messageRate = new RateLimiterMemory({ points: limits.messageBurst, duration: Math.max(1, limits.messageBurst / limits.messagesPerSecond) });
   let connectionSeq = 0;
-  const { close: closeProtocol, onConnect, ...hooks } = options.protocol;
+  const { close: closeProtocol, onConnect, connectionParams, ...hooks } = options.protocol;
   const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
     ...hooks,
     connectionInitWaitTimeout: limits.connectionInitMs,
@@ -193,7 +200,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
           socket.on('message', (data) => {
             if (socket.readyState !== socket.OPEN) return;
             messageRate.consume(key).then(
-              () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, logger)),
+              () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, logger, connectionParams)),
               () => {
                 if (socket.readyState !== socket.OPEN) return;
                 refused('rate');

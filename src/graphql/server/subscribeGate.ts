@@ -10,11 +10,18 @@
  * limits (tokens, depth, aliases, directives, fields) and the cost bound of queries;
  * its parse, validation and cost estimate are kept per document text. Bounded:
  * subscriptions per connection, new subscriptions per company and second, refused
- * subscribes per connection.
+ * subscribes per connection, and the bytes of variables kept per connection, company
+ * and replica.
+ *
+ * Nothing a client sent is kept beyond need: of `connection_init`, the few headers
+ * identity reads (each bounded), the rest dropped before graphql-ws sees it; of a
+ * subscribe, the document (kept once per text) and the coerced values of the variables
+ * its operation declares. graphql-ws keeps a subscribe's message and its execution
+ * arguments for the subscription's life, so what is let go of is taken out of both.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { GraphQLError, Kind, getOperationAST, parse, specifiedRules, subscribe, validate, type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, Kind, getOperationAST, getVariableValues, parse, specifiedRules, subscribe, validate, type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Context, ServerOptions, SubscribePayload } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { LiveHub } from '../../live/hub';
@@ -35,6 +42,14 @@ export interface SubscribeGateLimits {
   readonly companySubscribesPerSecond: number;
   /** How often the identity of a connection with open subscriptions is checked again, in ms (a JWT past `exp`, a key withdrawn). */
   readonly identityRecheckMs: number;
+  /**
+   * Bytes of variables (the coerced values its operations declare, measured as their
+   * JSON text) the open subscriptions of one connection, of one company on the replica,
+   * and of the whole replica may keep; a subscribe past one is refused (BAD_USER_INPUT).
+   */
+  readonly variableBytesPerConnection: number;
+  readonly variableBytesPerCompany: number;
+  readonly variableBytesPerReplica: number;
 }
 
 export const DEFAULT_SUBSCRIBE_GATE_LIMITS: SubscribeGateLimits = Object.freeze({
@@ -45,6 +60,13 @@ export const DEFAULT_SUBSCRIBE_GATE_LIMITS: SubscribeGateLimits = Object.freeze(
   companySubscribeBurst: 1_000,
   companySubscribesPerSecond: 100,
   identityRecheckMs: 30_000,
+  // A subscription's variables are a filter (an id, two date-times: about 150 bytes),
+  // so these leave 1 KiB to each of a connection's 1 000 subscriptions, 800 bytes to
+  // each of a company's 5 000 and of the replica's 20 000: 16 MiB of the 256 MiB heap
+  // at most, whatever clients send.
+  variableBytesPerConnection: 1024 * 1024,
+  variableBytesPerCompany: 4 * 1024 * 1024,
+  variableBytesPerReplica: 16 * 1024 * 1024,
 });
 
 /** What the transport tells the gate of a connection (graphql-ws's `extra`). */
@@ -73,17 +95,29 @@ export interface SubscribeGateOptions {
   readonly limits?: Partial<SubscribeGateLimits>;
   /** Demo mode: the tenant a connection that names none gets, said in `connection_ack` and each `next` (`demoTenant`). */
   readonly demo?: { readonly tenantHeader: string; readonly defaultTenant: string };
+  /** The trusted tenant header (WFS_TENANT_HEADER): with `authorization` and `router-authorization`, the only headers identity reads. */
+  readonly tenantHeader: string;
 }
 
-/** The graphql-ws hooks of admission, and the gate's own timer to stop. */
-export type SubscribeGate = Required<Pick<ServerOptions<Record<string, unknown> | undefined, GateExtra>, 'onConnect' | 'onSubscribe' | 'onNext' | 'onComplete' | 'onClose' | 'subscribe'>> & { close(): void };
+/**
+ * The graphql-ws hooks of admission, the gate's own timer to stop, and what the
+ * transport hands graphql-ws of a `connection_init` payload in its place
+ * (`connectionParams`): only the headers identity reads.
+ */
+export type SubscribeGate = Required<Pick<ServerOptions<Record<string, unknown> | undefined, GateExtra>, 'onConnect' | 'onSubscribe' | 'onNext' | 'onComplete' | 'onClose' | 'subscribe'>> & {
+  close(): void;
+  connectionParams(payload: unknown): Record<string, unknown> | undefined;
+};
 
 /** The execution arguments of a refused subscribe (its errors in `contextValue`): answered by the gate's `subscribe`, not run. */
 const REFUSED = Symbol('refused');
 const REFUSED_DOCUMENT = parse('subscription Refused { __typename }');
 
-/** At most this many `connection_init` headers are read, each at most this long. */
-const MAX_INIT_HEADERS = 50;
+/**
+ * A `connection_init` header identity reads is at most this long (a JWT with many
+ * claims fits); a longer one is not read. With the three names identity reads, a
+ * connection keeps at most 24 KiB of its `connection_init`.
+ */
 const MAX_INIT_HEADER_CHARS = 8_192;
 /** A connection's identity, once checked, serves its subscribes for this long (then it is checked again). */
 const IDENTITY_RECHECK_MS = 1_000;
@@ -92,11 +126,13 @@ const DOCUMENT_CACHE_BYTES = 4 * 2 ** 20;
 
 /** What the gate keeps of one connection. */
 interface Connection {
-  /** The headers identity is read from: the upgrade request's, completed by `connection_init`'s. */
+  /** The headers identity is read from (only those): the upgrade request's, completed by `connection_init`'s. */
   readonly headers: IncomingHttpHeaders;
   readonly close: GateExtra['close'];
   /** Subscriptions accepted and not completed yet (each has its context here). */
-  readonly contexts: Map<string, SubscriptionContext>;
+  readonly contexts: Map<string, Held>;
+  /** Bytes of variables its open subscriptions keep. */
+  variableBytes: number;
   /** Subscriptions accepted or being checked: taken before the first await, so a burst of subscribes cannot all pass the bound. */
   slots: number;
   /** Subscribes refused so far. */
@@ -105,6 +141,13 @@ interface Connection {
   identity: { readonly tenantId: Promise<string>; readonly at: number } | undefined;
   /** Demo mode: the tenant the connection was given because it named none. */
   readonly demoTenant: string | undefined;
+}
+
+/** An accepted subscription: its context, and the bytes of variables it keeps, counted against its connection and company. */
+interface Held {
+  readonly context: SubscriptionContext;
+  readonly tenantId: string;
+  readonly variableBytes: number;
 }
 
 type GateContext = Context<Record<string, unknown> | undefined, GateExtra>;
@@ -141,11 +184,36 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   const perConnection = `at most ${limits.subscriptionsPerConnection} subscriptions may be open on one connection; complete some, or open another connection`;
   const companyRateExceeded = `your company opened more than ${limits.companySubscribeBurst} subscriptions in a short time on this replica; retry in a moment`;
 
+  const connectionBytes = `the variables of this connection's open subscriptions may keep at most ${kib(limits.variableBytesPerConnection)}; complete some, send smaller variables, or open another connection`;
+  const companyBytes = `the variables of your company's open subscriptions on this replica may keep at most ${kib(limits.variableBytesPerCompany)}; complete some or send smaller variables`;
+  const replicaBytes = `the variables of this replica's open subscriptions may keep at most ${kib(limits.variableBytesPerReplica)}; retry in a moment`;
+  // Bytes of variables kept by open subscriptions, per company and in all.
+  const byCompany = new Map<string, number>();
+  let replicaVariableBytes = 0;
+  const identityNames = [options.tenantHeader.toLowerCase(), 'authorization', 'router-authorization'];
+
   const recheck = recheckIdentities(connections, limits.identityRecheckMs, services, options.refused);
 
+  /** Ends the hold of subscription `id` of `connection`: closes its context, gives its slot and bytes back. */
+  const release = (connection: Connection, id: string) => {
+    const held = connection.contexts.get(id);
+    if (!held) return;
+    held.context.close();
+    connection.contexts.delete(id);
+    connection.slots -= 1;
+    connection.variableBytes -= held.variableBytes;
+    replicaVariableBytes -= held.variableBytes;
+    const left = (byCompany.get(held.tenantId) ?? 0) - held.variableBytes;
+    if (left > 0) byCompany.set(held.tenantId, left);
+    else byCompany.delete(held.tenantId);
+  };
+
   return {
+    connectionParams: (payload) => initParams(payload, identityNames),
     onConnect: async (ctx) => {
-      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams);
+      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams, identityNames);
+      // Read once: what graphql-ws keeps for the connection's life is not needed again.
+      delete (ctx as { connectionParams?: unknown }).connectionParams;
       const problem = await identityProblem(services, routerSecret, headers);
       // A gateway's connection (its upgrade carried the router secret) is kept when its
       // caller's identity is refused: each subscribe is then answered with the refusal
@@ -158,7 +226,7 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       }
       const named = options.demo && headers[options.demo.tenantHeader];
       const demoTenant = !problem && options.demo && !(Array.isArray(named) ? named[0] : named)?.trim() ? options.demo.defaultTenant : undefined;
-      connections.set(ctx, { headers, close: ctx.extra.close, contexts: new Map(), slots: 0, refusals: 0, identity: undefined, demoTenant });
+      connections.set(ctx, { headers, close: ctx.extra.close, contexts: new Map(), variableBytes: 0, slots: 0, refusals: 0, identity: undefined, demoTenant });
       return demoTenant ? { demoTenant } : true;
     },
     onSubscribe: async (ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
@@ -192,18 +260,13 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     },
     onComplete: (ctx, id) => {
       const connection = connections.get(ctx);
-      const context = connection?.contexts.get(id);
-      if (!connection || !context) return;
-      context.close();
-      connection.contexts.delete(id);
-      connection.slots -= 1;
+      if (connection) release(connection, id);
     },
     onClose: (ctx) => {
       const connection = connections.get(ctx);
       if (!connection) return;
       connections.delete(ctx);
-      for (const context of connection.contexts.values()) context.close();
-      connection.contexts.clear();
+      for (const id of [...connection.contexts.keys()]) release(connection, id);
       connection.slots = 0;
     },
     close: () => clearInterval(recheck),
@@ -211,6 +274,12 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
 
   /** The checks of a subscribe after the connection's bound: identity, document, limits, cost; its execution arguments, or why not. */
   async function checkSubscribe(connection: Connection, id: string, payload: SubscribePayload, seen: { rootKey?: string }): Promise<ExecutionArgs | readonly GraphQLError[]> {
+    // graphql-ws keeps the subscribe's payload for the subscription's life: its
+    // variables are taken out of it at once (only the coerced values of the declared
+    // ones are kept, in the execution arguments), its query text once parsed (the
+    // document is kept per text).
+    const sent = (payload as { variables?: unknown }).variables;
+    delete (payload as { variables?: unknown }).variables;
     if (typeof payload.query !== 'string') return refuseAlike('document', 'BAD_REQUEST', 'the subscribe payload has no query');
     const checked = await checkedDocument(payload.query);
     if (checked.rootKey) seen.rootKey = checked.rootKey;
@@ -219,9 +288,10 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       return checked.errors;
     }
     const { document } = checked;
-    // graphql-ws keeps the subscribe's payload for the subscription's life; its text is
-    // not needed once parsed (the document is kept per text), so it is let go of here.
     (payload as { query: string }).query = '';
+    const operation = getOperationAST(document, payload.operationName);
+    // Coerced before any further wait, so that what the client sent beyond them is let go of.
+    const variables = operation ? declaredVariables(schema(), operation, sent) : undefined;
     let tenantId: string;
     try {
       tenantId = await identityOf(services, connection);
@@ -231,23 +301,36 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     }
     const withinRate = await companyRate.consume(tenantId).then(() => true, () => false);
     if (!withinRate) return refuseAlike('company', 'SERVICE_UNAVAILABLE', companyRateExceeded);
-    const operation = getOperationAST(document, payload.operationName);
-    if (!operation) return refuse('document', 'BAD_REQUEST', 'the document has no operation of that name (name one with operationName)');
+    if (!operation || !variables) return refuse('document', 'BAD_REQUEST', 'the document has no operation of that name (name one with operationName)');
     if (operation.operation !== 'subscription') {
       return refuse('document', 'BAD_REQUEST', `only subscriptions are served over WebSocket; send ${operation.operation === 'query' ? 'queries' : 'mutations'} over HTTP POST to this path`);
     }
-    const variables = payload.variables ?? {};
-    const overBudget = costRefusal(operation, estimates.of(schema(), document, operation, variables), options.queryLimits.maxCost);
+    if ('errors' in variables) {
+      options.refused('document');
+      return variables.errors;
+    }
+    const { coerced, bytes } = variables;
+    const overBudget = costRefusal(operation, estimates.of(schema(), document, operation, coerced), options.queryLimits.maxCost);
     if (overBudget) {
       options.refused('cost');
       return [overBudget];
     }
+    // Checked and taken with no wait in between, so that a burst of subscribes cannot all pass.
+    if (connection.variableBytes + bytes > limits.variableBytesPerConnection) return refuseAlike('connection_bytes', 'BAD_USER_INPUT', connectionBytes);
+    if ((byCompany.get(tenantId) ?? 0) + bytes > limits.variableBytesPerCompany) return refuseAlike('company_bytes', 'BAD_USER_INPUT', companyBytes);
+    if (replicaVariableBytes + bytes > limits.variableBytesPerReplica) return refuseAlike('replica_bytes', 'BAD_USER_INPUT', replicaBytes);
     const context = new SubscriptionContext(services, connection.headers, tenantId, options.budgetMs, {
       hub: options.hub,
     });
-    connection.contexts.get(id)?.close();
-    connection.contexts.set(id, context);
-    return { schema: schema(), document, operationName: payload.operationName ?? null, variableValues: variables, contextValue: context };
+    if (connection.contexts.has(id)) {
+      // Not expected (a reused id waits for the end of the one it replaces), but its slot and bytes are given back.
+      release(connection, id);
+    }
+    connection.contexts.set(id, { context, tenantId, variableBytes: bytes });
+    connection.variableBytes += bytes;
+    byCompany.set(tenantId, (byCompany.get(tenantId) ?? 0) + bytes);
+    replicaVariableBytes += bytes;
+    return { schema: schema(), document, operationName: payload.operationName ?? null, variableValues: coerced, contextValue: context };
   }
 
 }
@@ -278,7 +361,7 @@ function recheckIdentities(connections: ReadonlyMap<unknown, Connection>, everyM
         const { code, message } = errorOf(error);
         refused('identity');
         const lapsed = new GraphQLError(message, { extensions: { code } });
-        for (const context of connection.contexts.values()) context.end(lapsed);
+        for (const { context } of connection.contexts.values()) context.end(lapsed);
       });
     }
   }, everyMs);
@@ -354,26 +437,67 @@ async function identityProblem(services: ContextServices, routerSecret: Buffer |
 }
 
 /**
- * The upgrade request's headers, completed by the `connection_init` payload's for the
- * names the upgrade did not carry (a browser's WebSocket cannot set headers; a gateway
- * forwards them there). The payload's headers are read in either shape clients use:
- * `{ headers: { 'x-tenant-id': … } }` (this subgraph's, graphql-ws links) or flat,
- * `{ 'x-tenant-id': … }` (Hive Gateway's); the nested ones first. Names are
- * lower-cased; only string values are read, and only so many.
+ * What graphql-ws is given of a `connection_init` payload as `connectionParams`, in
+ * its place: the headers of `names` (those identity reads) in the nested shape, each
+ * at most MAX_INIT_HEADER_CHARS long; nothing else the client sent, which graphql-ws
+ * would keep for the connection's life. The payload's headers are read in either shape
+ * clients use: `{ headers: { 'x-tenant-id': … } }` (this subgraph's, graphql-ws links)
+ * or flat, `{ 'x-tenant-id': … }` (Hive Gateway's); the nested one wins a name both
+ * carry. Names are matched without regard to case; only string values are read.
  */
-export function identityHeaders(upgrade: IncomingHttpHeaders, params: Readonly<Record<string, unknown>> | undefined): IncomingHttpHeaders {
-  const headers: IncomingHttpHeaders = { ...upgrade };
-  if (!params) return headers;
-  const nested = params.headers;
-  const entries = [...(typeof nested === 'object' && nested !== null && !Array.isArray(nested) ? Object.entries(nested) : []), ...Object.entries(params)];
-  let read = 0;
-  for (const [name, value] of entries) {
-    if (++read > MAX_INIT_HEADERS) break;
-    if (typeof value !== 'string' || value.length > MAX_INIT_HEADER_CHARS || name.length > 256) continue;
-    const lower = name.toLowerCase();
-    if (headers[lower] === undefined) headers[lower] = value;
+export function initParams(payload: unknown, names: readonly string[]): { headers: Record<string, string> } | undefined {
+  if (!isRecord(payload)) return undefined;
+  const headers: Record<string, string> = {};
+  const nested = isRecord(payload.headers) ? payload.headers : undefined;
+  // Each source is walked by its own keys, not looked up by name, so that `X-Tenant-Id` is read too.
+  for (const source of nested ? [nested, payload] : [payload]) {
+    for (const key of Object.keys(source)) {
+      const name = key.length <= 64 ? key.toLowerCase() : '';
+      if (!names.includes(name) || headers[name] !== undefined) continue;
+      const value = source[key];
+      if (typeof value === 'string' && value.length <= MAX_INIT_HEADER_CHARS) headers[name] = value;
+    }
+  }
+  return { headers };
+}
+
+/**
+ * The headers identity is read from (`names`, and only those): the upgrade request's,
+ * completed by the `connection_init` payload's (`initParams`) for the names the upgrade
+ * did not carry (a browser's WebSocket cannot set headers; a gateway forwards them there).
+ */
+export function identityHeaders(upgrade: IncomingHttpHeaders, params: Readonly<Record<string, unknown>> | undefined, names: readonly string[]): IncomingHttpHeaders {
+  const headers: IncomingHttpHeaders = {};
+  const sent = initParams(params, names)?.headers ?? {};
+  for (const name of names) {
+    const value = upgrade[name] ?? sent[name];
+    if (value !== undefined) headers[name] = value;
   }
   return headers;
+}
+
+/**
+ * The coerced values of the variables `operation` declares (graphql-js's coercion, as
+ * execution does it), and the bytes they keep (their JSON text's length); or why
+ * they do not coerce (BAD_USER_INPUT). What the client sent beyond them is not kept.
+ * graphql-js's `subscribe` coerces them again, a no-op for this schema's input types
+ * (ID, DateTime, input objects of those).
+ */
+function declaredVariables(schema: GraphQLSchema, operation: OperationDefinitionNode, sent: unknown): { coerced: Record<string, unknown>; bytes: number } | { errors: readonly GraphQLError[] } {
+  if (sent !== undefined && sent !== null && !isRecord(sent)) return { errors: [new GraphQLError('the subscribe payload\'s variables must be an object', { extensions: { code: 'BAD_USER_INPUT' } })] };
+  const definitions = operation.variableDefinitions ?? [];
+  if (definitions.length === 0) return { coerced: {}, bytes: 0 };
+  const result = getVariableValues(schema, definitions, sent ?? {}, { maxErrors: 10 });
+  if (result.errors) return { errors: result.errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: 'BAD_USER_INPUT' } })) };
+  return { coerced: result.coerced, bytes: JSON.stringify(result.coerced).length };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function kib(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / 1024 / 1024} MiB` : `${Math.round(bytes / 1024)} KiB`;
 }
 
 function errorOf(error: unknown): { code: string; message: string } {

@@ -6,6 +6,7 @@ import { createApp, type App, type AppOverrides } from './app';
 import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
+import type { RefusalReason } from './graphql/admission/refusals';
 import { createRouterGate, type RouterGate } from './graphql/admission/routerGate';
 import { createErrorFormatter } from './graphql/errors';
 import { createApolloServer } from './graphql/server/apolloServer';
@@ -108,7 +109,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     connectionsPerAddress: config.maxConnectionsPerAddress,
     headersTimeoutMs: config.headersTimeoutMs,
     router,
-    refused: (reason) => metrics.connectionsRefused.inc({ reason }),
+    refused: (reason) => observability.observer.refused(reason),
   });
   const sharing = new SharedRequests(observability.observer);
   const queryLimits = { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost };
@@ -182,12 +183,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         sharing,
         ...requestBounds(config, options),
         onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
-        onRefused: (reason) => metrics.requestsRefused.inc({ reason }),
+        onRefused: (reason) => observability.observer.refused(reason),
       }),
       metrics,
       logger,
       serve: observability.serve,
       router,
+      events: observability.observer,
       sharedStoreUp: () => app.sharedStoreUp(),
       readinessProblem: () => app.readinessProblem(),
       draining: () => draining,
@@ -279,10 +281,10 @@ function serveLive(parts: {
   queryLimits: QueryLimits;
   logger: Logger;
   /** Where refusals and slow consumers are counted (the Observer port). */
-  events: Pick<LiveEvents, 'liveRefused' | 'liveSlowConsumerDropped'>;
+  events: Pick<LiveEvents, 'refused' | 'liveSlowConsumerDropped'>;
 }): LiveSocket {
   const { httpServer, config, options, services, hub, logger, events } = parts;
-  const refused = (reason: string) => events.liveRefused(reason);
+  const refused = (reason: RefusalReason) => events.refused(reason);
   return attachLiveSocket({
     httpServer,
     path: GRAPHQL_PATH,

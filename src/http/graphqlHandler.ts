@@ -2,10 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { NUMERIC_SETTINGS } from '../config';
 import { createContext, type ContextServices, type GraphQLContext } from '../graphql/data/context';
-import type { RequestRefusalReason } from '../observability/metrics';
+import type { RequestRefusalReason } from '../graphql/admission/refusals';
 import type { RequestRecord } from '../upstream/observer';
 import { clientAddress } from './requestBounds';
-import { sendGraphQLError } from './respond';
+import { sendGraphQLError, sendRefusal } from './respond';
 import type { SharedRequests } from './sharedRequests';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -120,12 +120,9 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   const refuse = (res: ServerResponse, reason: RequestRefusalReason, counted = false) => {
     if (!counted) options.onRefused?.(reason);
     res.setHeader('connection', 'close');
-    if (reason === 'body_timeout') {
-      return sendGraphQLError(res, 408, 'BAD_REQUEST', `the request body did not arrive whole within ${bodyTimeoutMs} ms; send the document at once`);
-    }
+    if (reason === 'body_timeout') return sendRefusal(res, reason, `the request body did not arrive whole within ${bodyTimeoutMs} ms; send the document at once`);
     res.setHeader('retry-after', '1');
-    const [status, message] = REFUSALS[reason];
-    return sendGraphQLError(res, status, 'SERVICE_UNAVAILABLE', message);
+    return sendRefusal(res, reason);
   };
   let inFlight = 0;
   return async function handle(req, res, record, fromRouter = false) {
@@ -221,14 +218,6 @@ export function endWithin(res: ServerResponse, ms: number): void {
   res.once('close', () => clearTimeout(timer));
   res.once('finish', () => clearTimeout(timer));
 }
-
-/** Each share refusal's status and message (the body-timeout answer is `refuse`'s own). */
-const REFUSALS: Record<Exclude<RequestRefusalReason, 'body_timeout'>, readonly [number, string]> = {
-  in_flight: [503, 'the server is serving too many requests at once; retry in a moment'],
-  body_bytes: [503, 'the server is reading too many request bodies at once; retry in a moment'],
-  address_in_flight: [429, 'too many requests from this address at once; retry in a moment'],
-  address_body_bytes: [429, 'too many request-body bytes from this address at once; retry in a moment'],
-};
 
 /** What one client address holds: its requests in flight and their body bytes. */
 interface AddressHold {

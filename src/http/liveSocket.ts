@@ -23,7 +23,8 @@ import { handleProtocols, makeServer, type ServerOptions } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger } from '../observability/logger';
-import { ROUTER_SECRET_REFUSAL, type RouterGate } from '../graphql/admission/routerGate';
+import { closeCodeOf, messageOf, refusal, statusOf, type RefusalReason } from '../graphql/admission/refusals';
+import type { RouterGate } from '../graphql/admission/routerGate';
 import { createAddressGuard } from './liveAddressGuard';
 import { receive, type Flow } from './liveMessages';
 import { clientAddress } from './requestBounds';
@@ -70,8 +71,8 @@ export interface LiveSocketOptions {
   readonly protocol: LiveProtocol;
   /** The router-secret decision (graphql/admission/routerGate.ts), the POST path's too. */
   readonly router: RouterGate;
-  /** Counts a refusal by the transport, by reason (router_secret, replica, address, address_connections, rate). */
-  readonly refused: (reason: string) => void;
+  /** Counts a refusal by the transport (the Observer port's `refused`): router_secret, replica_connections, address_connections, address_blocked, messages. */
+  readonly refused: (reason: RefusalReason) => void;
   /** Counts a connection dropped for not reading. */
   readonly slowConsumerDropped: () => void;
   readonly logger: Logger;
@@ -134,11 +135,11 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     const verdict = router.verdict(req.headers);
     if (verdict === 'refused') {
       refused('router_secret');
-      return refuseUpgrade(socket, 401, 'Unauthorized', JSON.stringify({ errors: [{ message: ROUTER_SECRET_REFUSAL, extensions: { code: 'UNAUTHENTICATED' } }] }));
+      return refuseUpgrade(socket, statusOf('router_secret') ?? 401, 'Unauthorized', JSON.stringify({ errors: [{ message: messageOf('router_secret'), extensions: { code: refusal('router_secret').code } }] }));
     }
     if (wss.clients.size >= limits.connections) {
-      refused('replica');
-      return refuseUpgrade(socket, 503, 'Service Unavailable');
+      refused('replica_connections');
+      return refuseUpgrade(socket, statusOf('replica_connections') ?? 503, 'Service Unavailable');
     }
     const accept = (address: string | null) =>
       wss.handleUpgrade(req, socket, head, (ws) => {
@@ -155,7 +156,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       .blockedFor(address)
       .then((blockedMs) => {
         if (blockedMs === 0) return socket.destroyed ? undefined : accept(address);
-        refused('address');
+        refused('address_blocked');
         guard.refuse(socket, blockedMs);
       })
       .catch((error: unknown) => {
@@ -203,9 +204,9 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
               () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, logger, connectionParams)),
               () => {
                 if (socket.readyState !== socket.OPEN) return;
-                refused('rate');
+                refused('messages');
                 logger.debug('live: a connection sending messages faster than allowed was closed');
-                close(1008, 'too many messages');
+                close(closeCodeOf('messages') ?? 1008, messageOf('messages'));
                 socket.terminate();
               },
             );

@@ -30,7 +30,7 @@ import type { IncomingMessage, Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { RouterGate } from '../graphql/admission/routerGate';
-import type { ConnectionRefusalReason } from '../observability/metrics';
+import type { ConnectionRefusalReason } from '../graphql/admission/refusals';
 
 /**
  * The key a client address's share is counted by: an IPv4 address as it is (an

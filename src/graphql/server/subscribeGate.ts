@@ -28,6 +28,7 @@ import type { LiveHub } from '../../live/hub';
 import { digest, sameSecret } from '../../routerSecret';
 import type { ContextServices } from '../data/context';
 import { SubscriptionContext } from '../data/subscriptionContext';
+import { closeCodeOf, messageOf, refusal, type RefusalReason } from '../admission/refusals';
 import { CostEstimates, costRefusal } from './cost';
 import { createDocumentStore } from './documentStore';
 import { LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
@@ -90,8 +91,8 @@ export interface SubscribeGateOptions {
   readonly budgetMs: number;
   /** Apollo's error formatter (graphql/errors.ts): upstream errors to their codes and client sentences. */
   readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
-  /** Counts a refusal, by reason (identity, company, connection, document, cost, rate). */
-  readonly refused: (reason: string) => void;
+  /** Counts a refusal, by reason (graphql/admission/refusals.ts): the Observer port's `refused`. */
+  readonly refused: (reason: RefusalReason) => void;
   readonly limits?: Partial<SubscribeGateLimits>;
   /** Demo mode: the tenant a connection that names none gets, said in `connection_ack` and each `next` (`demoTenant`). */
   readonly demo?: { readonly tenantHeader: string; readonly defaultTenant: string };
@@ -166,21 +167,20 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   // by default): rate-limiter-flexible's fixed windows per company, expiring on their own.
   const companyRate = new RateLimiterMemory({ points: limits.companySubscribeBurst, duration: Math.max(1, limits.companySubscribeBurst / limits.companySubscribesPerSecond) });
 
-  const refuse = (reason: string, code: string, message: string): GraphQLError[] => {
+  const refuse = (reason: RefusalReason, message: string, code: string | null = refusal(reason).code): GraphQLError[] => {
     options.refused(reason);
     return [new GraphQLError(message, { extensions: { code } })];
   };
   // Refusals that say the same every time are made once: a GraphQLError records a stack
   // trace when made, the largest cost of refusing a flood of subscribes.
   const sameRefusals = new Map<string, readonly GraphQLError[]>();
-  const refuseAlike = (reason: string, code: string, message: string): readonly GraphQLError[] => {
+  const refuseAlike = (reason: RefusalReason, message: string): readonly GraphQLError[] => {
     options.refused(reason);
     let errors = sameRefusals.get(message);
-    if (!errors) sameRefusals.set(message, (errors = Object.freeze([new GraphQLError(message, { extensions: { code } })])));
+    if (!errors) sameRefusals.set(message, (errors = Object.freeze([new GraphQLError(message, { extensions: { code: refusal(reason).code } })])));
     return errors;
   };
   const answer = (errors: readonly GraphQLError[], rootKey?: string) => refusalArgs(schema(), errors, rootKey);
-  const notInitialised = 'the connection was not initialised';
   const perConnection = `at most ${limits.subscriptionsPerConnection} subscriptions may be open on one connection; complete some, or open another connection`;
   const companyRateExceeded = `your company opened more than ${limits.companySubscribeBurst} subscriptions in a short time on this replica; retry in a moment`;
 
@@ -221,7 +221,7 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       // at `connection_init` reaches their client as silence or "Unexpected error".
       if (problem && !(ctx.extra.gateway && !problem.routerSecret)) {
         options.refused('identity');
-        ctx.extra.close(4403, closeReason(`${problem.code}: ${problem.message}`));
+        ctx.extra.close(closeCodeOf('identity') ?? 4403, closeReason(`${problem.code}: ${problem.message}`));
         return false;
       }
       const named = options.demo && headers[options.demo.tenantHeader];
@@ -231,8 +231,8 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     },
     onSubscribe: async (ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
       const connection = connections.get(ctx);
-      if (!connection) return answer(refuseAlike('identity', 'UNAUTHENTICATED', notInitialised));
-      if (connection.slots >= limits.subscriptionsPerConnection) return answer(refuseAlike('connection', 'BAD_REQUEST', perConnection));
+      if (!connection) return answer(refuseAlike('not_initialised', messageOf('not_initialised')));
+      if (connection.slots >= limits.subscriptionsPerConnection) return answer(refuseAlike('connection', perConnection));
       connection.slots += 1;
       const seen: { rootKey?: string } = {};
       const accepted = await checkSubscribe(connection, id, payload, seen);
@@ -240,8 +240,8 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       // A refusal gives its slot back at once; an accepted one when it completes (onComplete).
       connection.slots -= 1;
       if (++connection.refusals > limits.refusalsPerConnection) {
-        options.refused('rate');
-        connection.close(1008, 'too many refused subscriptions');
+        options.refused('refusals');
+        connection.close(closeCodeOf('refusals') ?? 1008, messageOf('refusals'));
       }
       return answer(accepted, seen.rootKey);
     },
@@ -280,7 +280,7 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     // document is kept per text).
     const sent = (payload as { variables?: unknown }).variables;
     delete (payload as { variables?: unknown }).variables;
-    if (typeof payload.query !== 'string') return refuseAlike('document', 'BAD_REQUEST', 'the subscribe payload has no query');
+    if (typeof payload.query !== 'string') return refuseAlike('operation', 'the subscribe payload has no query');
     const checked = await checkedDocument(payload.query);
     if (checked.rootKey) seen.rootKey = checked.rootKey;
     if ('errors' in checked) {
@@ -297,16 +297,16 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       tenantId = await identityOf(services, connection);
     } catch (error) {
       const { code, message } = errorOf(error);
-      return refuse('identity', code, message);
+      return refuse('subscribe_identity', message, code);
     }
     const withinRate = await companyRate.consume(tenantId).then(() => true, () => false);
-    if (!withinRate) return refuseAlike('company', 'SERVICE_UNAVAILABLE', companyRateExceeded);
-    if (!operation || !variables) return refuse('document', 'BAD_REQUEST', 'the document has no operation of that name (name one with operationName)');
+    if (!withinRate) return refuseAlike('company_rate', companyRateExceeded);
+    if (!operation || !variables) return refuseAlike('operation', 'the document has no operation of that name (name one with operationName)');
     if (operation.operation !== 'subscription') {
-      return refuse('document', 'BAD_REQUEST', `only subscriptions are served over WebSocket; send ${operation.operation === 'query' ? 'queries' : 'mutations'} over HTTP POST to this path`);
+      return refuse('operation', `only subscriptions are served over WebSocket; send ${operation.operation === 'query' ? 'queries' : 'mutations'} over HTTP POST to this path`);
     }
     if ('errors' in variables) {
-      options.refused('document');
+      options.refused('variables');
       return variables.errors;
     }
     const { coerced, bytes } = variables;
@@ -316,9 +316,9 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       return [overBudget];
     }
     // Checked and taken with no wait in between, so that a burst of subscribes cannot all pass.
-    if (connection.variableBytes + bytes > limits.variableBytesPerConnection) return refuseAlike('connection_bytes', 'BAD_USER_INPUT', connectionBytes);
-    if ((byCompany.get(tenantId) ?? 0) + bytes > limits.variableBytesPerCompany) return refuseAlike('company_bytes', 'BAD_USER_INPUT', companyBytes);
-    if (replicaVariableBytes + bytes > limits.variableBytesPerReplica) return refuseAlike('replica_bytes', 'BAD_USER_INPUT', replicaBytes);
+    if (connection.variableBytes + bytes > limits.variableBytesPerConnection) return refuseAlike('connection_bytes', connectionBytes);
+    if ((byCompany.get(tenantId) ?? 0) + bytes > limits.variableBytesPerCompany) return refuseAlike('company_bytes', companyBytes);
+    if (replicaVariableBytes + bytes > limits.variableBytesPerReplica) return refuseAlike('replica_bytes', replicaBytes);
     const context = new SubscriptionContext(services, connection.headers, tenantId, options.budgetMs, {
       hub: options.hub,
     });
@@ -352,14 +352,14 @@ function refusalArgs(schema: GraphQLSchema, errors: readonly GraphQLError[], roo
  * (a JWT past `exp`, a key withdrawn from the JWKS, a tenant no longer configured) ends
  * them with its error.
  */
-function recheckIdentities(connections: ReadonlyMap<unknown, Connection>, everyMs: number, services: ContextServices, refused: (reason: string) => void): NodeJS.Timeout {
+function recheckIdentities(connections: ReadonlyMap<unknown, Connection>, everyMs: number, services: ContextServices, refused: (reason: RefusalReason) => void): NodeJS.Timeout {
   const timer = setInterval(() => {
     for (const connection of connections.values()) {
       if (connection.contexts.size === 0) continue;
       connection.identity = undefined;
       identityOf(services, connection).catch((error: unknown) => {
         const { code, message } = errorOf(error);
-        refused('identity');
+        refused('identity_lapsed');
         const lapsed = new GraphQLError(message, { extensions: { code } });
         for (const { context } of connection.contexts.values()) context.end(lapsed);
       });

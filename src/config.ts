@@ -136,7 +136,7 @@ export interface Config {
   readonly logLevel: string;
   /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make. */
   readonly upstreamCallBudget: number;
-  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/server/cost.ts). Defaults: NUMERIC_SETTINGS. */
+  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/admission/cost.ts). Defaults: NUMERIC_SETTINGS. */
   readonly maxCost: number;
   /** WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: how long one upstream HTTP attempt may take. */
   readonly upstreamAttemptTimeoutMs: number;

@@ -11,7 +11,7 @@ import { createRouterGate, type RouterGate } from './graphql/admission/routerGat
 import { createErrorFormatter } from './graphql/errors';
 import { createApolloServer } from './graphql/server/apolloServer';
 import { createSubgraphSchema } from './graphql/server/schema';
-import { DEFAULT_QUERY_LIMITS, type QueryLimits } from './graphql/server/limits';
+import { DEFAULT_QUERY_LIMITS, type QueryLimits } from './graphql/admission/limits';
 import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';

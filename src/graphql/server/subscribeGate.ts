@@ -19,9 +19,8 @@
  * its operation declares. graphql-ws keeps a subscribe's message and its execution
  * arguments for the subscription's life, so what is let go of is taken out of both.
  */
-import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { GraphQLError, Kind, getOperationAST, getVariableValues, parse, specifiedRules, subscribe, validate, type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { GraphQLError, getOperationAST, getVariableValues, parse, subscribe, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Context, ServerOptions, SubscribePayload } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { LiveHub } from '../../live/hub';
@@ -29,9 +28,9 @@ import { digest, sameSecret } from '../../routerSecret';
 import type { ContextServices } from '../data/context';
 import { SubscriptionContext } from '../data/subscriptionContext';
 import { closeCodeOf, messageOf, refusal, type RefusalReason } from '../admission/refusals';
-import { CostEstimates, costRefusal } from './cost';
-import { createDocumentStore } from './documentStore';
-import { LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
+import { CostEstimates, costRefusal } from '../admission/cost';
+import { createDocumentCheck } from '../admission/document';
+import type { QueryLimits } from '../admission/limits';
 
 export interface SubscribeGateLimits {
   /** Subscriptions open (or being set up) on one connection; past it a subscribe gets an error. */
@@ -122,8 +121,6 @@ const REFUSED_DOCUMENT = parse('subscription Refused { __typename }');
 const MAX_INIT_HEADER_CHARS = 8_192;
 /** A connection's identity, once checked, serves its subscribes for this long (then it is checked again). */
 const IDENTITY_RECHECK_MS = 1_000;
-/** Parsed and validated subscription documents kept, by the memory they hold (documentStore.ts). */
-const DOCUMENT_CACHE_BYTES = 4 * 2 ** 20;
 
 /** What the gate keeps of one connection. */
 interface Connection {
@@ -153,15 +150,12 @@ interface Held {
 
 type GateContext = Context<Record<string, unknown> | undefined, GateExtra>;
 
-/** A parsed and validated document, or why it is refused. */
-type CheckedDocument = ({ readonly document: DocumentNode } | { readonly errors: readonly GraphQLError[] }) & { readonly rootKey?: string | undefined };
-
 export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGate {
   const limits = { ...DEFAULT_SUBSCRIBE_GATE_LIMITS, ...options.limits };
   const { schema, services } = options;
   const routerSecret = options.routerSecret ? digest(options.routerSecret) : null;
   const connections = new Map<GateContext, Connection>();
-  const checkedDocument = createDocumentChecker(schema, options.queryLimits);
+  const checkedDocument = createDocumentCheck(schema, options.queryLimits);
   const estimates = new CostEstimates();
   // The burst per the window it takes the steady rate to earn it again (1,000 per 10 s
   // by default): rate-limiter-flexible's fixed windows per company, expiring on their own.
@@ -383,45 +377,6 @@ function identityOf(services: ContextServices, connection: Connection): Promise<
     if (connection.identity === identity) connection.identity = undefined;
   });
   return tenantId;
-}
-
-/**
- * A subscribe document parsed and validated once per text (by its SHA-256, as Apollo
- * Server keys its document store), within DOCUMENT_CACHE_BYTES; a refused one is
- * worked out each time (a refusal counts against its connection, which is closed
- * past `refusalsPerConnection`).
- */
-function createDocumentChecker(schema: () => GraphQLSchema, queryLimits: QueryLimits): (query: string) => Promise<CheckedDocument> {
-  const parseOptions = limitParseOptions(queryLimits);
-  const rules = [...specifiedRules, ...limitRules(queryLimits)];
-  const documents = createDocumentStore(DOCUMENT_CACHE_BYTES);
-  return async (query) => {
-    const key = createHash('sha256').update(query).digest('hex');
-    const known = await documents.get(key);
-    if (known) return { document: known, rootKey: rootKeyOf(known) };
-    let document: DocumentNode;
-    try {
-      document = parse(query, parseOptions);
-    } catch (error) {
-      const message = (error as Error).message;
-      const tokens = isTokenLimitError(message);
-      return { errors: [new GraphQLError(tokens ? message.replace(/^Syntax Error: /, '') : message, { extensions: { code: tokens ? LIMIT_ERROR_CODE : 'GRAPHQL_PARSE_FAILED' } })] };
-    }
-    const invalid = validate(schema(), document, rules);
-    const rootKey = rootKeyOf(document);
-    if (invalid.length > 0) {
-      return { rootKey, errors: invalid.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: LIMIT_ERROR_CODE, ...error.extensions } })) };
-    }
-    await documents.set(key, document);
-    return { document, rootKey };
-  };
-}
-
-/** The response key of the first field of the document's first operation (what a refusal's path names), if it names one. */
-function rootKeyOf(document: DocumentNode): string | undefined {
-  const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
-  const field = operation?.selectionSet.selections.find((selection) => selection.kind === Kind.FIELD);
-  return field ? (field.alias ?? field.name).value : undefined;
 }
 
 async function identityProblem(services: ContextServices, routerSecret: Buffer | null, headers: IncomingHttpHeaders): Promise<{ code: string; message: string; routerSecret?: true } | undefined> {

@@ -25,7 +25,7 @@ import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { cachePolicyPlugin } from './graphql/server/cachePolicy';
 import { CacheTags } from './upstream/cacheTags';
 import { InvalidationSender } from './live/invalidation';
-import { createSubscribeGate, type SubscribeGateLimits } from './graphql/server/subscribeGate';
+import { createSubscribeGate, type SubscribeGateLimits } from './graphql/admission/subscribeGate';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
@@ -61,7 +61,7 @@ export interface ServerOptions extends AppOverrides {
   readonly maxBufferedBodyBytes?: number;
   /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
   readonly compileAfter?: number;
-  /** Live-update limits and WebSocket bounds (tests lower them); see live/index.ts, http/liveSocket.ts and graphql/server/subscribeGate.ts. */
+  /** Live-update limits and WebSocket bounds (tests lower them); see live/index.ts, http/liveSocket.ts and graphql/admission/subscribeGate.ts. */
   readonly live?: LiveOptions & { readonly socket?: Partial<LiveSocketLimits & SubscribeGateLimits> };
 }
 
@@ -268,7 +268,7 @@ async function listen(httpServer: Server, config: Config): Promise<{ url: string
 
 /**
  * Live updates' WebSocket side: the transport (http/liveSocket.ts) on the HTTP server,
- * given the subscribe gate (graphql/server/subscribeGate.ts) as its graphql-ws hooks.
+ * given the subscribe gate (graphql/admission/subscribeGate.ts) as its graphql-ws hooks.
  */
 function serveLive(parts: {
   httpServer: Server;
@@ -292,7 +292,6 @@ function serveLive(parts: {
       schema: parts.schema,
       services,
       hub,
-      routerSecret: config.routerSecret ?? null,
       queryLimits: parts.queryLimits,
       budgetMs: REQUEST_BUDGET_MS,
       formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),

@@ -4,7 +4,7 @@
  * GraphiQL and the clients' graphql-ws links speak) on the HTTP server and path of
  * queries, served by graphql-ws's `makeServer`, each socket handed over through
  * `opened({ send, close, onMessage })`. What a subscribe may do is the gate's
- * (graphql/server/subscribeGate.ts), given at wiring as graphql-ws hooks.
+ * (graphql/admission/subscribeGate.ts), given at wiring as graphql-ws hooks.
  *
  * Bounded here: the router secret (with one set, an upgrade without it is refused
  * before the handshake, as a POST is), connections per replica and per client address
@@ -26,7 +26,7 @@ import type { Logger } from '../observability/logger';
 import { closeCodeOf, messageOf, refusal, statusOf, type RefusalReason } from '../graphql/admission/refusals';
 import type { RouterGate } from '../graphql/admission/routerGate';
 import { createAddressGuard } from './liveAddressGuard';
-import { receive, type Flow } from './liveMessages';
+import { receive, takeSubscribe, type Flow, type SubscribeBody } from './liveMessages';
 import { clientAddress } from './requestBounds';
 import { DEFAULT_LIVE_SOCKET_LIMITS, type LiveSocketLimits } from './liveSocketLimits';
 
@@ -53,6 +53,8 @@ export interface SocketExtra {
   close(code: number, reason: string): void;
   /** Its upgrade carried the router secret: a gateway's connection, for its callers. */
   readonly gateway: boolean;
+  /** The query text and variables of subscribe `id`, held beside what graphql-ws is handed (liveMessages.ts), given once. */
+  takeSubscribe(id: string): SubscribeBody | undefined;
 }
 
 /**
@@ -179,7 +181,8 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       }
       socket.close(code, reason);
     };
-    const extra: SocketExtra = { headers: req.headers, close, gateway: router.required && state.address === null };
+    const flows = new Map<string, Flow>();
+    const extra: SocketExtra = { headers: req.headers, close, gateway: router.required && state.address === null, takeSubscribe: (id) => takeSubscribe(flows, id) };
     acked.set(extra, () => (state.acked = true));
     // A socket's errors (a frame over the size bound, a bad frame) are the client's
     // doing, which any client can cause at will: the debug log, not console.error.
@@ -190,7 +193,6 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       else socket.terminate();
     });
     const ping = keepAlive(socket, limits.keepAliveMs);
-    const flows = new Map<string, Flow>();
     const closed = server.opened(
       {
         protocol: socket.protocol,

@@ -48,7 +48,7 @@ export interface Metrics {
   readonly logLinesSuppressed: Counter<'event'>;
   /** Upstream resilience (breaker, retries, bulkhead, fail-fast refusals): see the block at the end. */
   readonly resilience: ResilienceMetrics;
-  /** Live updates (src/live/; refusals from graphql/server/subscribeGate.ts and the transport, http/liveSocket.ts): see the block at the end. */
+  /** Live updates (src/live/; refusals from graphql/admission/subscribeGate.ts and the transport, http/liveSocket.ts): see the block at the end. */
   readonly live: LiveMetrics;
 }
 

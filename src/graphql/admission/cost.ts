@@ -211,7 +211,7 @@ function fieldOf(parentType: GraphQLCompositeType, name: string): GraphQLField<u
  * The error for an operation estimated over `maxCost` (the estimate and the budget under
  * the keys Apollo Router's demand control uses), or undefined when it is within it or
  * has no estimate (its variables do not coerce, and execution refuses them with their
- * own error). Queries (`costLimit`) and subscriptions (graphql/server/subscribeGate.ts) refuse alike.
+ * own error). Queries (`costLimit`) and subscriptions (graphql/admission/subscribeGate.ts) refuse alike.
  */
 export function costRefusal(operation: OperationDefinitionNode, estimated: number | undefined, maxCost: number, extensions: Record<string, unknown> = {}): GraphQLError | undefined {
   if (estimated === undefined || estimated <= maxCost) return undefined;

@@ -7,7 +7,7 @@
  * limit reads alike, message and code, whichever transport it came by.
  */
 import { createHash } from 'node:crypto';
-import { GraphQLError, Kind, parse, specifiedRules, validate, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, Kind, getVariableValues, parse, specifiedRules, validate, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { createDocumentStore } from '../server/documentStore';
 import { LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
 
@@ -75,4 +75,20 @@ export function rootKeyOf(document: DocumentNode): string | undefined {
   const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
   const field = operation?.selectionSet.selections.find((selection) => selection.kind === Kind.FIELD);
   return field ? (field.alias ?? field.name).value : undefined;
+}
+
+/**
+ * The coerced values of the variables `operation` declares (graphql-js's coercion, as
+ * execution does it), and the bytes they keep (their JSON text's length); or why
+ * they do not coerce (BAD_USER_INPUT). What the client sent beyond them is not kept.
+ * graphql-js's `subscribe` coerces them again, a no-op for this schema's input types
+ * (ID, DateTime, input objects of those).
+ */
+export function declaredVariables(schema: GraphQLSchema, operation: OperationDefinitionNode, sent: unknown): { coerced: Record<string, unknown>; bytes: number } | { errors: readonly GraphQLError[] } {
+  if (sent !== undefined && sent !== null && (typeof sent !== 'object' || Array.isArray(sent))) return { errors: [new GraphQLError("the subscribe payload's variables must be an object", { extensions: { code: 'BAD_USER_INPUT' } })] };
+  const definitions = operation.variableDefinitions ?? [];
+  if (definitions.length === 0) return { coerced: {}, bytes: 0 };
+  const result = getVariableValues(schema, definitions, (sent ?? {}) as Record<string, unknown>, { maxErrors: 10 });
+  if (result.errors) return { errors: result.errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: 'BAD_USER_INPUT' } })) };
+  return { coerced: result.coerced, bytes: JSON.stringify(result.coerced).length };
 }

@@ -16,7 +16,7 @@ import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
 import type { LiveSocketLimits } from './http/liveSocketLimits';
-import { boundConnections, boundedServerOptions } from './http/requestBounds';
+import { boundConnections, boundedServerOptions, boundRequests } from './http/requestBounds';
 import { createRoutes, DRAINING_REASON } from './http/routes';
 import { createLive, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
@@ -88,7 +88,7 @@ export interface RunningServer {
 /**
  * Starts the subgraph over HTTP: `/graphql`, `/health`, `/ready`, `/metrics` and the
  * explorer at `/`. Wiring only: the routes live in `http/routes.ts`, the request path
- * in `http/graphqlHandler.ts`, Apollo Server's set-up in `graphql/server/apolloServer.ts`.
+ * in `http/requestBounds.ts` around `http/graphqlHandler.ts`, Apollo Server's set-up in `graphql/server/apolloServer.ts`.
  */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -176,15 +176,16 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     'request',
     createRoutes({
       graphqlPath: GRAPHQL_PATH,
-      graphql: createGraphQLHandler({
-        apollo,
-        services: app.services,
-        budgetMs: REQUEST_BUDGET_MS,
-        sharing,
-        ...requestBounds(config, options),
-        onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
-        onRefused: (reason) => observability.observer.refused(reason),
-      }),
+      // The request bounds (http/requestBounds.ts) around the thin GraphQL handler.
+      graphql: boundRequests(
+        {
+          budgetMs: REQUEST_BUDGET_MS,
+          ...requestBounds(config, options),
+          onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
+          onRefused: (reason) => observability.observer.refused(reason),
+        },
+        createGraphQLHandler({ apollo, services: app.services, sharing }),
+      ),
       metrics,
       logger,
       serve: observability.serve,

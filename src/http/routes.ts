@@ -5,7 +5,7 @@ import type { RouterGate } from '../graphql/admission/routerGate';
 import type { Observability } from '../observability';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { ClientAbortedError, type GraphQLHandler } from './graphqlHandler';
+import { ClientAbortedError, type GraphQLHandler } from './requestBounds';
 import { sendGraphQLError, sendJson, sendRefusal } from './respond';
 
 /** What `/ready` says while the replica drains (src/main.ts, WFS_DRAIN_SECONDS). */

@@ -33,7 +33,7 @@ const CONNECTIONS = 'wfs_http_connections_refused_total';
 const LIVE = 'wfs_live_subscriptions_refused_total';
 
 export const REFUSALS = {
-  // A query's POST: before any GraphQL work (http/requestBounds.ts, http/graphqlHandler.ts, http/routes.ts).
+  // A query's POST: before any GraphQL work (http/requestBounds.ts, http/routes.ts).
   query_router_secret: { metric: REQUESTS, code: 'UNAUTHENTICATED', answer: { status: 401 }, bound: 'a POST without the router secret (WFS_ROUTER_SECRET set)', message: 'this subgraph only answers the router: the router-authorization header is missing or wrong' },
   in_flight: { metric: REQUESTS, code: 'SERVICE_UNAVAILABLE', answer: { status: 503 }, bound: "the replica's requests in flight", message: 'the server is serving too many requests at once; retry in a moment' },
   body_bytes: { metric: REQUESTS, code: 'SERVICE_UNAVAILABLE', answer: { status: 503 }, bound: "the replica's request-body bytes held", message: 'the server is reading too many request bodies at once; retry in a moment' },

@@ -126,6 +126,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
     limits: queryLimits,
+    refused: (reason) => observability.observer.refused(reason),
     stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it;
     // the cache policy is set before the shared-requests plugin hands it to joiners.

@@ -165,7 +165,7 @@ export function createMetrics(): Metrics {
     }),
     requestsRefused: new Counter({
       name: 'wfs_graphql_requests_refused_total',
-      help: 'GraphQL requests refused before any GraphQL work, by the bound reached (503: body_bytes, in_flight; 429: address_body_bytes, address_in_flight, one address past its share; 408: body_timeout; 401: query_router_secret)',
+      help: 'GraphQL requests refused before any GraphQL work, by the bound reached (503: body_bytes, in_flight; 429: address_body_bytes, address_in_flight, one address past its share; 408: body_timeout; 401: query_router_secret; 400: query_document, query_cost, a document refused by the query limits, validation or the cost bound)',
       labelNames: ['reason'],
       registers,
     }),

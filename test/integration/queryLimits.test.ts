@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import type { Counter } from 'prom-client';
 import { Kind, getIntrospectionQuery, print } from 'graphql';
 import { request } from 'undici';
 import { makeTenant } from '../../src/emulator';
@@ -8,7 +9,7 @@ import { nestedBomb } from '../helpers/nestedBomb';
 import { shippedOperations } from '../helpers/shippedOperations';
 import { collect, liveClient } from '../helpers/liveClient';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
-import { waitFor } from '../helpers/waitFor';
+import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
  * docs/limits.md, "Query limits": every limit counts every field, introspection included; only a
@@ -103,6 +104,8 @@ describe('query limits, a query and a subscription alike', () => {
   // same document over the limits, POSTed as a query and sent as a graphql-ws subscribe,
   // is refused with the same messages and codes.
   it.each(abusive)('words %s the same over HTTP and over graphql-ws', async (_name, query) => {
+    const counted = (metric: string, reason: string) => counterTotal(subgraph.server.metrics.registry.getSingleMetric(metric) as Counter<string>, { reason });
+    const before = { query: await counted('wfs_graphql_requests_refused_total', 'query_document'), subscription: await counted('wfs_live_subscriptions_refused_total', 'document') };
     const posted = await subgraph.query(query, {}, as);
     const client = liveClient(subgraph.server.url, as);
     try {
@@ -113,6 +116,9 @@ describe('query limits, a query and a subscription alike', () => {
       expect(received.results).toHaveLength(1);
       expect(alike(posted.errors).length).toBeGreaterThan(0);
       expect(alike(received.results[0]!.errors)).toEqual(alike(posted.errors));
+      // Each counted once, through the one refusal event, on its transport's counter.
+      expect(await counted('wfs_graphql_requests_refused_total', 'query_document')).toBe(before.query + 1);
+      expect(await counted('wfs_live_subscriptions_refused_total', 'document')).toBe(before.subscription + 1);
     } finally {
       await client.dispose();
     }

@@ -20,6 +20,8 @@ const EXPECTED: Record<RefusalReason, readonly [string, string | null, number | 
   address_in_flight: [REQUESTS, 'SERVICE_UNAVAILABLE', 429, 'status'],
   address_body_bytes: [REQUESTS, 'SERVICE_UNAVAILABLE', 429, 'status'],
   body_timeout: [REQUESTS, 'BAD_REQUEST', 408, 'status'],
+  query_document: [REQUESTS, 'GRAPHQL_VALIDATION_FAILED', 400, 'status'],
+  query_cost: [REQUESTS, 'GRAPHQL_VALIDATION_FAILED', 400, 'status'],
   replica: [CONNECTIONS, null, 'dropped', null],
   address: [CONNECTIONS, null, 'dropped', null],
   headers_timeout: [CONNECTIONS, null, 408, 'status'],

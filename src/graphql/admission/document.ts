@@ -7,9 +7,11 @@
  * limit reads alike, message and code, whichever transport it came by.
  */
 import { createHash } from 'node:crypto';
+import type { ApolloServerPlugin } from '@apollo/server';
 import { GraphQLError, Kind, getVariableValues, parse, specifiedRules, validate, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { createDocumentStore } from '../server/documentStore';
 import { LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
+import type { RefusalReason } from './refusals';
 
 /** What graphql-js's "Validation aborted." means, and what to do about it. */
 export const VALIDATION_ABORTED =
@@ -91,4 +93,29 @@ export function declaredVariables(schema: GraphQLSchema, operation: OperationDef
   const result = getVariableValues(schema, definitions, (sent ?? {}) as Record<string, unknown>, { maxErrors: 10 });
   if (result.errors) return { errors: result.errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, extensions: { code: 'BAD_USER_INPUT' } })) };
   return { coerced: result.coerced, bytes: JSON.stringify(result.coerced).length };
+}
+
+/**
+ * Counts the query documents Apollo Server refuses (they do not parse or validate, the
+ * query limits among the rules) as `query_document`, through the one refusal event: the
+ * subscription side counts its own as `document`.
+ */
+export function documentRefusals<TContext extends object>(refused: (reason: RefusalReason) => void): ApolloServerPlugin<TContext> {
+  const hooks: Awaited<ReturnType<NonNullable<ApolloServerPlugin<TContext>['requestDidStart']>>> = {
+    async parsingDidStart() {
+      return async (error) => {
+        if (error) refused('query_document');
+      };
+    },
+    async validationDidStart() {
+      return async (errors) => {
+        if (errors && errors.length > 0) refused('query_document');
+      };
+    },
+  };
+  return {
+    async requestDidStart() {
+      return hooks;
+    },
+  };
 }

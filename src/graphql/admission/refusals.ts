@@ -40,6 +40,9 @@ export const REFUSALS = {
   address_in_flight: { metric: REQUESTS, code: 'SERVICE_UNAVAILABLE', answer: { status: 429 }, bound: "one client address's share of the requests in flight", message: 'too many requests from this address at once; retry in a moment' },
   address_body_bytes: { metric: REQUESTS, code: 'SERVICE_UNAVAILABLE', answer: { status: 429 }, bound: "one client address's share of the body bytes held", message: 'too many request-body bytes from this address at once; retry in a moment' },
   body_timeout: { metric: REQUESTS, code: 'BAD_REQUEST', answer: { status: 408 }, bound: 'a request body not in whole within WFS_REQUEST_BODY_TIMEOUT_MS' },
+  // A query's document, before execution (Apollo Server with document.ts, limits.ts and cost.ts).
+  query_document: { metric: REQUESTS, code: 'GRAPHQL_VALIDATION_FAILED', answer: { status: 400 }, bound: 'a query document that does not parse, validate or meet the query limits (GRAPHQL_PARSE_FAILED when it does not parse)' },
+  query_cost: { metric: REQUESTS, code: 'GRAPHQL_VALIDATION_FAILED', answer: { status: 400 }, bound: 'a query over WFS_MAX_COST' },
   // A connection, before a request of it is served (http/requestBounds.ts).
   replica: { metric: CONNECTIONS, code: null, answer: 'dropped', bound: "the replica's open sockets (WFS_MAX_CONNECTIONS)" },
   address: { metric: CONNECTIONS, code: null, answer: 'dropped', bound: "one client address's open sockets (WFS_MAX_CONNECTIONS_PER_ADDRESS)" },

@@ -14,7 +14,8 @@ import type { GraphQLContext } from '../data/context';
 import { costLimit } from '../admission/cost';
 import { createErrorFormatter } from '../errors';
 import { createDocumentStore, createPersistedQueryCache } from './documentStore';
-import { wordDocumentError } from '../admission/document';
+import { documentRefusals, wordDocumentError } from '../admission/document';
+import type { RefusalReason } from '../admission/refusals';
 import { DEFAULT_QUERY_LIMITS, limitParseOptions, limitRules, type QueryLimits } from '../admission/limits';
 import { subgraphPlugins } from './plugins';
 import { createSubgraphSchema } from './schema';
@@ -30,6 +31,8 @@ export interface ApolloServerOptions {
   /** Plugins that run after the subgraph's own (metrics, logs, tracing, demo notices). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
   readonly limits?: QueryLimits;
+  /** Counts a document refused before execution (query_document, query_cost): the Observer port's `refused`. */
+  readonly refused?: (reason: RefusalReason) => void;
   /**
    * A copy of the subgraph schema that Apollo Server never instruments, for compiled
    * queries (execution.ts), asked for at the first compilation; the server shares it with
@@ -49,6 +52,7 @@ export const INTROSPECTION_OFF =
 /** The subgraph's Apollo Server: schema, query limits, error formatting and plugins; not started. */
 export function createApolloServer(options: ApolloServerOptions): ApolloServer<GraphQLContext> {
   const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
+  const refused = options.refused ?? (() => undefined);
   const formatError = createErrorFormatter((error) => options.logger.error({ err: error }, 'unexpected error in a resolver'));
   return new ApolloServer<GraphQLContext>({
     // Apollo's pipeline with a compiled executor for documents seen again (execution.ts).
@@ -88,6 +92,6 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
     stopOnTerminationSignals: false,
     // The cost limit needs the operation's variables, so it runs once the operation is
     // resolved (after validation, before any resolver), not as a validation rule.
-    plugins: subgraphPlugins([costLimit<GraphQLContext>(limits.maxCost), ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }), ...(options.plugins ?? [])]),
+    plugins: subgraphPlugins([documentRefusals<GraphQLContext>(refused), costLimit<GraphQLContext>(limits.maxCost, refused), ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }), ...(options.plugins ?? [])]),
   });
 }

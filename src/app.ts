@@ -6,7 +6,7 @@ import type { Config } from './config';
 import type { ContextServices } from './graphql/data/context';
 import { CursorCodec } from './graphql/data/cursor';
 import { EntityIndexes } from './upstream/reading/entityIndex';
-import { createIdentityResolver } from './graphql/server/identity';
+import { createIdentityResolver } from './graphql/admission/identity';
 import type { Observer } from './upstream/observer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';

@@ -136,7 +136,7 @@ export interface Config {
   readonly logLevel: string;
   /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make. */
   readonly upstreamCallBudget: number;
-  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/server/cost.ts). Defaults: NUMERIC_SETTINGS. */
+  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/admission/cost.ts). Defaults: NUMERIC_SETTINGS. */
   readonly maxCost: number;
   /** WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: how long one upstream HTTP attempt may take. */
   readonly upstreamAttemptTimeoutMs: number;
@@ -156,7 +156,7 @@ export interface Config {
   readonly liveAddressStrikes: number;
   /** WFS_LIVE_ADDRESS_BLOCK_SECONDS: how long such an address's upgrades are refused (429, Retry-After; default 30). */
   readonly liveAddressBlockSeconds: number;
-  /** WFS_MAX_REQUESTS_IN_FLIGHT: GraphQL requests one replica serves at once (default 2 000); one client address may hold a quarter (http/graphqlHandler.ts). */
+  /** WFS_MAX_REQUESTS_IN_FLIGHT: GraphQL requests one replica serves at once (default 2 000); one client address may hold a quarter (http/requestBounds.ts). */
   readonly maxRequestsInFlight: number;
   /** WFS_REQUEST_BODY_TIMEOUT_MS: how long a request body may take to arrive whole before it is dropped (408; default 5 000). */
   readonly requestBodyTimeoutMs: number;

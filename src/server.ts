@@ -6,16 +6,17 @@ import { createApp, type App, type AppOverrides } from './app';
 import type { Config } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
+import type { RefusalReason } from './graphql/admission/refusals';
 import { createRouterGate, type RouterGate } from './graphql/admission/routerGate';
 import { createErrorFormatter } from './graphql/errors';
 import { createApolloServer } from './graphql/server/apolloServer';
 import { createSubgraphSchema } from './graphql/server/schema';
-import { DEFAULT_QUERY_LIMITS, type QueryLimits } from './graphql/server/limits';
+import { DEFAULT_QUERY_LIMITS, type QueryLimits } from './graphql/admission/limits';
 import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
 import type { LiveSocketLimits } from './http/liveSocketLimits';
-import { boundConnections, boundedServerOptions } from './http/requestBounds';
+import { boundConnections, boundedServerOptions, boundRequests } from './http/requestBounds';
 import { createRoutes, DRAINING_REASON } from './http/routes';
 import { createLive, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
@@ -24,7 +25,7 @@ import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { cachePolicyPlugin } from './graphql/server/cachePolicy';
 import { CacheTags } from './upstream/cacheTags';
 import { InvalidationSender } from './live/invalidation';
-import { createSubscribeGate, type SubscribeGateLimits } from './graphql/server/subscribeGate';
+import { createSubscribeGate, type SubscribeGateLimits } from './graphql/admission/subscribeGate';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
@@ -60,7 +61,7 @@ export interface ServerOptions extends AppOverrides {
   readonly maxBufferedBodyBytes?: number;
   /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
   readonly compileAfter?: number;
-  /** Live-update limits and WebSocket bounds (tests lower them); see live/index.ts, http/liveSocket.ts and graphql/server/subscribeGate.ts. */
+  /** Live-update limits and WebSocket bounds (tests lower them); see live/index.ts, http/liveSocket.ts and graphql/admission/subscribeGate.ts. */
   readonly live?: LiveOptions & { readonly socket?: Partial<LiveSocketLimits & SubscribeGateLimits> };
 }
 
@@ -87,7 +88,7 @@ export interface RunningServer {
 /**
  * Starts the subgraph over HTTP: `/graphql`, `/health`, `/ready`, `/metrics` and the
  * explorer at `/`. Wiring only: the routes live in `http/routes.ts`, the request path
- * in `http/graphqlHandler.ts`, Apollo Server's set-up in `graphql/server/apolloServer.ts`.
+ * in `http/requestBounds.ts` around `http/graphqlHandler.ts`, Apollo Server's set-up in `graphql/server/apolloServer.ts`.
  */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -108,7 +109,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     connectionsPerAddress: config.maxConnectionsPerAddress,
     headersTimeoutMs: config.headersTimeoutMs,
     router,
-    refused: (reason) => metrics.connectionsRefused.inc({ reason }),
+    refused: (reason) => observability.observer.refused(reason),
   });
   const sharing = new SharedRequests(observability.observer);
   const queryLimits = { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost };
@@ -125,6 +126,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
     limits: queryLimits,
+    refused: (reason) => observability.observer.refused(reason),
     stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it;
     // the cache policy is set before the shared-requests plugin hands it to joiners.
@@ -175,19 +177,21 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     'request',
     createRoutes({
       graphqlPath: GRAPHQL_PATH,
-      graphql: createGraphQLHandler({
-        apollo,
-        services: app.services,
-        budgetMs: REQUEST_BUDGET_MS,
-        sharing,
-        ...requestBounds(config, options),
-        onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
-        onRefused: (reason) => metrics.requestsRefused.inc({ reason }),
-      }),
+      // The request bounds (http/requestBounds.ts) around the thin GraphQL handler.
+      graphql: boundRequests(
+        {
+          budgetMs: REQUEST_BUDGET_MS,
+          ...requestBounds(config, options),
+          onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
+          onRefused: (reason) => observability.observer.refused(reason),
+        },
+        createGraphQLHandler({ apollo, services: app.services, sharing }),
+      ),
       metrics,
       logger,
       serve: observability.serve,
       router,
+      events: observability.observer,
       sharedStoreUp: () => app.sharedStoreUp(),
       readinessProblem: () => app.readinessProblem(),
       draining: () => draining,
@@ -266,7 +270,7 @@ async function listen(httpServer: Server, config: Config): Promise<{ url: string
 
 /**
  * Live updates' WebSocket side: the transport (http/liveSocket.ts) on the HTTP server,
- * given the subscribe gate (graphql/server/subscribeGate.ts) as its graphql-ws hooks.
+ * given the subscribe gate (graphql/admission/subscribeGate.ts) as its graphql-ws hooks.
  */
 function serveLive(parts: {
   httpServer: Server;
@@ -279,10 +283,10 @@ function serveLive(parts: {
   queryLimits: QueryLimits;
   logger: Logger;
   /** Where refusals and slow consumers are counted (the Observer port). */
-  events: Pick<LiveEvents, 'liveRefused' | 'liveSlowConsumerDropped'>;
+  events: Pick<LiveEvents, 'refused' | 'liveSlowConsumerDropped'>;
 }): LiveSocket {
   const { httpServer, config, options, services, hub, logger, events } = parts;
-  const refused = (reason: string) => events.liveRefused(reason);
+  const refused = (reason: RefusalReason) => events.refused(reason);
   return attachLiveSocket({
     httpServer,
     path: GRAPHQL_PATH,
@@ -290,7 +294,6 @@ function serveLive(parts: {
       schema: parts.schema,
       services,
       hub,
-      routerSecret: config.routerSecret ?? null,
       queryLimits: parts.queryLimits,
       budgetMs: REQUEST_BUDGET_MS,
       formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),

@@ -8,10 +8,21 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { isUpstreamError, type UpstreamError, type UpstreamErrorCode } from '../upstream/errors';
 import type { FailureCause } from '../upstream/failureCause';
 
-/** Every `extensions.code` this subgraph sends. */
+/**
+ * Every `extensions.code` this subgraph sends: its own, Apollo Server's and graphql-js's
+ * for a document that does not parse or validate (the subscribe gate sends the same,
+ * graphql/admission/document.ts), and the refusals' (graphql/admission/refusals.ts).
+ */
 export type ErrorCode =
   | 'UNAUTHENTICATED'
   | 'BAD_USER_INPUT'
+  | 'BAD_REQUEST'
+  | 'SERVICE_UNAVAILABLE'
+  | 'GRAPHQL_PARSE_FAILED'
+  | 'GRAPHQL_VALIDATION_FAILED'
+  | 'PERSISTED_QUERY_NOT_FOUND'
+  | 'PERSISTED_QUERY_NOT_SUPPORTED'
+  | 'OPERATION_RESOLUTION_FAILURE'
   | 'INTERNAL_SERVER_ERROR'
   | UpstreamErrorCode;
 

@@ -8,8 +8,11 @@
  * graphql-ws keeps what it is handed: a `connection_init`'s payload as the
  * connection's `connectionParams`, a subscribe's message (payload included) in the
  * closure that runs its subscription. So the raw text is dropped once parsed, and
- * what is handed on is a new object holding only what is needed (the gate takes the
- * variables and query text out of a subscribe's payload once checked).
+ * what is handed on is a new object holding only what is needed: of a subscribe, its
+ * id and operation name, with an empty query. Its query text and variables are held
+ * beside it (on its flow) for the subscribe hook to take (`SocketExtra.takeSubscribe`),
+ * which keeps the document once per text and only the coerced values of the declared
+ * variables; graphql-ws runs what that hook returns, never the payload's query.
  */
 import { CloseCode, MessageType } from 'graphql-ws';
 import type { Logger } from '../observability/logger';
@@ -57,12 +60,16 @@ export function receive(
   if (message.type !== MessageType.Subscribe) return void dispatch(message);
   if (flow && !flow.completed) return void dispatch(message); // graphql-ws closes it (4409): the id is in use
   if (flow?.waiting) return close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${id.slice(0, 40)} already exists`);
-  const trimmed = { id, type: message.type, payload: trimmedPayload(message.payload) };
-  const next: Flow = { completed: false, waiting: flow !== undefined, done: Promise.resolve() };
+  // The body is held on the flow (`takeSubscribe`), never in a variable the closures
+  // below capture: they live as long as the subscription, and would keep it.
+  const { payload, body } = trimmedPayload(message.payload);
+  const trimmed = { id, type: message.type, payload };
+  const next: Flow = { completed: false, waiting: flow !== undefined, done: Promise.resolve(), body };
+  // In the map before graphql-ws is handed the subscribe: its hook takes the body at once.
+  flows.set(id, next);
   next.done = (flow ? flow.done.then(() => ((next.waiting = false), dispatch(trimmed))) : dispatch(trimmed)).finally(() => {
     if (flows.get(id) === next) flows.delete(id);
   });
-  flows.set(id, next);
 }
 
 /** A subscribe handed to graphql-ws, until its subscription ended. */
@@ -72,15 +79,36 @@ export interface Flow {
   /** It waits for an earlier subscription of its id to end. */
   waiting: boolean;
   done: Promise<void>;
+  /** Its query text and variables until the subscribe hook takes them (`takeSubscribe`). */
+  body: SubscribeBody | undefined;
 }
 
-/** What a subscription keeps of its subscribe: its query, operation name and variables (not extensions or anything else sent). */
-function trimmedPayload(payload: unknown): unknown {
-  if (!isObject(payload)) return payload;
+/** The body of subscribe `id` (once: it is let go of as it is given), from the flows of its connection. */
+export function takeSubscribe(flows: ReadonlyMap<string, Flow>, id: string): SubscribeBody | undefined {
+  const flow = flows.get(id);
+  const body = flow?.body;
+  if (flow) flow.body = undefined;
+  return body;
+}
+
+/** A subscribe's query text and variables, as sent, until the subscribe hook takes them. */
+export interface SubscribeBody {
+  readonly query: unknown;
+  readonly variables: unknown;
+}
+
+/**
+ * What graphql-ws is handed of a subscribe's payload (its operation name, an empty query
+ * when one was sent: graphql-ws checks it is a string), and its body, held beside it;
+ * nothing else sent (extensions, anything else). A payload graphql-ws refuses (no
+ * object, a query that is no string, variables that are no object) is handed on as it
+ * is: graphql-ws closes its connection (4400).
+ */
+function trimmedPayload(payload: unknown): { payload: unknown; body?: SubscribeBody } {
+  if (!isObject(payload) || typeof payload.query !== 'string' || (payload.variables != null && typeof payload.variables !== 'object')) return { payload };
   return {
-    query: payload.query,
-    ...(payload.operationName !== undefined && { operationName: payload.operationName }),
-    ...(payload.variables !== undefined && { variables: payload.variables }),
+    payload: { query: '', ...(payload.operationName !== undefined && { operationName: payload.operationName }) },
+    body: { query: payload.query, variables: payload.variables },
   };
 }
 

@@ -4,7 +4,7 @@
  * GraphiQL and the clients' graphql-ws links speak) on the HTTP server and path of
  * queries, served by graphql-ws's `makeServer`, each socket handed over through
  * `opened({ send, close, onMessage })`. What a subscribe may do is the gate's
- * (graphql/server/subscribeGate.ts), given at wiring as graphql-ws hooks.
+ * (graphql/admission/subscribeGate.ts), given at wiring as graphql-ws hooks.
  *
  * Bounded here: the router secret (with one set, an upgrade without it is refused
  * before the handshake, as a POST is), connections per replica and per client address
@@ -23,9 +23,10 @@ import { handleProtocols, makeServer, type ServerOptions } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger } from '../observability/logger';
-import { ROUTER_SECRET_REFUSAL, type RouterGate } from '../graphql/admission/routerGate';
+import { closeCodeOf, messageOf, refusal, statusOf, type RefusalReason } from '../graphql/admission/refusals';
+import type { RouterGate } from '../graphql/admission/routerGate';
 import { createAddressGuard } from './liveAddressGuard';
-import { receive, type Flow } from './liveMessages';
+import { receive, takeSubscribe, type Flow, type SubscribeBody } from './liveMessages';
 import { clientAddress } from './requestBounds';
 import { DEFAULT_LIVE_SOCKET_LIMITS, type LiveSocketLimits } from './liveSocketLimits';
 
@@ -52,6 +53,8 @@ export interface SocketExtra {
   close(code: number, reason: string): void;
   /** Its upgrade carried the router secret: a gateway's connection, for its callers. */
   readonly gateway: boolean;
+  /** The query text and variables of subscribe `id`, held beside what graphql-ws is handed (liveMessages.ts), given once. */
+  takeSubscribe(id: string): SubscribeBody | undefined;
 }
 
 /**
@@ -70,8 +73,8 @@ export interface LiveSocketOptions {
   readonly protocol: LiveProtocol;
   /** The router-secret decision (graphql/admission/routerGate.ts), the POST path's too. */
   readonly router: RouterGate;
-  /** Counts a refusal by the transport, by reason (router_secret, replica, address, address_connections, rate). */
-  readonly refused: (reason: string) => void;
+  /** Counts a refusal by the transport (the Observer port's `refused`): router_secret, replica_connections, address_connections, address_blocked, messages. */
+  readonly refused: (reason: RefusalReason) => void;
   /** Counts a connection dropped for not reading. */
   readonly slowConsumerDropped: () => void;
   readonly logger: Logger;
@@ -134,11 +137,11 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     const verdict = router.verdict(req.headers);
     if (verdict === 'refused') {
       refused('router_secret');
-      return refuseUpgrade(socket, 401, 'Unauthorized', JSON.stringify({ errors: [{ message: ROUTER_SECRET_REFUSAL, extensions: { code: 'UNAUTHENTICATED' } }] }));
+      return refuseUpgrade(socket, statusOf('router_secret') ?? 401, 'Unauthorized', JSON.stringify({ errors: [{ message: messageOf('router_secret'), extensions: { code: refusal('router_secret').code } }] }));
     }
     if (wss.clients.size >= limits.connections) {
-      refused('replica');
-      return refuseUpgrade(socket, 503, 'Service Unavailable');
+      refused('replica_connections');
+      return refuseUpgrade(socket, statusOf('replica_connections') ?? 503, 'Service Unavailable');
     }
     const accept = (address: string | null) =>
       wss.handleUpgrade(req, socket, head, (ws) => {
@@ -155,7 +158,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       .blockedFor(address)
       .then((blockedMs) => {
         if (blockedMs === 0) return socket.destroyed ? undefined : accept(address);
-        refused('address');
+        refused('address_blocked');
         guard.refuse(socket, blockedMs);
       })
       .catch((error: unknown) => {
@@ -178,7 +181,8 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       }
       socket.close(code, reason);
     };
-    const extra: SocketExtra = { headers: req.headers, close, gateway: router.required && state.address === null };
+    const flows = new Map<string, Flow>();
+    const extra: SocketExtra = { headers: req.headers, close, gateway: router.required && state.address === null, takeSubscribe: (id) => takeSubscribe(flows, id) };
     acked.set(extra, () => (state.acked = true));
     // A socket's errors (a frame over the size bound, a bad frame) are the client's
     // doing, which any client can cause at will: the debug log, not console.error.
@@ -189,7 +193,6 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       else socket.terminate();
     });
     const ping = keepAlive(socket, limits.keepAliveMs);
-    const flows = new Map<string, Flow>();
     const closed = server.opened(
       {
         protocol: socket.protocol,
@@ -203,9 +206,9 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
               () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, logger, connectionParams)),
               () => {
                 if (socket.readyState !== socket.OPEN) return;
-                refused('rate');
+                refused('messages');
                 logger.debug('live: a connection sending messages faster than allowed was closed');
-                close(1008, 'too many messages');
+                close(closeCodeOf('messages') ?? 1008, messageOf('messages'));
                 socket.terminate();
               },
             );

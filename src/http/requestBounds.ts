@@ -1,7 +1,8 @@
 /**
- * The bounds a client meets before its request is read: how a client address is
- * counted (one function for every per-address share, HTTP and WebSocket alike), and
- * the bounds on connections and on the time their headers may take.
+ * The bounds a client meets before any GraphQL work: how a client address is counted
+ * (one function for every per-address share, HTTP and WebSocket alike), the bounds on
+ * connections and on the time their headers may take, and (`boundRequests`, below) a
+ * request's: requests in flight, body bytes and deadline, budget, write deadline.
  *
  * Without them, 15 000 sockets that never finished their headers stayed open about
  * 30 s (Node checks its headers timeout only every 30 s by default) and added about
@@ -26,11 +27,14 @@
  * read, so nothing is exempt from it; it stands above what the WebSocket bound and
  * the requests in flight need together.
  */
-import type { IncomingMessage, Server, ServerOptions } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { NUMERIC_SETTINGS } from '../config';
 import type { RouterGate } from '../graphql/admission/routerGate';
-import type { ConnectionRefusalReason } from '../observability/metrics';
+import type { ConnectionRefusalReason, RequestRefusalReason } from '../graphql/admission/refusals';
+import type { RequestRecord } from '../upstream/observer';
+import { sendGraphQLError, sendRefusal } from './respond';
 
 /**
  * The key a client address's share is counted by: an IPv4 address as it is (an
@@ -55,7 +59,7 @@ export function clientAddress(remote: string | undefined): string {
  */
 export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
-/** The whole-request timeout (Node's `requestTimeout`); a body has its own, shorter deadline (graphqlHandler.ts). */
+/** The whole-request timeout (Node's `requestTimeout`); a body has its own, shorter deadline (REQUEST_BODY_TIMEOUT_MS). */
 export const REQUEST_TIMEOUT_MS = 60_000;
 
 export interface ConnectionBoundsOptions {
@@ -150,4 +154,377 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
     socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
   }
   socket.destroy(error);
+}
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * The most request-body bytes all requests in flight may hold together. A body is read
+ * whole before it is parsed, and its text, its parsed JSON and a shared request's key
+ * stay until the answer is out; without this, slow clients each sending a body near
+ * MAX_BODY_BYTES add up (400 of them took a replica to 472 MiB RSS, past the
+ * Kubernetes example's 512Mi limit with everything else). A body's bytes count from its
+ * first chunk until its response closes. Past the bound a request is answered 503
+ * SERVICE_UNAVAILABLE with Retry-After, and the others go on.
+ */
+export const MAX_BUFFERED_BODY_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The most GraphQL requests one replica serves at once (each holds its context, its
+ * signal and timer, and its upstream wait). Past it: 503 SERVICE_UNAVAILABLE with
+ * `Retry-After: 1`, at once. 2 000 is well above what the autoscaler's target lets
+ * reach a replica, and below what runs it out of its 256 MiB heap
+ * (`WFS_MAX_REQUESTS_IN_FLIGHT`).
+ */
+export const MAX_REQUESTS_IN_FLIGHT: number = NUMERIC_SETTINGS.WFS_MAX_REQUESTS_IN_FLIGHT.default;
+
+/**
+ * How long a request body may take to arrive whole, from the moment its headers are
+ * in (`WFS_REQUEST_BODY_TIMEOUT_MS`). A body still incomplete then is dropped: 408
+ * BAD_REQUEST, the connection closed, and its slot among the requests in flight and
+ * its bytes freed at once. Without it, 2 000 sockets each sending 9 of 10 body bytes
+ * held every slot until Node's 60 s request timeout. A router sends a whole document
+ * at once; 5 s is a 1 MiB body at 200 KiB/s.
+ */
+export const REQUEST_BODY_TIMEOUT_MS: number = NUMERIC_SETTINGS.WFS_REQUEST_BODY_TIMEOUT_MS.default;
+
+/**
+ * The share of the in-flight and body-byte bounds one client address may hold (an
+ * IPv6 address by its /64: one host or customer is given a whole /64, and would
+ * otherwise have 2^64 shares). A quarter: 500 requests and 16 MiB of bodies at once
+ * by default, about three times what a replica at its autoscaling target serves in a
+ * second (171 requests per second, docs/operations.md), so a gateway or a NAT without
+ * the router secret is not held back by it at ordinary load, while no one address can
+ * fill either bound: another is still served (about 200 sockets holding nearly whole
+ * bodies, or 2 000 sending them slowly, did lock everyone out). Requests that carry
+ * the router secret are exempt, as for the WebSocket strikes (liveAddressGuard.ts):
+ * the router carries many users on few addresses and limits them itself. Past the
+ * share: 429 SERVICE_UNAVAILABLE with `Retry-After: 1`.
+ */
+export const ADDRESS_SHARE = 1 / 4;
+
+/**
+ * How long an answer may take to leave once written: a client that stops reading
+ * would otherwise keep its buffered answer (up to the response size bound) for ever.
+ * Past it the connection is destroyed.
+ */
+export const RESPONSE_WRITE_TIMEOUT_MS = 30_000;
+
+/**
+ * The client closed the connection while sending its body: its outcome, not a fault of
+ * ours, so the routes count it with the other aborts and log it at debug (anyone can
+ * cause it at will; an error line with a stack each time would let them fill the log).
+ */
+export class ClientAbortedError extends Error {
+  override readonly name = 'ClientAbortedError';
+}
+
+export interface RequestBoundsOptions {
+  /** The most upstream time one request may use, in ms; its signal aborts after that. */
+  readonly budgetMs: number;
+  /** Default MAX_REQUESTS_IN_FLIGHT. */
+  readonly maxRequestsInFlight?: number;
+  /** Default RESPONSE_WRITE_TIMEOUT_MS. */
+  readonly writeTimeoutMs?: number;
+  /** Default MAX_BUFFERED_BODY_BYTES. */
+  readonly maxBufferedBodyBytes?: number;
+  /** How long a body may take to arrive whole, in ms (default REQUEST_BODY_TIMEOUT_MS; tests lower it). */
+  readonly bodyTimeoutMs?: number;
+  /** The share of each bound one client address may hold (default ADDRESS_SHARE). */
+  readonly addressShare?: number;
+  /** Told the request-body bytes held whenever they change (the `wfs_graphql_request_body_bytes` gauge). */
+  readonly onBodyBytes?: (held: number) => void;
+  /** Told each request refused before any GraphQL work, by the bound reached (the Observer port's `refused`). */
+  readonly onRefused?: (reason: RequestRefusalReason) => void;
+}
+
+/**
+ * Serves one GraphQL request over node:http; rejects only on a fault of our own (or
+ * with ClientAbortedError). `fromRouter`: the request carried the router secret
+ * (routes.ts checked it), so its address's share does not apply.
+ */
+export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse, record?: RequestRecord, fromRouter?: boolean) => Promise<void>;
+
+/** What the bounds hand the GraphQL handler of an admitted request: its body's text (null without a body: GET) and its signal. */
+export interface AdmittedRequest {
+  readonly text: string | null;
+  /** Aborts when the client goes away before the answer is written, or when the request's budget is spent. */
+  readonly signal: AbortSignal;
+}
+
+/** The GraphQL handler inside the bounds (graphqlHandler.ts): it writes the answer; its write deadline is the bounds'. */
+export type AdmittedHandler = (req: IncomingMessage, res: ServerResponse, admitted: AdmittedRequest, record?: RequestRecord) => Promise<void>;
+
+/**
+ * The bounds a GraphQL request meets before any GraphQL work, around `handler` (as
+ * Apollo's integrations leave body limits to middleware in front of them): its
+ * address's share and the replica's requests in flight, its body's bytes (its
+ * address's share and the replica's) and deadline, then its budget and, once the
+ * answer is written, the time it may take to leave.
+ */
+export function boundRequests(options: RequestBoundsOptions, handler: AdmittedHandler): GraphQLHandler {
+  const { budgetMs } = options;
+  const maxInFlight = options.maxRequestsInFlight ?? MAX_REQUESTS_IN_FLIGHT;
+  const writeTimeoutMs = options.writeTimeoutMs ?? RESPONSE_WRITE_TIMEOUT_MS;
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? REQUEST_BODY_TIMEOUT_MS;
+  const maxBodyBytes = options.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES;
+  const share = options.addressShare ?? ADDRESS_SHARE;
+  const addresses = new AddressHolds(Math.max(1, Math.floor(maxInFlight * share)), Math.max(1, Math.floor(maxBodyBytes * share)));
+  const buffered = new BodyBytes(maxBodyBytes, addresses.maxBytes, options.onBodyBytes);
+  // A body refused for its bytes is counted when it is refused (readBody), though answered once drained.
+  const refuse = (res: ServerResponse, reason: RequestRefusalReason, counted = false) => {
+    if (!counted) options.onRefused?.(reason);
+    res.setHeader('connection', 'close');
+    if (reason === 'body_timeout') return sendRefusal(res, reason, `the request body did not arrive whole within ${bodyTimeoutMs} ms; send the document at once`);
+    res.setHeader('retry-after', '1');
+    return sendRefusal(res, reason);
+  };
+  let inFlight = 0;
+  return async function handle(req, res, record, fromRouter = false) {
+    const address = fromRouter ? null : clientAddress(req.socket.remoteAddress);
+    if (address !== null && addresses.requestsOf(address) >= addresses.maxRequests) return refuse(res, 'address_in_flight');
+    if (inFlight >= maxInFlight) return refuse(res, 'in_flight');
+    inFlight += 1;
+    // What the request gives back when its response closes, in one listener: an `on`,
+    // not a `once` (close comes once, and `once` wraps each listener in two objects
+    // more), and one, not three: all of it lives through the upstream wait.
+    const ends: RequestEnds = { bodyBytes: 0, hold: address === null ? null : addresses.enter(address), budget: undefined, controller: undefined };
+    res.on('close', () => {
+      inFlight -= 1;
+      if (ends.bodyBytes > 0) buffered.give(ends.bodyBytes, ends.hold);
+      if (ends.hold) addresses.leave(ends.hold);
+      if (ends.budget) clearTimeout(ends.budget);
+      if (ends.controller && !res.writableFinished) ends.controller.abort();
+    });
+    let text: string | null = null;
+    if (req.method === 'POST') {
+      const read = await readBody(req, res, buffered, ends, bodyTimeoutMs, options.onRefused);
+      if (typeof read !== 'string') {
+        // A body not read to its end: the connection closes after this answer.
+        if (read === TOO_LARGE) {
+          if (!req.complete) res.setHeader('connection', 'close');
+          return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${MAX_BODY_BYTES} bytes; send a smaller document`);
+        }
+        // A body not read to its end (its deadline passed, or its drain outlived it): the
+        // socket goes with the answer, whatever the client still sends.
+        if (!req.complete) res.once('finish', () => req.socket.destroy());
+        return refuse(res, read.reason, read !== REFUSED.body_timeout);
+      }
+      text = read;
+    }
+    await handler(req, res, { text, signal: requestSignal(res, budgetMs, ends) }, record);
+    endWithin(res, writeTimeoutMs);
+  };
+}
+
+/**
+ * Destroys the connection if the answer, already handed to node:http, has not left
+ * within `ms` (a client that stopped reading): its buffered bytes are then let go.
+ */
+export function endWithin(res: ServerResponse, ms: number): void {
+  // Most answers are in the kernel's socket buffer by now: nothing of ours is held, no timer needed.
+  if (res.writableFinished || res.destroyed || (res.socket?.writableLength ?? 0) === 0) return;
+  const timer = setTimeout(() => res.destroy(), ms);
+  timer.unref();
+  res.once('close', () => clearTimeout(timer));
+  res.once('finish', () => clearTimeout(timer));
+}
+
+/** What one client address holds: its requests in flight and their body bytes. */
+interface AddressHold {
+  readonly address: string;
+  requests: number;
+  bytes: number;
+}
+
+/**
+ * The holds of the client addresses with requests in flight: at most one entry per
+ * request in flight (an entry goes with its address's last request), so it is bounded
+ * by the in-flight bound.
+ */
+class AddressHolds {
+  private readonly byAddress = new Map<string, AddressHold>();
+  constructor(
+    readonly maxRequests: number,
+    readonly maxBytes: number,
+  ) {}
+  requestsOf(address: string): number {
+    return this.byAddress.get(address)?.requests ?? 0;
+  }
+  enter(address: string): AddressHold {
+    let hold = this.byAddress.get(address);
+    if (!hold) this.byAddress.set(address, (hold = { address, requests: 0, bytes: 0 }));
+    hold.requests += 1;
+    return hold;
+  }
+  leave(hold: AddressHold): void {
+    hold.requests -= 1;
+    if (hold.requests === 0) this.byAddress.delete(hold.address);
+  }
+}
+
+/** What the handler's close listener releases (see `handle`). */
+interface RequestEnds {
+  /** Request-body bytes counted against the bound until the response closes. */
+  bodyBytes: number;
+  /** The client address's hold, counted until the response closes; null for the router (exempt). */
+  readonly hold: AddressHold | null;
+  /** The request's budget timer and controller (`requestSignal`). */
+  budget: ReturnType<typeof setTimeout> | undefined;
+  controller: AbortController | undefined;
+}
+
+/**
+ * Aborts when the client goes away before the answer is written, or when the
+ * request's upstream budget is spent. One controller and one timer per request,
+ * both released when the response closes (AbortSignal.timeout plus AbortSignal.any
+ * cost a timer, a signal and a dependency list each, and outlived the request).
+ */
+function requestSignal(res: ServerResponse, budgetMs: number, ends: RequestEnds): AbortSignal {
+  const controller = new AbortController();
+  // Closed already (the client left as its body ended): nothing will be written.
+  if (res.closed) {
+    controller.abort();
+    return controller.signal;
+  }
+  ends.controller = controller;
+  ends.budget = setTimeout(() => controller.abort(new DOMException('the request budget is spent', 'TimeoutError')), budgetMs);
+  return controller.signal;
+}
+
+/** A body that declares a length within MAX_BODY_BYTES: reading it to its end costs no memory (its bytes are dropped). */
+function drainable(req: IncomingMessage): boolean {
+  const length = Number(req.headers['content-length']);
+  return Number.isInteger(length) && length <= MAX_BODY_BYTES;
+}
+
+/** What `readBody` answers instead of the text: a body over MAX_BODY_BYTES, or the bound it was refused for (never a string: a body may be any text). */
+const TOO_LARGE = Symbol('too large');
+class BodyRefusal {
+  constructor(readonly reason: 'body_bytes' | 'address_body_bytes' | 'body_timeout') {}
+}
+const REFUSED = { body_bytes: new BodyRefusal('body_bytes'), address_body_bytes: new BodyRefusal('address_body_bytes'), body_timeout: new BodyRefusal('body_timeout') } as const;
+
+/** The request-body bytes held by all requests being read, against their bound and each address's share of it. */
+class BodyBytes {
+  private held = 0;
+  constructor(
+    private readonly max: number,
+    private readonly maxPerAddress: number,
+    private readonly onChange: (held: number) => void = () => undefined,
+  ) {}
+  /** Holds `bytes` more for `hold`'s address (null: exempt from the share) if they fit; else the bound they do not fit. */
+  take(bytes: number, hold: AddressHold | null): 'body_bytes' | 'address_body_bytes' | undefined {
+    if (hold && hold.bytes + bytes > this.maxPerAddress) return 'address_body_bytes';
+    if (this.held + bytes > this.max) return 'body_bytes';
+    this.held += bytes;
+    if (hold) hold.bytes += bytes;
+    this.onChange(this.held);
+    return undefined;
+  }
+  give(bytes: number, hold: AddressHold | null): void {
+    if (bytes === 0) return;
+    this.held -= bytes;
+    if (hold) hold.bytes -= bytes;
+    this.onChange(this.held);
+  }
+}
+
+/**
+ * The request body as text; TOO_LARGE past MAX_BODY_BYTES; `body_bytes` or
+ * `address_body_bytes` when the bodies of the requests in flight, or those of its
+ * address, already hold their bound; `body_timeout` when it has not arrived whole
+ * within `timeoutMs`. A body read whole keeps its bytes counted until `res` closes
+ * (its text, its parsed JSON and a sharing key live that long); a refused, timed-out
+ * or abandoned one gives them back at once. Read with stream events, not `for await`:
+ * an async iterator over the request costs more than the small bodies it reads.
+ */
+function readBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  buffered: BodyBytes,
+  ends: RequestEnds,
+  timeoutMs: number,
+  onRefused?: (reason: 'body_bytes' | 'address_body_bytes') => void,
+): Promise<string | typeof TOO_LARGE | BodyRefusal> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    /** The bound a body being drained was refused for (its answer, should the deadline come first). */
+    let refused: BodyRefusal | undefined;
+    // One deadline for the whole body, the drain of a refused one included.
+    const deadline = setTimeout(() => {
+      cleanup();
+      release();
+      resolve(refused ?? REFUSED.body_timeout);
+    }, timeoutMs);
+    const settle = (outcome: string | typeof TOO_LARGE | BodyRefusal) => {
+      clearTimeout(deadline);
+      resolve(outcome);
+    };
+    const stop = (outcome: typeof TOO_LARGE | BodyRefusal) => {
+      cleanup();
+      release();
+      if (outcome !== TOO_LARGE && outcome.reason !== 'body_timeout') onRefused?.(outcome.reason);
+      if (outcome !== TOO_LARGE && drainable(req)) {
+        // A body of a size we accept is read to its end and dropped, nothing kept, before
+        // the answer: a client still sending would otherwise meet a connection reset
+        // and lose the answer that tells it to retry (the deadline still applies).
+        refused = outcome;
+        const done = () => settle(outcome);
+        req.once('end', done).once('close', done).once('error', done);
+        req.resume();
+        return;
+      }
+      // The rest is not read: the answer ends the exchange.
+      settle(outcome);
+    };
+    const onData = (chunk: Buffer) => {
+      if (size + chunk.length > MAX_BODY_BYTES) return stop(TOO_LARGE);
+      const full = buffered.take(chunk.length, ends.hold);
+      if (full) return stop(REFUSED[full]);
+      size += chunk.length;
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      clearTimeout(deadline);
+      const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      // The bytes stay counted until the response closes (the handler's close listener
+      // gives them back; none of the closures here is kept through the upstream wait).
+      if (res.closed) release();
+      else ends.bodyBytes = size;
+      chunks.length = 0;
+      resolve(text);
+    };
+    // node:http ends the body stream with `aborted` (ECONNRESET) or closes it early when the client goes away.
+    const onError = (error: NodeJS.ErrnoException) => {
+      cleanup();
+      clearTimeout(deadline);
+      release();
+      reject(req.destroyed || error.code === 'ECONNRESET' ? new ClientAbortedError('the client closed the connection while sending its body') : error);
+    };
+    const onClose = () => {
+      if (req.complete) return;
+      cleanup();
+      clearTimeout(deadline);
+      release();
+      reject(new ClientAbortedError('the client closed the connection while sending its body'));
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const release = () => {
+      buffered.give(size, ends.hold);
+      size = 0;
+      chunks.length = 0;
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }

@@ -1,4 +1,6 @@
 import type { ServerResponse } from 'node:http';
+import { messageOf, refusal, statusOf, type RefusalReason } from '../graphql/admission/refusals';
+import type { ErrorCode } from '../graphql/errors';
 
 /** A small JSON answer (health, errors before GraphQL runs), with its length. */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -8,6 +10,14 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 }
 
 /** A GraphQL-shaped error answer for requests refused before execution. */
-export function sendGraphQLError(res: ServerResponse, status: number, code: string, message: string): void {
+export function sendGraphQLError(res: ServerResponse, status: number, code: ErrorCode, message: string): void {
   sendJson(res, status, { errors: [{ message, extensions: { code } }] });
+}
+
+/** A refusal's answer over HTTP: its status, code and message from the one table (graphql/admission/refusals.ts); `worded` where its check names a configured bound. */
+export function sendRefusal(res: ServerResponse, reason: RefusalReason, worded?: string): void {
+  const status = statusOf(reason);
+  const { code } = refusal(reason);
+  if (status === undefined || code === null) throw new Error(`refusal ${reason} has no HTTP answer`);
+  sendGraphQLError(res, status, code, messageOf(reason, worded));
 }

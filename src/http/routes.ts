@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { wantsExplorer } from '../browserRedirect';
-import { ROUTER_SECRET_REFUSAL, type RouterGate } from '../graphql/admission/routerGate';
+import type { RefusalEvents } from '../graphql/admission/refusals';
+import type { RouterGate } from '../graphql/admission/routerGate';
 import type { Observability } from '../observability';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { ClientAbortedError, type GraphQLHandler } from './graphqlHandler';
-import { sendGraphQLError, sendJson } from './respond';
+import { ClientAbortedError, type GraphQLHandler } from './requestBounds';
+import { sendGraphQLError, sendJson, sendRefusal } from './respond';
 
 /** What `/ready` says while the replica drains (src/main.ts, WFS_DRAIN_SECONDS). */
 export const DRAINING_REASON = 'shutting down: this replica still serves what reaches it, closing each connection after its answer, until it stops accepting connections';
@@ -19,6 +20,8 @@ export interface RoutesOptions {
   readonly serve: Observability['serve'];
   /** The router-secret decision (graphql/admission/routerGate.ts), the upgrade's too: with a secret set, requests to the GraphQL path must carry it. */
   readonly router: RouterGate;
+  /** Where a refusal is counted (the Observer port's `refused`). */
+  readonly events: RefusalEvents;
   /** Whether the shared token store answers (null without one). */
   readonly sharedStoreUp: () => Promise<boolean | null>;
   /** What keeps the replica from serving (a token endpoint that does not answer like one), or undefined. */
@@ -59,7 +62,8 @@ export function createRoutes(options: RoutesOptions): (req: IncomingMessage, res
       const verdict = router.verdict(req.headers);
       if (verdict === 'refused') {
         metrics.graphqlErrors.inc({ code: 'UNAUTHENTICATED' });
-        return sendGraphQLError(res, 401, 'UNAUTHENTICATED', ROUTER_SECRET_REFUSAL);
+        options.events.refused('query_router_secret');
+        return sendRefusal(res, 'query_router_secret');
       }
       // Everything the request causes runs in its scope (request id on every log line,
       // abort accounting, the in-flight gauge) and, with tracing on, in its span. With a

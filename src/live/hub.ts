@@ -35,12 +35,15 @@ export interface LiveLimits {
 
 export const DEFAULT_LIVE_LIMITS: LiveLimits = Object.freeze({ perCompany: 5_000, perReplica: 20_000, queuedChanges: 1_000, filtersPerCompany: 1_000 });
 
+/** The hub's refusal reasons (graphql/admission/refusals.ts has every reason's code and label). */
+export type LiveLimitReason = 'company_subscriptions' | 'replica_subscriptions' | 'filters';
+
 /** A subscription refused by a limit; `code` is the `extensions.code` it answers with. */
 export class LiveLimitError extends Error {
   override readonly name = 'LiveLimitError';
   constructor(
     readonly code: 'SERVICE_UNAVAILABLE',
-    readonly reason: 'company' | 'replica' | 'filters',
+    readonly reason: LiveLimitReason,
     message: string,
   ) {
     super(message);
@@ -114,18 +117,18 @@ export class LiveHub {
   subscribe(tenantId: string, resource: AnyResource, filter?: ListFilter, ended?: AbortSignal): AsyncIterableIterator<LiveEvent> {
     const company = this.perCompany.get(tenantId) ?? 0;
     if (this.open >= this.limits.perReplica) {
-      this.events.liveRefused('replica');
-      throw new LiveLimitError('SERVICE_UNAVAILABLE', 'replica', `this replica serves ${this.limits.perReplica} subscriptions already; retry in a moment (another replica may take it)`);
+      this.events.refused('replica_subscriptions');
+      throw new LiveLimitError('SERVICE_UNAVAILABLE', 'replica_subscriptions', `this replica serves ${this.limits.perReplica} subscriptions already; retry in a moment (another replica may take it)`);
     }
     if (company >= this.limits.perCompany) {
-      this.events.liveRefused('company');
-      throw new LiveLimitError('SERVICE_UNAVAILABLE', 'company', `your company has ${this.limits.perCompany} open subscriptions on this replica already; share one subscription between screens, or close some`);
+      this.events.refused('company_subscriptions');
+      throw new LiveLimitError('SERVICE_UNAVAILABLE', 'company_subscriptions', `your company has ${this.limits.perCompany} open subscriptions on this replica already; share one subscription between screens, or close some`);
     }
     const key = `${tenantId}\n${resource.name}`;
     const scope = filter && resource.matches && filterKey(filter) !== '' ? filterKey(filter) : '';
     const existing = this.entries.get(key);
     if (scope !== '' && !existing?.views.has(scope) && this.filters(tenantId) >= this.limits.filtersPerCompany) {
-      this.events.liveRefused('filters');
+      this.events.refused('filters');
       throw new LiveLimitError(
         'SERVICE_UNAVAILABLE',
         'filters',

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { REFUSAL_REASONS, reasonsOf, refusal, type RefusalMetric, type RefusalReason } from '../graphql/admission/refusals';
 import type { RedisDropReason } from '../live/redisMessages';
 import type { Observer, RequestRecord } from '../upstream/observer';
 import { RESOURCES } from '../upstream/resources';
@@ -10,22 +11,6 @@ import { RESOURCES } from '../upstream/resources';
  * thousands of companies would otherwise grow thousands of series per metric.
  * docs/operations.md, "Metrics", lists each family and what to read it with.
  */
-/**
- * Why a GraphQL request was refused before any GraphQL work (http/graphqlHandler.ts):
- * the replica's bounds on requests in flight and on their body bytes (503), one client
- * address's share of either (429), a body that did not arrive in time (408).
- */
-export const REQUEST_REFUSAL_REASONS = ['in_flight', 'body_bytes', 'address_in_flight', 'address_body_bytes', 'body_timeout'] as const;
-export type RequestRefusalReason = (typeof REQUEST_REFUSAL_REASONS)[number];
-
-/**
- * Why a connection was closed before a request of it was served
- * (http/requestBounds.ts): the replica's bound on open sockets (`replica`), its client
- * address's share (`address`), headers not in within the deadline (`headers_timeout`),
- * a whole request not in within Node's request timeout (`request_timeout`).
- */
-export const CONNECTION_REFUSAL_REASONS = ['replica', 'address', 'headers_timeout', 'request_timeout'] as const;
-export type ConnectionRefusalReason = (typeof CONNECTION_REFUSAL_REASONS)[number];
 
 /** Every reason a message or lease read from Redis is dropped (live/redisMessages.ts). */
 const REDIS_DROP_REASONS = ['oversized', 'unsealed', 'forged', 'malformed', 'replayed', 'lease', 'unpublishable'] as const satisfies readonly RedisDropReason[];
@@ -54,16 +39,16 @@ export interface Metrics {
   readonly graphqlAborted: Counter<'operation_type'>;
   readonly graphqlInFlight: Gauge;
   readonly requestBodyBytes: Gauge;
-  /** GraphQL requests refused before any GraphQL work, by the bound reached (REQUEST_REFUSAL_REASONS). */
+  /** GraphQL requests refused before any GraphQL work, by the bound reached (graphql/admission/refusals.ts). */
   readonly requestsRefused: Counter<'reason'>;
-  /** Connections closed by a connection bound before a request of theirs was served (CONNECTION_REFUSAL_REASONS). */
+  /** Connections closed by a connection bound before a request of theirs was served (graphql/admission/refusals.ts). */
   readonly connectionsRefused: Counter<'reason'>;
   /** 1 while `/ready` answers ready, 0 while it answers 503 (not ready yet, or draining); set at each /ready and /metrics. */
   readonly ready: Gauge;
   readonly logLinesSuppressed: Counter<'event'>;
   /** Upstream resilience (breaker, retries, bulkhead, fail-fast refusals): see the block at the end. */
   readonly resilience: ResilienceMetrics;
-  /** Live updates (src/live/; refusals from graphql/server/subscribeGate.ts and the transport, http/liveSocket.ts): see the block at the end. */
+  /** Live updates (src/live/; refusals from graphql/admission/subscribeGate.ts and the transport, http/liveSocket.ts): see the block at the end. */
   readonly live: LiveMetrics;
 }
 
@@ -180,7 +165,7 @@ export function createMetrics(): Metrics {
     }),
     requestsRefused: new Counter({
       name: 'wfs_graphql_requests_refused_total',
-      help: 'GraphQL requests refused before any GraphQL work, by the bound reached (503: body_bytes, in_flight; 429: address_body_bytes, address_in_flight, one address past its share; 408: body_timeout)',
+      help: 'GraphQL requests refused before any GraphQL work, by the bound reached (503: body_bytes, in_flight; 429: address_body_bytes, address_in_flight, one address past its share; 408: body_timeout; 401: query_router_secret; 400: query_document, query_cost, a document refused by the query limits, validation or the cost bound)',
       labelNames: ['reason'],
       registers,
     }),
@@ -211,8 +196,8 @@ export function createMetrics(): Metrics {
   }
   metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);
   for (const outcome of ['sent', 'failed', 'rejected', 'dropped']) metrics.cacheInvalidations.inc({ outcome }, 0);
-  for (const reason of REQUEST_REFUSAL_REASONS) metrics.requestsRefused.inc({ reason }, 0);
-  for (const reason of CONNECTION_REFUSAL_REASONS) metrics.connectionsRefused.inc({ reason }, 0);
+  // Every refusal reason from zero on its counter (graphql/admission/refusals.ts).
+  for (const [metric, counter] of refusalCounters(metrics)) for (const reason of reasonsOf(metric)) counter.inc({ reason }, 0);
   // From zero, so the first message dropped is an increase the alert sees (WfsSubgraphLiveRedisDropped).
   for (const reason of REDIS_DROP_REASONS) metrics.live.redisDropped.inc({ reason }, 0);
   metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
@@ -318,7 +303,7 @@ function createLiveMetrics(registry: Registry): LiveMetrics {
     intervalsStretched: new Counter({ name: 'wfs_live_intervals_stretched_total', help: "Poll delays stretched because the company's polls wanted more than its fair share of WFS_POLL_CALLS_PER_SECOND", registers }),
     stretchFactor: new Gauge({ name: 'wfs_live_poll_stretch_factor', help: "By how much the most stretched company's poll intervals are stretched now (1: the poll budget holds)", registers }),
     slowConsumersDropped: new Counter({ name: 'wfs_live_slow_consumers_dropped_total', help: 'Subscriptions or connections dropped because their client did not read fast enough', registers }),
-    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions refused, by reason (connection, company or replica limit, filters: distinct filters of a company, identity, cost, document; rate: connections closed past a bound; address, address_connections: upgrades refused for their address; router_secret: upgrades without the router secret, 401)', labelNames: ['reason'], registers }),
+    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions, WebSocket connections and upgrades refused, by reason, one bound each (graphql/admission/refusals.ts; docs/live.md lists them): upgrades (router_secret, replica_connections, address_connections, address_blocked), connections (identity, messages, refusals), subscribes (not_initialised, subscribe_identity, connection, company_rate, document, operation, variables, cost, connection_bytes, company_bytes, replica_bytes, company_subscriptions, replica_subscriptions, filters) and identities that lapsed (identity_lapsed)', labelNames: ['reason'], registers }),
     redisDropped: new Counter({
       name: 'wfs_live_redis_dropped_total',
       help: 'Live-update messages and poll leases read from Redis and dropped, by reason (oversized, unsealed, forged, malformed, replayed, lease: a lease value no replica wrote, taken over; unpublishable: a change of ours too large to publish)',
@@ -350,7 +335,7 @@ export function metricsObserver(metrics: Metrics, originLabel: (origin: string) 
       live.stretchFactor.set(factor);
     },
     liveSlowConsumerDropped: () => live.slowConsumersDropped.inc(),
-    liveRefused: (reason) => live.refused.inc({ reason }),
+    refused: (reason) => countRefusal(metrics, reason),
     liveRedisDropped: (reason) => live.redisDropped.inc({ reason }),
     upstreamRetry: (list, reason) => resilience.retries.inc({ list, reason }),
     upstreamFailFast: (reason) => resilience.failFast.inc({ reason }),
@@ -384,4 +369,20 @@ export function metricsObserver(metrics: Metrics, originLabel: (origin: string) 
       }
     },
   };
+}
+
+/** Each refusal counter by its name (graphql/admission/refusals.ts names the counter of each reason). */
+function refusalCounters(metrics: Metrics): ReadonlyMap<RefusalMetric, Counter<'reason'>> {
+  return new Map<RefusalMetric, Counter<'reason'>>([
+    ['wfs_graphql_requests_refused_total', metrics.requestsRefused],
+    ['wfs_http_connections_refused_total', metrics.connectionsRefused],
+    ['wfs_live_subscriptions_refused_total', metrics.live.refused],
+  ]);
+}
+
+/** Counts a refusal on its reason's counter; a reason outside the table (a fault of ours) is not counted under a label no dashboard knows. */
+function countRefusal(metrics: Metrics, reason: string): void {
+  if (!(REFUSAL_REASONS as readonly string[]).includes(reason)) return;
+  const { metric } = refusal(reason as RefusalReason);
+  refusalCounters(metrics).get(metric)?.inc({ reason });
 }

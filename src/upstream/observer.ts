@@ -68,8 +68,12 @@ export interface Observer {
   livePollStretch(factor: number, stretched: boolean): void;
   /** A subscription or connection dropped because its client did not read fast enough. */
   liveSlowConsumerDropped(): void;
-  /** A subscription or connection refused, by reason (connection, company, replica, identity, cost, document, rate, address). */
-  liveRefused(reason: string): void;
+  /**
+   * A request, connection or subscription refused, on any transport, by its reason: one
+   * of graphql/admission/refusals.ts's RefusalReason (a string here: the port sits below
+   * graphql/; the metrics adapter counts each on its metric by that table).
+   */
+  refused(reason: string): void;
   /** A live-update message or poll lease read from Redis was dropped (live/redisCoordinator.ts): oversized, unsealed, forged, malformed, replayed, lease, unpublishable. */
   liveRedisDropped(reason: string): void;
 }
@@ -172,6 +176,6 @@ export const NO_OBSERVER: Observer = {
   liveChanged() {},
   livePollStretch() {},
   liveSlowConsumerDropped() {},
-  liveRefused() {},
+  refused() {},
   liveRedisDropped() {},
 };

@@ -25,7 +25,7 @@ import {
  * Apollo Router's `static_estimated` cost of one operation, from the `@cost` and
  * `@listSize` directives a schema carries (Federation's demand-control spec), ported
  * from apollo-router/src/plugins/demand_control/cost_calculator/static_cost.rs and
- * directives.rs (router 2.x). It shares nothing with src/graphql/server/cost.ts on purpose:
+ * directives.rs (router 2.x). It shares nothing with src/graphql/admission/cost.ts on purpose:
  * the test that holds them equal proves our schema gives a router our numbers.
  *
  * Left out, as our schema does not need them: `@requires` costs, nested `sizedFields`

@@ -7,7 +7,7 @@ import { Kind, buildSchema, parse, print, printSchema, validate, type ConstDirec
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../../src/config';
 import { DEFAULT_PAGE_SIZE } from '../../src/graphql/data/connections';
-import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
+import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/admission/limits';
 
 /**
  * Our schema must compose with the subgraphs around it the way every real supergraph

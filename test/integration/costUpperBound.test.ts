@@ -1,5 +1,5 @@
 import { Kind, parse, type OperationDefinitionNode } from 'graphql';
-import { estimateCost } from '../../src/graphql/server/cost';
+import { estimateCost } from '../../src/graphql/admission/cost';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
 import { as } from '../helpers/fixtures';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
@@ -7,7 +7,7 @@ import { seeded } from '../helpers/seeded';
 import { TRACE_HEADER } from '../../src/observability/inlineTrace';
 
 /**
- * The cost estimate (src/graphql/server/cost.ts) is an upper bound of the answer: random
+ * The cost estimate (src/graphql/admission/cost.ts) is an upper bound of the answer: random
  * documents over our schema (fragments, inline fragments on Node and _Entity, aliases,
  * variables, also inside list and object literals at any depth, @include/@skip, single
  * values where lists are expected) run against the

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, UnsecuredJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
 import { testTenant } from '../helpers/fixtures';
-import { createIdentityResolver } from '../../src/graphql/server/identity';
+import { createIdentityResolver } from '../../src/graphql/admission/identity';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 const A = testTenant('a', { idGroup: '1111', scopes: ['shifts.read'], locations: 4, shifts: 4 });

@@ -1,7 +1,7 @@
 import type { Counter } from 'prom-client';
 import WebSocket from 'ws';
 import { demoTenants } from '../../src/emulator';
-import { initParams } from '../../src/graphql/server/subscribeGate';
+import { initParams } from '../../src/graphql/admission/identity';
 import { wsUrl } from '../helpers/liveClient';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

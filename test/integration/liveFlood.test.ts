@@ -92,7 +92,7 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
   afterAll(() => subgraph.close());
 
   it('refuses upgrades from an address past its strikes before the handshake (429, Retry-After, after a pause), from that address only, until the block ends', async () => {
-    const before = await refused('address');
+    const before = await refused('address_blocked');
     // A protocol violation earns 5 strikes: two are past 6.
     for (let i = 0; i < 2; i++) await misbehave(subgraph.server.url, '127.0.0.2');
     // The server counts a strike when the connection is over on its side: until it has,
@@ -100,7 +100,7 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
     const refusal = await refusedUpgrade(subgraph.server.url, '127.0.0.2', (raw) => sockets.push(raw.socket));
     expect(refusal).toMatchObject({ status: 429, retryAfter: expect.stringMatching(/^[12]$/) });
     expect(refusal.ms).toBeGreaterThanOrEqual(250);
-    expect(await refused('address')).toBeGreaterThan(before);
+    expect(await refused('address_blocked')).toBeGreaterThan(before);
 
     // Another address is served meanwhile, subscription and all.
     const other = await open(subgraph.server.url, '127.0.0.3');

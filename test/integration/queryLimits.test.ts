@@ -1,13 +1,15 @@
 import { connect } from 'node:net';
+import type { Counter } from 'prom-client';
 import { Kind, getIntrospectionQuery, print } from 'graphql';
 import { request } from 'undici';
 import { makeTenant } from '../../src/emulator';
-import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/server/limits';
+import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/admission/limits';
 import { sleep } from '../helpers/fixtures';
 import { nestedBomb } from '../helpers/nestedBomb';
 import { shippedOperations } from '../helpers/shippedOperations';
+import { collect, liveClient } from '../helpers/liveClient';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
-import { waitFor } from '../helpers/waitFor';
+import { counterTotal, waitFor } from '../helpers/waitFor';
 
 /**
  * docs/limits.md, "Query limits": every limit counts every field, introspection included; only a
@@ -97,6 +99,32 @@ describe('query limits', () => {
  * before any upstream call, whatever its aliases, fragments or variables; every
  * document we ship is served.
  */
+describe('query limits, a query and a subscription alike', () => {
+  // One document check (src/graphql/admission/document.ts) for both transports: the
+  // same document over the limits, POSTed as a query and sent as a graphql-ws subscribe,
+  // is refused with the same messages and codes.
+  it.each(abusive)('words %s the same over HTTP and over graphql-ws', async (_name, query) => {
+    const counted = (metric: string, reason: string) => counterTotal(subgraph.server.metrics.registry.getSingleMetric(metric) as Counter<string>, { reason });
+    const before = { query: await counted('wfs_graphql_requests_refused_total', 'query_document'), subscription: await counted('wfs_live_subscriptions_refused_total', 'document') };
+    const posted = await subgraph.query(query, {}, as);
+    const client = liveClient(subgraph.server.url, as);
+    try {
+      const received = collect(client, query);
+      await waitFor(() => received.completed || received.error !== undefined, 'the subscribe answered');
+      expect(received.error).toBeUndefined();
+      const alike = (errors: ReadonlyArray<{ message: string; extensions?: { code?: unknown } }> | undefined) => (errors ?? []).map((error) => ({ message: error.message, code: error.extensions?.code }));
+      expect(received.results).toHaveLength(1);
+      expect(alike(posted.errors).length).toBeGreaterThan(0);
+      expect(alike(received.results[0]!.errors)).toEqual(alike(posted.errors));
+      // Each counted once, through the one refusal event, on its transport's counter.
+      expect(await counted('wfs_graphql_requests_refused_total', 'query_document')).toBe(before.query + 1);
+      expect(await counted('wfs_live_subscriptions_refused_total', 'document')).toBe(before.subscription + 1);
+    } finally {
+      await client.dispose();
+    }
+  });
+});
+
 describe('cost limit', () => {
   const throughFragments = `query Bomb { l: locations { ...L } }
     fragment L on LocationConnection { nodes { id s: shifts { ...S } } }

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { Agent, request } from 'undici';
-import { endWithin } from '../../src/http/graphqlHandler';
+import { endWithin } from '../../src/http/requestBounds';
 import { createRouterGate } from '../../src/graphql/admission/routerGate';
 import { boundConnections, boundedServerOptions, clientAddress } from '../../src/http/requestBounds';
 import { as } from '../helpers/fixtures';
@@ -10,7 +10,7 @@ import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
 
 /**
- * What one replica holds for the requests in flight is bounded (src/http/graphqlHandler.ts):
+ * What one replica holds for the requests in flight is bounded (src/http/requestBounds.ts):
  * how many it serves at once, the body bytes they keep until their answers are out, each
  * client address's share of both, how long a body may take to arrive, and how long a
  * written answer may wait for a client that stopped reading. The connection bounds

@@ -4,7 +4,7 @@ import { GraphQLError, Kind, type GraphQLSchema, type OperationDefinitionNode } 
 import { gql } from 'graphql-tag';
 import { createErrorFormatter } from '../../src/graphql/errors';
 import { COMPILE_AFTER, CompiledExecution, MAX_COMPILED, MAX_COMPILED_FIELDS } from '../../src/graphql/server/execution';
-import { selectedFields } from '../../src/graphql/server/limits';
+import { selectedFields } from '../../src/graphql/admission/limits';
 import { builtInPluginsOff } from '../../src/graphql/server/plugins';
 import { UpstreamError } from '../../src/upstream/errors';
 

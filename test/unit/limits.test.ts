@@ -1,5 +1,5 @@
 import { parse, specifiedRules, validate } from 'graphql';
-import { DEFAULT_QUERY_LIMITS, limitRules, type QueryLimits } from '../../src/graphql/server/limits';
+import { DEFAULT_QUERY_LIMITS, limitRules, type QueryLimits } from '../../src/graphql/admission/limits';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
 
 const schema = createSubgraphSchema();

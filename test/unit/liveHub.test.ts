@@ -161,7 +161,7 @@ describe('live hub', () => {
     const held = [hub.subscribe('t1', shifts), hub.subscribe('t1', shifts)];
     expect(() => hub.subscribe('t1', shifts)).toThrow(LiveLimitError);
     held.push(hub.subscribe('t2', shifts));
-    expect(() => hub.subscribe('t3', shifts)).toThrow(expect.objectContaining({ reason: 'replica' }));
+    expect(() => hub.subscribe('t3', shifts)).toThrow(expect.objectContaining({ reason: 'replica_subscriptions' }));
     await hub.close();
   });
 

@@ -257,7 +257,7 @@ describe('live hub, distinct filters per company', () => {
     const refused: string[] = [];
     const read: ListReader = async () => ({ records: [], calls: 1 });
     const hub = new LiveHub(
-      { read, intervalMs: 60_000, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events: { ...NO_OBSERVER, liveRefused: (reason) => refused.push(reason) }, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5 },
+      { read, intervalMs: 60_000, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events: { ...NO_OBSERVER, refused: (reason) => refused.push(reason) }, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5 },
       { filtersPerCompany: 2 },
     );
     const held = [hub.subscribe('t1', shifts, { locationId: 'loc_1' }), hub.subscribe('t1', shifts, { startsFrom: BASE }), hub.subscribe('t1', shifts), hub.subscribe('t1', locations)];

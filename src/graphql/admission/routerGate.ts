@@ -19,8 +19,6 @@ export interface RouterGate {
   verdict(headers: IncomingHttpHeaders): RouterVerdict;
 }
 
-/** What a refused request is told (never the secret, nor how close a guess came). */
-export const ROUTER_SECRET_REFUSAL = 'this subgraph only answers the router: the router-authorization header is missing or wrong';
 
 export function createRouterGate(secret: string | null): RouterGate {
   // Kept as its digest, compared digest to digest (routerSecret.ts).

@@ -44,7 +44,7 @@ export interface LiveContext {
 
 /** Process-wide services the per-request context is built from. */
 export interface ContextServices extends DataServices {
-  /** Works out which tenant a request acts for (server/identity.ts builds it); rejects with UNAUTHENTICATED or FORBIDDEN. */
+  /** Works out which tenant a request acts for (admission/identity.ts builds it); rejects with UNAUTHENTICATED or FORBIDDEN. */
   readonly identify: (headers: IncomingHttpHeaders) => Promise<string>;
 }
 

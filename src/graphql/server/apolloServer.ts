@@ -1,7 +1,7 @@
 /**
  * The Apollo Server this subgraph runs: the subgraph schema (schema.ts) and its
  * execution (execution.ts), the query
- * limits and cost bound (limits.ts, cost.ts), error formatting (../errors.ts) and the
+ * limits and cost bound (../admission/limits.ts, ../admission/cost.ts), error formatting (../errors.ts) and the
  * plugins (plugins.ts), put together; not started (the HTTP side hands requests to it).
  */
 import type { Server } from 'node:http';
@@ -11,10 +11,12 @@ import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHt
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { GraphQLContext } from '../data/context';
-import { costLimit } from './cost';
+import { costLimit } from '../admission/cost';
 import { createErrorFormatter } from '../errors';
 import { createDocumentStore, createPersistedQueryCache } from './documentStore';
-import { DEFAULT_QUERY_LIMITS, LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
+import { documentRefusals, wordDocumentError } from '../admission/document';
+import type { RefusalReason } from '../admission/refusals';
+import { DEFAULT_QUERY_LIMITS, limitParseOptions, limitRules, type QueryLimits } from '../admission/limits';
 import { subgraphPlugins } from './plugins';
 import { createSubgraphSchema } from './schema';
 import { CompiledExecution } from './execution';
@@ -29,6 +31,8 @@ export interface ApolloServerOptions {
   /** Plugins that run after the subgraph's own (metrics, logs, tracing, demo notices). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
   readonly limits?: QueryLimits;
+  /** Counts a document refused before execution (query_document, query_cost): the Observer port's `refused`. */
+  readonly refused?: (reason: RefusalReason) => void;
   /**
    * A copy of the subgraph schema that Apollo Server never instruments, for compiled
    * queries (execution.ts), asked for at the first compilation; the server shares it with
@@ -41,10 +45,6 @@ export interface ApolloServerOptions {
   readonly stringifyResult?: (value: object) => string;
 }
 
-/** What graphql-js's "Validation aborted." means, and what to do about it. */
-const VALIDATION_ABORTED =
-  'Validation aborted: the document takes too much work to check (fields that share a response name are compared in pairs, fragments are expanded); select each field once and spread fewer fragments';
-
 /** What a client asking for `__schema` or `__type` reads while introspection is off. */
 export const INTROSPECTION_OFF =
   'introspection (__schema, __type) is off on this subgraph: the operator turns it on with WFS_INTROSPECTION=true (off by default with NODE_ENV=production); the router\'s _service { sdl } is always served';
@@ -52,6 +52,7 @@ export const INTROSPECTION_OFF =
 /** The subgraph's Apollo Server: schema, query limits, error formatting and plugins; not started. */
 export function createApolloServer(options: ApolloServerOptions): ApolloServer<GraphQLContext> {
   const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
+  const refused = options.refused ?? (() => undefined);
   const formatError = createErrorFormatter((error) => options.logger.error({ err: error }, 'unexpected error in a resolver'));
   return new ApolloServer<GraphQLContext>({
     // Apollo's pipeline with a compiled executor for documents seen again (execution.ts).
@@ -69,14 +70,9 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
     // Compact JSON: Apollo's default indents every answer, which costs time and bytes.
     stringifyResult: options.stringifyResult ?? ((value) => JSON.stringify(value)),
     formatError: (formatted: GraphQLFormattedError, error: unknown) => {
-      // A token limit stops the parser, so graphql-js calls it a syntax error; it is a limit like the others.
-      if (formatted.extensions?.code === 'GRAPHQL_PARSE_FAILED' && isTokenLimitError(formatted.message)) {
-        return { message: formatted.message.replace(/^Syntax Error: /, ''), extensions: { code: LIMIT_ERROR_CODE } };
-      }
-      // graphql-js meters its own work (comparing fields that share a response name, expanding fragments) and stops with two words.
-      if (formatted.extensions?.code === LIMIT_ERROR_CODE && formatted.message === 'Validation aborted.') {
-        return { message: VALIDATION_ABORTED, extensions: { code: LIMIT_ERROR_CODE } };
-      }
+      // The limits graphql-js words as something else, worded as the subscribe gate words them (../admission/document.ts).
+      const limit = wordDocumentError(formatted);
+      if (limit) return limit;
       // Apollo's refusal tells the client to "pass introspection: true to ApolloServer",
       // which no operator of this subgraph can do: name the setting instead.
       if (formatted.extensions?.['validationErrorCode'] === ApolloServerValidationErrorCode.INTROSPECTION_DISABLED) {
@@ -96,6 +92,6 @@ export function createApolloServer(options: ApolloServerOptions): ApolloServer<G
     stopOnTerminationSignals: false,
     // The cost limit needs the operation's variables, so it runs once the operation is
     // resolved (after validation, before any resolver), not as a validation rule.
-    plugins: subgraphPlugins([costLimit<GraphQLContext>(limits.maxCost), ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }), ...(options.plugins ?? [])]),
+    plugins: subgraphPlugins([documentRefusals<GraphQLContext>(refused), costLimit<GraphQLContext>(limits.maxCost, refused), ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }), ...(options.plugins ?? [])]),
   });
 }

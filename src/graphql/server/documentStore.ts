@@ -12,7 +12,7 @@
  */
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import type { DocumentNode } from 'graphql';
-import { costCacheBytes } from './cost';
+import { costCacheBytes } from '../admission/cost';
 
 /** The most memory the parsed documents of distinct operations may hold. */
 export const DOCUMENT_STORE_BYTES = 32 * 2 ** 20;
@@ -31,7 +31,7 @@ const BYTES_PER_SOURCE_CHARACTER = 2;
 
 /**
  * The heap a parsed document holds, at most (see above): its tokens and its source,
- * and what the cost limit may keep for its operations while it lives (cost.ts).
+ * and what the cost limit may keep for its operations while it lives (../admission/cost.ts).
  */
 export function documentBytes(document: DocumentNode): number {
   return parsedBytes(document) + costCacheBytes(document);

@@ -42,7 +42,7 @@
  *   its errors are graphql-js's own, word for word.
  *
  * A compiled query gets the variables as graphql-js coerced them: the values the cost
- * estimate read (cost.ts, docs/limits.md) are the values execution sees.
+ * estimate read (../admission/cost.ts, docs/limits.md) are the values execution sees.
  *
  * What graphql-jit compiles is the operation's canonical form (canonicalOperation.ts),
  * never the client's document: graphql-jit writes what it compiles into JavaScript
@@ -60,7 +60,7 @@ import type * as GraphQLJit from 'graphql-jit';
 import type { CompiledQuery } from 'graphql-jit';
 import type { GraphQLContext } from '../data/context';
 import { argumentValues, canonicalize, outsideCompiledSubset, renameKeys, type CanonicalOperation } from './canonicalOperation';
-import { selectedFields } from './limits';
+import { selectedFields } from '../admission/limits';
 
 type Gateway = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
@@ -169,7 +169,7 @@ export class CompiledExecution implements Gateway {
     const found = this.compiledFor(requestContext);
     if (found) {
       // The variables as graphql-js coerces them, which is what the cost estimate read
-      // (cost.ts); variables that do not fit are refused by graphql-js, in its words.
+      // (../admission/cost.ts); variables that do not fit are refused by graphql-js, in its words.
       const { coerced } = getVariableValues(this.schema, requestContext.operation!.variableDefinitions ?? [], requestContext.request.variables ?? {}, { maxErrors: 50 });
       const values = coerced && argumentValues(found.canonical.args, coerced);
       if (values) {

@@ -211,7 +211,7 @@ function fieldOf(parentType: GraphQLCompositeType, name: string): GraphQLField<u
  * The error for an operation estimated over `maxCost` (the estimate and the budget under
  * the keys Apollo Router's demand control uses), or undefined when it is within it or
  * has no estimate (its variables do not coerce, and execution refuses them with their
- * own error). Queries (`costLimit`) and subscriptions (graphql/server/subscribeGate.ts) refuse alike.
+ * own error). Queries (`costLimit`) and subscriptions (graphql/admission/subscribeGate.ts) refuse alike.
  */
 export function costRefusal(operation: OperationDefinitionNode, estimated: number | undefined, maxCost: number, extensions: Record<string, unknown> = {}): GraphQLError | undefined {
   if (estimated === undefined || estimated <= maxCost) return undefined;
@@ -226,13 +226,15 @@ export function costRefusal(operation: OperationDefinitionNode, estimated: numbe
  * (validation rules never see them) and before any resolver runs: HTTP 400, with the
  * estimate and the budget under the keys Apollo Router's demand control uses.
  */
-export function costLimit<TContext extends object>(maxCost: number): ApolloServerPlugin<TContext> {
+export function costLimit<TContext extends object>(maxCost: number, refused: (reason: 'query_cost') => void = () => undefined): ApolloServerPlugin<TContext> {
   const estimates = new CostEstimates();
   const hooks: Awaited<ReturnType<NonNullable<ApolloServerPlugin<TContext>['requestDidStart']>>> = {
     async didResolveOperation({ schema, document, operation, request }) {
       if (!operation) return; // no operation to run: Apollo answers that itself
       const refusal = costRefusal(operation, estimates.of(schema, document, operation, request.variables ?? {}), maxCost, { http: { status: 400 } });
-      if (refusal) throw refusal;
+      if (!refusal) return;
+      refused('query_cost');
+      throw refusal;
     },
   };
   return {

@@ -1,0 +1,227 @@
+/**
+ * Which tenant a GraphQL request acts for: from a verified JWT (WFS_JWKS_URL, keys in
+ * jwks.ts) or from the trusted tenant header, with the demo default in demo mode. For a
+ * WebSocket connection also: the headers identity is read from (the upgrade's,
+ * completed by `connection_init`'s), its tenant checked at most once a second, and the
+ * timer that checks the identity of connections with open subscriptions again.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { GraphQLError } from 'graphql';
+import { jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { JwtIdentityConfig } from '../../config';
+import { graphQLError } from '../errors';
+import { createJwksKeys, type JwksOptions } from '../server/jwks';
+
+/** Works out which tenant a GraphQL request acts for. */
+export type IdentityResolver = (headers: IncomingHttpHeaders) => Promise<string>;
+
+export interface IdentityOptions {
+  /** Verified-identity mode when set; trusted-header mode otherwise. */
+  readonly jwt: JwtIdentityConfig | null;
+  readonly tenantHeader: string;
+  /** Demo mode: the tenant of a request that names none. */
+  readonly defaultTenant?: string | undefined;
+  /** Told each time a request gets the demo default tenant (demo mode only). */
+  readonly onDefaultTenant?: (() => void) | undefined;
+  readonly isConfigured: (tenantId: string) => boolean;
+  /** For tests: a key source instead of fetching WFS_JWKS_URL. */
+  readonly jwks?: JWTVerifyGetKey;
+  /** How WFS_JWKS_URL is fetched and cached (tests: a short cache, a clock); `onStale` for the operator's warning. */
+  readonly jwksOptions?: JwksOptions;
+  /** For tests: the clock `exp` and `nbf` are checked against (epoch ms). */
+  readonly now?: () => number;
+}
+
+/**
+ * Only asymmetric signatures: a symmetric (HS*) key would be the public JWKS key
+ * itself, which anyone can fetch and sign with; `none` is no signature at all.
+ */
+export const ACCEPTED_JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+/**
+ * The `typ` header values of a token meant for us: a plain JWT or an OAuth access token
+ * (RFC 9068), with or without `application/`. A token that carries another `typ` (an
+ * ID token profile, a logout or DPoP proof, a security event) was issued for something
+ * else, even when signed by the same provider; a token without `typ` is accepted.
+ */
+export const ACCEPTED_JWT_TYPES = ['jwt', 'at+jwt'];
+/** Seconds of clock difference tolerated on `exp` and `nbf` between us and the identity provider. */
+export const JWT_CLOCK_TOLERANCE_SECONDS = 30;
+
+/**
+ * Trusted-header mode reads the tenant from a header the router sets (so it must
+ * only be reachable through the router, on a private network). Verified-identity
+ * mode verifies the caller's `Authorization: Bearer` JWT against the JWKS and reads
+ * the tenant from a claim; the header is then ignored.
+ */
+export function createIdentityResolver(options: IdentityOptions): IdentityResolver {
+  const checkConfigured = (tenantId: string): string => {
+    if (!options.isConfigured(tenantId)) {
+      throw graphQLError('FORBIDDEN', `tenant "${tenantId.slice(0, 100)}" is not configured on this subgraph`);
+    }
+    return tenantId;
+  };
+  const jwt = options.jwt;
+  if (jwt) {
+    const keys = options.jwks ?? createJwksKeys(new URL(jwt.jwksUrl), { ...(options.now && { now: options.now }), ...options.jwksOptions });
+    return async (headers) => {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
+      if (!match) throw graphQLError('UNAUTHENTICATED', 'send an Authorization: Bearer token that names your tenant');
+      let claims: Record<string, unknown>;
+      try {
+        // jose checks `exp` and `nbf` whenever present; `requiredClaims` makes `exp` a
+        // must, so a token cannot be valid forever.
+        const verified = await jwtVerify(match[1]!, keys, {
+          issuer: jwt.issuer,
+          ...(jwt.audience !== undefined && { audience: jwt.audience }),
+          algorithms: ACCEPTED_JWT_ALGORITHMS,
+          requiredClaims: ['exp'],
+          clockTolerance: JWT_CLOCK_TOLERANCE_SECONDS,
+          ...(options.now && { currentDate: new Date(options.now()) }),
+        });
+        claims = verified.payload;
+        const typ = verified.protectedHeader.typ;
+        if (typ !== undefined && !ACCEPTED_JWT_TYPES.includes(typ.toLowerCase().replace(/^application\//, ''))) {
+          throw Object.assign(new Error('unexpected typ'), { code: 'ERR_JWT_TYP' });
+        }
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        throw graphQLError('UNAUTHENTICATED', `the bearer token could not be verified${typeof code === 'string' && /^ERR_[A-Z_]{1,60}$/.test(code) ? ` (${code})` : ''}`);
+      }
+      const tenantId = claims[jwt.tenantClaim];
+      if (typeof tenantId !== 'string' || tenantId === '') {
+        throw graphQLError('UNAUTHENTICATED', `the bearer token has no "${jwt.tenantClaim}" claim naming the tenant`);
+      }
+      return checkConfigured(tenantId);
+    };
+  }
+  return async (headers) => {
+    const value = headers[options.tenantHeader];
+    const tenantId = (Array.isArray(value) ? value[0] : value)?.trim();
+    if (tenantId) return checkConfigured(tenantId);
+    if (options.defaultTenant) {
+      options.onDefaultTenant?.();
+      return options.defaultTenant;
+    }
+    throw graphQLError('UNAUTHENTICATED', `send the "${options.tenantHeader}" header naming your tenant`);
+  };
+}
+
+/**
+ * A `connection_init` header identity reads is at most this long (a JWT with many
+ * claims fits); a longer one is not read. With the three names identity reads, a
+ * connection keeps at most 24 KiB of its `connection_init`.
+ */
+const MAX_INIT_HEADER_CHARS = 8_192;
+/** A connection's identity, once checked, serves its subscribes for this long (then it is checked again). */
+const IDENTITY_RECHECK_MS = 1_000;
+
+/**
+ * What graphql-ws is given of a `connection_init` payload as `connectionParams`, in
+ * its place: the headers of `names` (those identity reads) in the nested shape, each
+ * at most MAX_INIT_HEADER_CHARS long; nothing else the client sent, which graphql-ws
+ * would keep for the connection's life. The payload's headers are read in either shape
+ * clients use: `{ headers: { 'x-tenant-id': … } }` (this subgraph's, graphql-ws links)
+ * or flat, `{ 'x-tenant-id': … }` (Hive Gateway's); the nested one wins a name both
+ * carry. Names are matched without regard to case; only string values are read.
+ */
+export function initParams(payload: unknown, names: readonly string[]): { headers: Record<string, string> } | undefined {
+  if (!isRecord(payload)) return undefined;
+  const headers: Record<string, string> = {};
+  const nested = isRecord(payload.headers) ? payload.headers : undefined;
+  // Each source is walked by its own keys, not looked up by name, so that `X-Tenant-Id` is read too.
+  for (const source of nested ? [nested, payload] : [payload]) {
+    for (const key of Object.keys(source)) {
+      const name = key.length <= 64 ? key.toLowerCase() : '';
+      if (!names.includes(name) || headers[name] !== undefined) continue;
+      const value = source[key];
+      if (typeof value === 'string' && value.length <= MAX_INIT_HEADER_CHARS) headers[name] = value;
+    }
+  }
+  return { headers };
+}
+
+/**
+ * The headers identity is read from (`names`, and only those): the upgrade request's,
+ * completed by the `connection_init` payload's (`initParams`) for the names the upgrade
+ * did not carry (a browser's WebSocket cannot set headers; a gateway forwards them there).
+ */
+export function identityHeaders(upgrade: IncomingHttpHeaders, params: Readonly<Record<string, unknown>> | undefined, names: readonly string[]): IncomingHttpHeaders {
+  const headers: IncomingHttpHeaders = {};
+  const sent = initParams(params, names)?.headers ?? {};
+  for (const name of names) {
+    const value = upgrade[name] ?? sent[name];
+    if (value !== undefined) headers[name] = value;
+  }
+  return headers;
+}
+
+/**
+ * One WebSocket connection's identity: its headers and tenant, checked again once
+ * IDENTITY_RECHECK_MS have passed since the last check (a token that expired, a tenant
+ * no longer configured), shared by the subscribes that arrive meanwhile. A failed check
+ * is not kept.
+ */
+export class ConnectionIdentity {
+  private checked: { readonly tenantId: Promise<string>; readonly at: number } | undefined;
+
+  constructor(
+    readonly headers: IncomingHttpHeaders,
+    private readonly identify: IdentityResolver,
+  ) {}
+
+  tenant(): Promise<string> {
+    const now = performance.now();
+    if (this.checked && now - this.checked.at < IDENTITY_RECHECK_MS) return this.checked.tenantId;
+    const tenantId = this.identify(this.headers);
+    const checked = (this.checked = { tenantId, at: now });
+    tenantId.catch(() => {
+      if (this.checked === checked) this.checked = undefined;
+    });
+    return tenantId;
+  }
+
+  /** The next `tenant()` checks again, whatever the time. */
+  forget(): void {
+    this.checked = undefined;
+  }
+}
+
+/** What an identity check's failure says: its code and message, or a generic UNAUTHENTICATED for anything else. */
+export function identityError(error: unknown): { code: string; message: string } {
+  if (error instanceof GraphQLError && typeof error.extensions.code === 'string') return { code: error.extensions.code, message: error.message };
+  return { code: 'UNAUTHENTICATED', message: 'the identity could not be checked' };
+}
+
+/**
+ * Checks the identity of `connections()` with open subscriptions again every `everyMs`:
+ * one that lapsed (a JWT past `exp`, a key withdrawn from the JWKS, a tenant no longer
+ * configured) is `lapsed` with its error, which ends its subscriptions.
+ */
+export function recheckIdentities(
+  connections: () => Iterable<{ readonly identity: ConnectionIdentity; readonly open: number; lapsed(error: GraphQLError): void }>,
+  everyMs: number,
+): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    for (const connection of connections()) {
+      if (connection.open === 0) continue;
+      connection.identity.forget();
+      connection.identity.tenant().catch((error: unknown) => {
+        const { code, message } = identityError(error);
+        connection.lapsed(new GraphQLError(message, { extensions: { code } }));
+      });
+    }
+  }, everyMs);
+  timer.unref();
+  return timer;
+}
+
+/** A WebSocket close reason is at most 123 bytes. */
+export function closeReason(text: string): string {
+  let reason = text;
+  while (Buffer.byteLength(reason) > 123) reason = reason.slice(0, -2);
+  return reason;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

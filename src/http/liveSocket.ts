@@ -246,11 +246,16 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   };
 }
 
-/** Pings every `ms`; a socket that does not answer with a pong within as long again is terminated. */
+/**
+ * Pings every `ms`; a socket that neither answers with a pong nor sends anything
+ * within as long again is terminated. A message counts as an answer: a client sending
+ * a long stream has its pong queued behind it, and is plainly there.
+ */
 function keepAlive(socket: WebSocket, ms: number): NodeJS.Timeout | undefined {
   if (!(ms > 0 && Number.isFinite(ms))) return undefined;
   let answered = true;
   socket.on('pong', () => (answered = true));
+  socket.on('message', () => (answered = true));
   const timer = setInterval(() => {
     if (!answered) return void socket.terminate();
     answered = false;

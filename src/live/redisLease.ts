@@ -7,6 +7,7 @@
 import type { Redis } from 'ioredis';
 import { seal, unseal } from '../upstream/redis/seal';
 import type { RedisDropReason } from './redisMessages';
+import { DELETE_IF_HOLDS, TAKE_IF_UNCHANGED } from '../upstream/redis/scripts';
 
 /** A lease outlives its holder's next poll by this factor of the delay (a late poll keeps it). */
 const LEASE_DELAYS = 3;
@@ -17,26 +18,15 @@ const MAX_LEASE_BYTES = 512;
 
 /*
  * READ answers nil when free, 0 when the key holds something no replica writes
- * (another type, or too long to be a lease), else the value. TAKE sets our value if
- * the key still holds what we read (ARGV[1]: '' free, '*' unreadable, or the value),
- * or is free now. RELEASE deletes the key if it still holds our value.
+ * (another type, or too long to be a lease), else the value. Taking and releasing are
+ * the token store's own scripts (upstream/redis/scripts.ts: TAKE_IF_UNCHANGED,
+ * DELETE_IF_HOLDS).
  */
 const READ_LEASE = `
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'none' then return false end
 if kind ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then return 0 end
 return redis.call('GET', KEYS[1])`;
-const TAKE_LEASE = `
-local kind = redis.call('TYPE', KEYS[1])['ok']
-local free = kind == 'none'
-if not free then
-  if kind ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[4]) then free = ARGV[1] == '*'
-  else free = redis.call('GET', KEYS[1]) == ARGV[1] end
-end
-if not free then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1`;
-const RELEASE_LEASE = `if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 export interface LeaseParts {
   readonly commands: Redis;
@@ -81,7 +71,7 @@ export function redisLeases(parts: LeaseParts): Leases {
   const release = (name: string) => {
     const value = held.get(name);
     held.delete(name);
-    if (value !== undefined && commands.status === 'ready') commands.eval(RELEASE_LEASE, 1, leaseName(name), value).catch(() => undefined);
+    if (value !== undefined && commands.status === 'ready') commands.eval(DELETE_IF_HOLDS, 1, leaseName(name), value).catch(() => undefined);
   };
 
   return {
@@ -106,7 +96,7 @@ export function redisLeases(parts: LeaseParts): Leases {
           expected = current;
         }
         const value = seal(key, lease, JSON.stringify({ replica: replicaId, until: now() + ms }));
-        const taken = (await commands.eval(TAKE_LEASE, 1, lease, expected, value, ms, MAX_LEASE_BYTES)) === 1;
+        const taken = (await commands.eval(TAKE_IF_UNCHANGED, 1, lease, expected, value, ms, MAX_LEASE_BYTES)) === 1;
         if (taken) held.set(name, value);
         return taken;
       } catch (error) {

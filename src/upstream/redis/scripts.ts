@@ -3,7 +3,8 @@
  * token/refreshLock.ts): each atomic on the server, and safe on any key, whatever
  * someone else put there. A key of another type, or a string longer than the caller's
  * bound, is answered by a code and never sent: its bytes stay in Redis. (The live poll
- * leases, live/redisLease.ts, read and take theirs the same way.)
+ * leases, live/redisLease.ts, take and release theirs with TAKE_IF_UNCHANGED and
+ * DELETE_IF_HOLDS, and read theirs the same way.)
  */
 
 /** What READ_BOUNDED answers for a key of another type, or a string over the bound. */

@@ -1,6 +1,5 @@
 import type { Client } from 'graphql-ws';
 import { Redis } from 'ioredis';
-import { request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { liveSealingKey } from '../../src/live/redisCoordinator';
 import { fingerprint } from '../../src/live/snapshot';
@@ -51,11 +50,7 @@ beforeAll(async () => {
     WFS_POLL_INTERVAL_SECONDS: '1',
   });
   url = server.url;
-  await waitFor(async () => {
-    const ready = await request(new URL('/ready', url));
-    await ready.body.dump();
-    return ready.statusCode === 200;
-  }, 'ready');
+  await server.untilReady();
   client = liveClient(url, { 'x-tenant-id': emulator.tenants[0]!.tenantId });
   received = collect(client, SHIFT_CHANGES);
   // The baseline read: from then on the poller delivers what it hears (before it, it hears nothing).

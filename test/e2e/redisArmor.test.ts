@@ -1,12 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { scrapeTotal } from '../helpers/metrics';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 import { errorCodes, postGraphQL, writeTenantsFile } from '../helpers/subgraph';
-import { waitFor } from '../helpers/waitFor';
 
 /**
  * The shared token store against someone who can write to Redis without WFS_REDIS_KEY
@@ -44,11 +42,7 @@ beforeAll(async () => {
     WFS_REDIS_URL: redis.url,
     WFS_REDIS_KEY: REDIS_KEY,
   });
-  await waitFor(async () => {
-    const ready = await request(new URL('/ready', server.url));
-    await ready.body.dump();
-    return ready.statusCode === 200;
-  }, 'ready');
+  await server.untilReady();
 }, 60_000);
 
 afterAll(async () => {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { request } from 'undici';
 import { waitFor } from './waitFor';
 
 /** The flags the project ships (package.json "start", the Dockerfile): V8's heap sized for a 512Mi container. */
@@ -16,6 +17,8 @@ export interface BuiltServer {
   stderr(): string;
   /** Whether the process is still running. */
   alive(): boolean;
+  /** Resolves once `/ready` answers 200 (the token endpoint check passed). */
+  untilReady(): Promise<void>;
   /** Kills the process (SIGKILL: a test's teardown, not a shutdown under test) and waits for it to go. */
   stop(): Promise<void>;
 }
@@ -50,6 +53,12 @@ export async function startBuiltServer(env: Record<string, string> = {}, nodeFla
     stdout: () => out,
     stderr: () => err,
     alive: () => child.exitCode === null && child.signalCode === null,
+    untilReady: () =>
+      waitFor(async () => {
+        const ready = await request(new URL('/ready', url!));
+        await ready.body.dump();
+        return ready.statusCode === 200;
+      }, 'ready'),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGKILL');

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import type { Counter } from 'prom-client';
+import type { Counter, Gauge } from 'prom-client';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
 import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant, type ListCounts } from '../../src/emulator';
@@ -33,6 +33,11 @@ export interface TestSubgraph {
 /** How many live polls `server` has finished with `outcome` (`wfs_live_polls_total`). */
 export function livePolls(server: Pick<RunningServer, 'metrics'>, outcome = 'ok'): Promise<number> {
   return counterTotal(server.metrics.registry.getSingleMetric('wfs_live_polls_total') as Counter<string>, { outcome });
+}
+
+/** The pollers `server` leads now (`wfs_live_pollers_leading`): with Redis, one replica of the fleet leads each. */
+export async function livePollersLeading(server: Pick<RunningServer, 'metrics'>): Promise<number> {
+  return (await (server.metrics.registry.getSingleMetric('wfs_live_pollers_leading') as Gauge).get()).values[0]?.value ?? 0;
 }
 
 /**

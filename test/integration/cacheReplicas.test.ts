@@ -1,11 +1,11 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from 'graphql-ws';
-import type { Counter, Gauge } from 'prom-client';
+import type { Counter } from 'prom-client';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { startRedisServer } from '../helpers/redisServer';
-import { livePolls, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { livePolls, livePollersLeading, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -59,7 +59,7 @@ describe('kept answers across replicas', () => {
 
   const keptPages = async (replica: TestSubgraph, result: 'hit' | 'miss') =>
     (await (replica.server.metrics.registry.getSingleMetric('wfs_cache_requests_total') as Counter).get()).values.find((sample) => sample.labels.cache === 'kept_pages' && sample.labels.result === result)?.value ?? 0;
-  const leading = async (replica: TestSubgraph) => (await (replica.server.metrics.registry.getSingleMetric('wfs_live_pollers_leading') as Gauge).get()).values[0]?.value ?? 0;
+  const leading = (replica: TestSubgraph) => livePollersLeading(replica.server);
 
   it('sends one invalidation for the fleet and drops the kept page on both replicas', async () => {
     const tenant = emulator.tenants[0]!;

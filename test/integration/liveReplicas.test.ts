@@ -1,10 +1,10 @@
 import Redis from 'ioredis';
 import type { Client } from 'graphql-ws';
-import type { Counter, Gauge } from 'prom-client';
+import type { Counter } from 'prom-client';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { startRedisServer } from '../helpers/redisServer';
-import { livePolls, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
+import { livePolls, livePollersLeading, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 
 const SHIFT_CHANGES = 'subscription { shiftChanges { kind nodeId shift { id end } } }';
@@ -29,7 +29,7 @@ describe('live updates across replicas through Redis', () => {
   const clients: Client[] = [];
 
   const polls = (replica: TestSubgraph) => livePolls(replica.server);
-  const leading = async (replica: TestSubgraph) => ((await (replica.server.metrics.registry.getSingleMetric('wfs_live_pollers_leading') as Gauge).get()).values[0]?.value ?? 0);
+  const leading = (replica: TestSubgraph) => livePollersLeading(replica.server);
   const dropped = (replica: TestSubgraph, reason: string) => counterTotal(replica.server.metrics.registry.getSingleMetric('wfs_live_redis_dropped_total') as Counter<string>, { reason });
   const edit = (shift: { end: string }) => (shift.end = shift.end.replace(/:00([+-])/, ':30$1'));
 

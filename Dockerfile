@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # Build stage: full install (TypeScript, esbuild, the explorer's front end; codegen output
-# is committed), compile to dist/, bundle the server into dist/main.js and build the
+# is committed), check the types of src/ (`npm run build` compiles without checking
+# them), compile to dist/, bundle the server into dist/main.js and build the
 # explorer's browser files into dist/explorer/assets/ (scripts/bundle/).
 # --ignore-scripts: no dependency needs an install script here, and the one that has
 # an important one, the `node` devDependency (it downloads a Node binary for laptops
@@ -13,7 +14,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json schema.graphql ./
 COPY src ./src
 COPY scripts/bundle ./scripts/bundle
-RUN npm run build
+RUN npx tsc -p tsconfig.build.json --noEmit && npm run build
 
 # Runtime stage: production dependencies only, non-root, no build tools, no front-end
 # package (the explorer's React and GraphiQL files are built into dist/explorer/assets/).

@@ -59,31 +59,50 @@ for dir in src/__generated__ operations/__generated__; do
   fi
 done
 
-echo "==> typecheck, lint (the schema's descriptions, the TypeScript, the tests' timing rules) and build, side by side"
-# Each reads the sources and none writes what another reads (the build writes dist/,
-# which the typecheck and the lint leave out), so they run at once: each is mostly one
-# core's work. Each one's output is shown afterwards, in this order, under its name.
+echo "==> build (the built server, dist/, is what the end-to-end suites start)"
+npm run --silent build
+
+echo "==> tests, beside the typecheck and the lint ($((SECONDS - after_install)) s after npm ci)"
+# The line is bound by the machine's cores, and neither check writes anything the tests
+# read, so they run beside jest rather than before it: their CPU fills what jest leaves
+# idle (its start, and the tail where one long suite runs alone). Each check's output is
+# shown when it ends, under its name. A check that fails stops jest at once, so a type
+# error or a lint finding still fails the line in the time the check takes, not after
+# every suite.
 stages=$(mktemp -d)
 trap 'rm -rf "$snapshot" "$stages"' EXIT
-names=(typecheck lint build)
-pids=()
-for stage in "${names[@]}"; do
-  npm run --silent "$stage" >"$stages/$stage.log" 2>&1 &
-  pids+=("$!")
+declare -A check_of=()
+for check in typecheck lint; do
+  npm run --silent "$check" >"$stages/$check.log" 2>&1 &
+  check_of[$!]=$check
 done
+# jest in a process group of its own, so that stopping it stops its workers too.
+setsid npm test -- --ci &
+jest=$!
 failed=()
-for i in "${!names[@]}"; do
-  wait "${pids[$i]}" || failed+=("${names[$i]}")
-  if [ -s "$stages/${names[$i]}.log" ]; then
-    echo "--> npm run ${names[$i]}"
-    cat "$stages/${names[$i]}.log"
+jest_status=
+while [ -z "$jest_status" ] || [ ${#check_of[@]} -gt 0 ]; do
+  status=0
+  wait -n -p done "$jest" "${!check_of[@]}" || status=$?
+  if [ "$done" = "$jest" ]; then
+    jest_status=$status
+    continue
+  fi
+  check=${check_of[$done]}
+  unset "check_of[$done]"
+  echo "--> npm run $check: $([ "$status" -eq 0 ] && echo passed || echo FAILED) ($((SECONDS - after_install)) s after npm ci)"
+  cat "$stages/$check.log"
+  if [ "$status" -ne 0 ]; then
+    failed+=("$check")
+    if [ -z "$jest_status" ]; then
+      echo "stopping the tests: npm run $check failed" >&2
+      kill -TERM -- "-$jest" 2>/dev/null || true
+    fi
   fi
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "failed: ${failed[*]}" >&2
   exit 1
 fi
-
-echo "==> tests ($((SECONDS - after_install)) s after npm ci)"
-npm test -- --ci
+[ "$jest_status" -eq 0 ] || exit "$jest_status"
 echo "==> the line took $((SECONDS - after_install)) s from npm ci done to the last test ($SECONDS s in all)"

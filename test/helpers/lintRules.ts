@@ -1,76 +1,104 @@
-import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { Linter, type ESLint } from 'eslint';
-import { parser } from 'typescript-eslint';
 
 /**
- * ESLint's API for the tests of the project's own rules (eslint-rules/): a snippet
- * linted with one rule, the tree linted where eslint.config.mjs applies that rule, and
- * `npm run lint` itself on a snippet, to show the config wires the rule in.
+ * ESLint for the tests of the project's lint setup (eslint.config.mjs, eslint-rules/): a
+ * snippet linted with one rule, the tree linted where eslint.config.mjs applies that rule,
+ * and snippets and files linted as `npm run lint` lints them, to show the config wires the
+ * rule in.
+ *
+ * All of it runs in one child process per suite (test/helpers/lintChild.mjs), which loads
+ * eslint.config.mjs through ESLint's own loader, as the CLI does. The config is ESM, which
+ * Jest's CommonJS module system cannot load; and loading ESLint, typescript-eslint and
+ * @graphql-eslint takes about 2.5 CPU-seconds, which an `eslint` process per question
+ * paid each time (five of them across the three suites, beside typescript-eslint loaded
+ * again in Jest for the snippets and the tree) and which the child pays once.
  */
 
 const repoRoot = path.resolve(__dirname, '../..');
 
-interface RulesModule {
-  plugin: ESLint.Plugin;
-  configs: Linter.Config[];
+export interface LintMessage {
+  ruleId: string | null;
+  message: string;
+  line: number;
 }
 
-// eslint.config.mjs loads the same CommonJS module, so the rules and where they apply
-// are written once.
-const testTiming = require(path.join(repoRoot, 'eslint-rules', 'testTiming.cjs')) as RulesModule;
-
-const typescript: Linter.Config = { files: ['**/*.ts'], languageOptions: { parser } };
-
-/** What `rule` (`wfs/…`) reports in `source`, as `line: rule`. */
-export function lintSnippet(rule: string, source: string, filename = 'test/unit/snippet.test.ts'): string[] {
-  const linter = new Linter({ configType: 'flat', cwd: repoRoot });
-  const config: Linter.Config[] = [typescript, { files: ['**/*.ts'], plugins: { wfs: testTiming.plugin }, rules: { [rule]: 'error' } }];
-  const messages = linter.verify(source, config, path.join(repoRoot, filename));
-  const broken = messages.find((message) => message.fatal);
-  if (broken) throw new Error(`the snippet does not parse: ${broken.message}`);
-  return messages.map((message) => `${message.line}: ${message.ruleId}`);
+export interface LintResult {
+  filePath: string;
+  errorCount: number;
+  warningCount: number;
+  messages: LintMessage[];
 }
 
-/** The .ts files under `directory`. */
-function sources(directory: string): string[] {
-  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(directory, entry.name);
-    if (entry.isDirectory()) return sources(full);
-    return entry.name.endsWith('.ts') ? [full] : [];
+export interface Lint {
+  /** What `rule` (`wfs/…`) reports in `source`, as `line: rule`. */
+  snippet(rule: string, source: string, filename?: string): Promise<string[]>;
+  /** What `npm run lint`'s config reports in `source`, linted as if it were `filename`. */
+  asConfigured(source: string, filename: string): Promise<LintMessage[]>;
+  /** What `npm run lint`'s config reports in `files` (paths from the repository's root). */
+  files(files: string[]): Promise<LintResult[]>;
+  /**
+   * What `rule` reports over test/, in the files eslint.config.mjs applies it to, as
+   * `file:line: rule`. Parsing every file takes seconds, so only files whose text has each
+   * of `mentions` are linted: words without which the rule cannot report (a sleep needs
+   * the word `sleep` or `setTimeout`). `read` counts the files, `linted` those of them the
+   * config turns the rule on for (a config that applies the rule nowhere lints none).
+   */
+  tree(rule: string, mentions: RegExp[]): Promise<{ read: number; linted: number; found: string[] }>;
+}
+
+/** The suite's ESLint child: started before its tests, ended after them. */
+export function useLint(): Lint {
+  let child: ChildProcess | undefined;
+  let stderr = '';
+  let next = 0;
+  const pending = new Map<number, { resolve: (value: any) => void; reject: (error: Error) => void }>();
+
+  beforeAll(async () => {
+    const started = fork(path.join(__dirname, 'lintChild.mjs'), [], {
+      cwd: repoRoot,
+      execPath: path.join(repoRoot, 'node_modules', '.bin', 'node'),
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    child = started;
+    started.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    await new Promise<void>((resolve, reject) => {
+      started.on('message', (reply: { ready?: true; id?: number; value?: unknown; error?: string }) => {
+        if (reply.ready) return resolve();
+        const waiting = pending.get(reply.id ?? -1);
+        pending.delete(reply.id ?? -1);
+        if (reply.error !== undefined) waiting?.reject(new Error(reply.error));
+        else waiting?.resolve(reply.value);
+      });
+      started.on('exit', (code) => {
+        const error = new Error(`the ESLint child exited (${code}): ${stderr}`);
+        reject(error);
+        for (const waiting of pending.values()) waiting.reject(error);
+        pending.clear();
+      });
+    });
   });
-}
 
-/**
- * What `rule` reports over test/, in the files eslint.config.mjs applies it to, as
- * `file:line`. Parsing every file takes seconds, so only files whose text has each of
- * `mentions` are linted: words without which the rule cannot report (a sleep needs the
- * word `sleep` or `setTimeout`). `read` counts the files, `linted` those the rule ran on
- * (a rule that reports nothing, configured where `rule` is, tells).
- */
-export function lintTree(rule: string, mentions: RegExp[]): { read: number; linted: number; found: string[] } {
-  const scoped = testTiming.configs.filter((config) => config.rules?.[rule] !== undefined);
-  const ranOn = new Set<string>();
-  const probe: ESLint.Plugin = { rules: { ran: { create: (context) => (ranOn.add(context.filename), {}) } } };
-  const probes = scoped.map((config): Linter.Config => ({ ...config, plugins: { probe }, rules: { 'probe/ran': 'error' } }));
-  const linter = new Linter({ configType: 'flat', cwd: repoRoot });
-  const files = sources(path.join(repoRoot, 'test'));
-  const found: string[] = [];
-  for (const file of files) {
-    const source = readFileSync(file, 'utf8');
-    if (!mentions.every((mention) => mention.test(source))) continue;
-    for (const message of linter.verify(source, [typescript, ...scoped, ...probes], file)) found.push(`${path.relative(repoRoot, file)}:${message.line}: ${message.ruleId ?? message.message}`);
-  }
-  return { read: files.length, linted: ranOn.size, found };
-}
+  // Waited for, so that no child outlives its suite.
+  afterAll(async () => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child?.once('exit', resolve));
+    child.disconnect();
+    await exited;
+  });
 
-/** The rule ids `npm run lint`'s config reports in `source`, linted as if it were `filename`. */
-export function lintAsConfigured(source: string, filename: string): Array<string | null> {
-  const node = path.join(repoRoot, 'node_modules', '.bin', 'node');
-  const eslintBin = path.join(repoRoot, 'node_modules', 'eslint', 'bin', 'eslint.js');
-  const run = spawnSync(node, [eslintBin, '--format', 'json', '--stdin', '--stdin-filename', filename], { cwd: repoRoot, encoding: 'utf8', input: source });
-  if (run.stdout.trim() === '') throw new Error(`eslint printed nothing (exit ${run.status}): ${run.stderr}`);
-  const [result] = JSON.parse(run.stdout) as Array<{ messages: Array<{ ruleId: string | null }> }>;
-  return result?.messages.map((message) => message.ruleId) ?? [];
+  const ask = <T>(kind: string, question: object): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      if (!child?.connected) return reject(new Error(`the ESLint child is not running: ${stderr}`));
+      const id = next++;
+      pending.set(id, { resolve, reject });
+      child.send({ id, kind, ...question });
+    });
+
+  return {
+    snippet: (rule, source, filename = 'test/unit/snippet.test.ts') => ask('snippet', { rule, source, filename }),
+    asConfigured: (source, filename) => ask('text', { source, filename }),
+    files: (names) => ask('files', { names }),
+    tree: (rule, mentions) => ask('tree', { rule, mentions: mentions.map(({ source, flags }) => ({ source, flags })) }),
+  };
 }

@@ -1,4 +1,4 @@
-import { lintAsConfigured, lintSnippet, lintTree } from '../helpers/lintRules';
+import { useLint } from '../helpers/lintRules';
 
 /**
  * No test waits a fixed time for something to have happened: on a loaded machine the
@@ -12,40 +12,41 @@ import { lintAsConfigured, lintSnippet, lintTree } from '../helpers/lintRules';
  */
 
 const RULE = 'wfs/no-fixed-sleep';
-const fixedWaits = (source: string) => lintSnippet(RULE, source);
+const lint = useLint();
+const fixedWaits = (source: string) => lint.snippet(RULE, source);
 
 describe('fixed sleeps in tests', () => {
-  it('recognises one, however the wait is written', () => {
-    expect(fixedWaits('await new Promise((resolve) => setTimeout(resolve, 100));')).toHaveLength(1);
-    expect(fixedWaits('    await sleep(2_100);')).toHaveLength(1);
-    expect(fixedWaits('await new Promise((r) => setTimeout(r, 50));')).toHaveLength(1);
-    expect(fixedWaits('await new Promise<void>((wake) => setTimeout(wake, 1e3));')).toHaveLength(1);
-    expect(fixedWaits('await new Promise<void>((resolve) => setTimeout(() => resolve(), 2 * 1000));')).toHaveLength(1);
-    expect(fixedWaits("import { setTimeout as delay } from 'node:timers/promises';\nawait delay(250);")).toEqual([`2: ${RULE}`]);
+  it('recognises one, however the wait is written', async () => {
+    expect(await fixedWaits('await new Promise((resolve) => setTimeout(resolve, 100));')).toHaveLength(1);
+    expect(await fixedWaits('    await sleep(2_100);')).toHaveLength(1);
+    expect(await fixedWaits('await new Promise((r) => setTimeout(r, 50));')).toHaveLength(1);
+    expect(await fixedWaits('await new Promise<void>((wake) => setTimeout(wake, 1e3));')).toHaveLength(1);
+    expect(await fixedWaits('await new Promise<void>((resolve) => setTimeout(() => resolve(), 2 * 1000));')).toHaveLength(1);
+    expect(await fixedWaits("import { setTimeout as delay } from 'node:timers/promises';\nawait delay(250);")).toEqual([`2: ${RULE}`]);
   });
 
-  it('leaves alone waits on a condition, time limits, injected durations and waits whose subject is time', () => {
-    expect(fixedWaits("await waitFor(() => counters.tokenRequests >= 1, 'a request under way');")).toEqual([]);
-    expect(fixedWaits('const timer = setTimeout(() => controller.abort(), 45_000);')).toEqual([]);
-    expect(fixedWaits('setTimeout(() => res.end(body), answerDelayMs);')).toEqual([]);
-    expect(fixedWaits('socket.setTimeout(500, () => done(false));')).toEqual([]);
-    expect(fixedWaits('await sleep(ms);')).toEqual([]);
-    expect(fixedWaits('// Time is the subject: the block lasts 2 s.\nawait new Promise((resolve) => setTimeout(resolve, 2_100));')).toEqual([]);
-    expect(fixedWaits('// Time is the subject: nothing happens over these intervals.\n// (five of them)\nawait sleep(100);')).toEqual([]);
+  it('leaves alone waits on a condition, time limits, injected durations and waits whose subject is time', async () => {
+    expect(await fixedWaits("await waitFor(() => counters.tokenRequests >= 1, 'a request under way');")).toEqual([]);
+    expect(await fixedWaits('const timer = setTimeout(() => controller.abort(), 45_000);')).toEqual([]);
+    expect(await fixedWaits('setTimeout(() => res.end(body), answerDelayMs);')).toEqual([]);
+    expect(await fixedWaits('socket.setTimeout(500, () => done(false));')).toEqual([]);
+    expect(await fixedWaits('await sleep(ms);')).toEqual([]);
+    expect(await fixedWaits('// Time is the subject: the block lasts 2 s.\nawait new Promise((resolve) => setTimeout(resolve, 2_100));')).toEqual([]);
+    expect(await fixedWaits('// Time is the subject: nothing happens over these intervals.\n// (five of them)\nawait sleep(100);')).toEqual([]);
     // Three lines above is too far: the comment is about something else.
-    expect(fixedWaits('// Time is the subject: the block lasts 2 s.\n\n\nawait sleep(100);')).toEqual([`4: ${RULE}`]);
+    expect(await fixedWaits('// Time is the subject: the block lasts 2 s.\n\n\nawait sleep(100);')).toEqual([`4: ${RULE}`]);
   });
 
-  it('finds none in test/', () => {
-    const { read, linted, found } = lintTree(RULE, [/\b(?:sleep|setTimeout)\b/]);
+  it('finds none in test/', async () => {
+    const { read, linted, found } = await lint.tree(RULE, [/\b(?:sleep|setTimeout)\b/]);
     expect(read).toBeGreaterThan(50);
     // The helpers and suites that time things on purpose (fixtures' sleep, liveFlood's block).
     expect(linted).toBeGreaterThanOrEqual(10);
     expect(found).toEqual([]);
   });
 
-  it('is part of npm run lint', () => {
+  it('is part of npm run lint', async () => {
     const sleepy = "import { sleep } from '../helpers/fixtures';\nexport async function settle(): Promise<void> {\n  await sleep(50);\n}\n";
-    expect(lintAsConfigured(sleepy, 'test/helpers/settle.ts')).toEqual([RULE]);
+    expect((await lint.asConfigured(sleepy, 'test/helpers/settle.ts')).map((message) => message.ruleId)).toEqual([RULE]);
   });
 });

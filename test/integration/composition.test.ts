@@ -47,8 +47,26 @@ function composeFromConfig(): CompositionResult {
   );
 }
 
-function runComposeScript(args: string[]) {
-  return spawnSync(node, [path.join(repoRoot, 'scripts', 'compose.mts'), ...args], { cwd: repoRoot, encoding: 'utf8' });
+/** What one run of a script showed: its exit code and its output. */
+interface ScriptRun {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs scripts/compose.mts once per argument list, as `npm run compose` would, all in one
+ * Node process (test/helpers/scriptRuns.mts: each run imports the script afresh, with its
+ * own argv, and reports its own exit code and output), which loads @apollo/composition
+ * once instead of once per run.
+ */
+function runComposeScript(argumentLists: string[][]): ScriptRun[] {
+  const run = spawnSync(node, [path.join(repoRoot, 'test', 'helpers', 'scriptRuns.mts'), path.join(repoRoot, 'scripts', 'compose.mts'), JSON.stringify(argumentLists)], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  });
+  if (run.status !== 0) throw new Error(`test/helpers/scriptRuns.mts exited with ${run.status}: ${run.stderr}`);
+  return JSON.parse(run.stdout) as ScriptRun[];
 }
 
 describe('supergraph composition', () => {
@@ -120,44 +138,21 @@ describe('supergraph composition', () => {
 });
 
 describe('npm run compose (scripts/compose.mts)', () => {
-  let workDir: string;
+  /** Each run's own folder, set up before the runs. */
+  const workDirs = { writes: '', check: '', fails: '' };
+  let runs: Record<keyof typeof workDirs, ScriptRun>;
 
-  beforeEach(() => {
-    workDir = mkdtempSync(path.join(tmpdir(), 'wfs-compose-'));
-  });
-
-  afterEach(() => {
-    rmSync(workDir, { recursive: true, force: true });
-  });
-
-  it('writes the supergraph and reports no hints', () => {
-    const out = path.join(workDir, 'supergraph.graphql');
-    const run = runComposeScript(['--out', out]);
-    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(run.stdout).toContain('Composed wfs, people');
-    expect(readFileSync(out, 'utf8')).toBe(readFileSync(path.join(repoRoot, 'supergraph.graphql'), 'utf8'));
-    expect(readFileSync(path.join(workDir, 'supergraph.api.graphql'), 'utf8')).toBe(readFileSync(path.join(repoRoot, 'supergraph.api.graphql'), 'utf8'));
-    // A failure here means: run `npm run compose` and commit schema.api.graphql.
-    expect(readFileSync(path.join(workDir, 'schema.api.graphql'), 'utf8')).toBe(readFileSync(path.join(repoRoot, 'schema.api.graphql'), 'utf8'));
-  });
-
-  it('--check fails, naming the file, when the client-facing schema is stale', () => {
-    const out = path.join(workDir, 'supergraph.graphql');
-    writeFileSync(out, readFileSync(path.join(repoRoot, 'supergraph.graphql'), 'utf8'));
-    writeFileSync(path.join(workDir, 'supergraph.api.graphql'), 'type Query { stale: Int }\n');
-    const run = runComposeScript(['--out', out, '--check']);
-    expect(run.status).toBe(1);
-    expect(run.stderr).toContain('supergraph.api.graphql is out of date');
-    expect(run.stderr).not.toContain('supergraph.graphql is out of date');
-  });
-
-  it('fails with the composition errors, and writes nothing, when the subgraphs do not compose', () => {
+  beforeAll(() => {
+    for (const name of ['writes', 'check', 'fails'] as const) workDirs[name] = mkdtempSync(path.join(tmpdir(), `wfs-compose-${name}-`));
+    // --check: a supergraph.graphql as committed beside a stale supergraph.api.graphql.
+    writeFileSync(path.join(workDirs.check, 'supergraph.graphql'), readFileSync(path.join(repoRoot, 'supergraph.graphql'), 'utf8'));
+    writeFileSync(path.join(workDirs.check, 'supergraph.api.graphql'), 'type Query { stale: Int }\n');
     // A people subgraph whose PageInfo lacks endCursor: the router could not answer
     // `people { pageInfo { endCursor } }`, so composition must refuse it.
     const people = readFileSync(path.join(repoRoot, 'examples', 'people-subgraph', 'schema.graphql'), 'utf8');
-    writeFileSync(path.join(workDir, 'people.graphql'), people.replace(/^\s*endCursor: String\n/m, ''));
+    writeFileSync(path.join(workDirs.fails, 'people.graphql'), people.replace(/^\s*endCursor: String\n/m, ''));
     writeFileSync(
-      path.join(workDir, 'supergraph.yaml'),
+      path.join(workDirs.fails, 'supergraph.yaml'),
       [
         'subgraphs:',
         '  wfs:',
@@ -168,13 +163,43 @@ describe('npm run compose (scripts/compose.mts)', () => {
         '    schema: { file: people.graphql }',
       ].join('\n'),
     );
-    const out = path.join(workDir, 'supergraph.graphql');
-    const run = runComposeScript(['--config', path.join(workDir, 'supergraph.yaml'), '--out', out]);
+    const [writes, check, fails] = runComposeScript([
+      ['--out', path.join(workDirs.writes, 'supergraph.graphql')],
+      ['--out', path.join(workDirs.check, 'supergraph.graphql'), '--check'],
+      ['--config', path.join(workDirs.fails, 'supergraph.yaml'), '--out', path.join(workDirs.fails, 'supergraph.graphql')],
+    ]);
+    runs = { writes: writes!, check: check!, fails: fails! };
+  });
+
+  afterAll(() => {
+    for (const dir of Object.values(workDirs)) if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes the supergraph and reports no hints', () => {
+    const workDir = workDirs.writes;
+    const run = runs.writes;
+    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(run.stdout).toContain('Composed wfs, people');
+    expect(readFileSync(path.join(workDir, 'supergraph.graphql'), 'utf8')).toBe(readFileSync(path.join(repoRoot, 'supergraph.graphql'), 'utf8'));
+    expect(readFileSync(path.join(workDir, 'supergraph.api.graphql'), 'utf8')).toBe(readFileSync(path.join(repoRoot, 'supergraph.api.graphql'), 'utf8'));
+    // A failure here means: run `npm run compose` and commit schema.api.graphql.
+    expect(readFileSync(path.join(workDir, 'schema.api.graphql'), 'utf8')).toBe(readFileSync(path.join(repoRoot, 'schema.api.graphql'), 'utf8'));
+  });
+
+  it('--check fails, naming the file, when the client-facing schema is stale', () => {
+    const run = runs.check;
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('supergraph.api.graphql is out of date');
+    expect(run.stderr).not.toContain('supergraph.graphql is out of date');
+  });
+
+  it('fails with the composition errors, and writes nothing, when the subgraphs do not compose', () => {
+    const run = runs.fails;
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('Composition failed');
     expect(run.stderr).toContain('SATISFIABILITY_ERROR');
     expect(run.stderr).toContain('PageInfo.endCursor');
-    expect(existsSync(out)).toBe(false);
+    expect(existsSync(path.join(workDirs.fails, 'supergraph.graphql'))).toBe(false);
   });
 });
 

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSchema, isAbstractType, parse, print, type OperationDefinitionNode, type SelectionNode } from 'graphql';
 import ts from 'typescript';
+import { sharedCompilerHosts } from '../helpers/sharedCompilerHosts';
 
 /**
  * What a frontend team meets, checked the way their tools check it: docs/frontend.md's
@@ -23,18 +24,16 @@ function parsedConfig(configPath: string): ts.ParsedCommandLine {
   return ts.parseJsonConfigFileContent(config, ts.sys, path.dirname(configPath));
 }
 
+/**
+ * Hosts for the programs of this file (the examples' projects, each with its own options),
+ * which parse lib.dom.d.ts and the node_modules types once between them rather than once each.
+ */
+const compilerHost = sharedCompilerHosts();
+
 /** Diagnostics of a program, by file ('' for those of no file); `extra` adds in-memory files (absolute path to text). */
 function diagnosticsByFile(configPath: string, rootNames?: string[], extra: ReadonlyMap<string, string> = new Map()): Map<string, string[]> {
   const { options, fileNames } = parsedConfig(configPath);
-  const host = ts.createCompilerHost(options);
-  const readFile = host.readFile.bind(host);
-  const getSourceFile = host.getSourceFile.bind(host);
-  host.fileExists = (file) => extra.has(path.resolve(file)) || ts.sys.fileExists(file);
-  host.readFile = (file) => extra.get(path.resolve(file)) ?? readFile(file);
-  host.getSourceFile = (file, version, onError, shouldCreate) => {
-    const text = extra.get(path.resolve(file));
-    return text === undefined ? getSourceFile(file, version, onError, shouldCreate) : ts.createSourceFile(file, text, version, true);
-  };
+  const host = compilerHost(options, extra);
   const program = ts.createProgram({ rootNames: rootNames ?? fileNames, options, host });
   const byFile = new Map<string, string[]>();
   for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
@@ -208,10 +207,10 @@ describe('for frontend teams', () => {
     // An ESM app: its package.json says "type": "module" (here, one beside the generated files).
     writeFileSync(path.join(gql, 'package.json'), '{ "type": "module" }');
     writeFileSync(path.join(out, 'package.json'), '{ "type": "module" }');
-    const program = ts.createProgram({
-      rootNames: readdirSync(gql).filter((file) => file.endsWith('.ts')).map((file) => path.join(gql, file)),
-      options: { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, outDir: out, rootDir: gql, strict: true, skipLibCheck: true },
-    });
+    // No ambient @types, as the app's tsconfig says ("types": []): this repository's node_modules
+    // holds the server's (node, jest, pg and some thirty more), which an app's would not.
+    const options: ts.CompilerOptions = { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, outDir: out, rootDir: gql, strict: true, skipLibCheck: true, types: [] };
+    const program = ts.createProgram({ rootNames: readdirSync(gql).filter((file) => file.endsWith('.ts')).map((file) => path.join(gql, file)), options, host: compilerHost(options) });
     const emitted = program.emit();
     expect(emitted.diagnostics.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual([]);
     const node = path.join(repoRoot, 'node_modules', '.bin', 'node');

@@ -17,11 +17,15 @@ import { stripVTControlCharacters } from 'node:util';
 
 const repoRoot = path.resolve(__dirname, '../..');
 const exampleDir = path.join(repoRoot, 'examples', 'relay');
-const node = path.join(repoRoot, 'node_modules', '.bin', 'node');
-const relayCompiler = path.join(repoRoot, 'node_modules', 'relay-compiler', 'cli.js');
+/**
+ * The platform's binary, as the package's own index.js resolves it: what `npx relay-compiler`
+ * runs (its cli.js starts a Node process only to spawn this with the same arguments).
+ */
+const relayCompiler = require('relay-compiler') as string | null;
 
 function compile(cwd: string, args: string[] = []) {
-  const run = spawnSync(node, [relayCompiler, ...args], { cwd, encoding: 'utf8' });
+  if (!relayCompiler) throw new Error(`relay-compiler ships no binary for ${process.platform} (${process.arch})`);
+  const run = spawnSync(relayCompiler, args, { cwd, encoding: 'utf8' });
   // The compiler colours its log lines; strip the escapes to read them.
   const output = stripVTControlCharacters(`${run.stdout}${run.stderr}`);
   return { status: run.status, output };

@@ -24,29 +24,54 @@ function loadFrontendConfig(): ts.ParsedCommandLine {
 }
 
 /**
- * Type-checks `fileName` with the frontend tsconfig; `overrides` serves file contents
- * from memory, so a broken variant of the client never touches the disk.
+ * The example client and its deliberately broken variants (beside it, served from memory,
+ * so they never touch the disk): each a file of its own, in one program of the frontend
+ * tsconfig, which loads lib.dom.d.ts and the graphql types once instead of once per file.
  */
-function diagnosticsFor(fileName: string, overrides: ReadonlyMap<string, string> = new Map()): string[] {
-  const { options } = loadFrontendConfig();
-  const host = ts.createCompilerHost(options);
-  const readFile = host.readFile.bind(host);
-  const getSourceFile = host.getSourceFile.bind(host);
-  host.fileExists = (file) => overrides.has(path.resolve(file)) || ts.sys.fileExists(file);
-  host.readFile = (file) => overrides.get(path.resolve(file)) ?? readFile(file);
-  host.getSourceFile = (file, languageVersion, onError, shouldCreate) => {
-    const text = overrides.get(path.resolve(file));
-    return text === undefined
-      ? getSourceFile(file, languageVersion, onError, shouldCreate)
-      : ts.createSourceFile(file, text, languageVersion, true);
-  };
-  const program = ts.createProgram({ rootNames: [fileName], options, host });
-  return ts
-    .getPreEmitDiagnostics(program)
-    .map((diagnostic) => {
+const brokenClients = {
+  wrongField: {
+    file: path.join(frontendDir, 'broken-client-wrong-field.ts'),
+    appended: 'export const wrongField = (query: LocationPickerQuery) => query.locations?.edges[0]?.node.title;',
+  },
+  missingVariable: {
+    file: path.join(frontendDir, 'broken-client-missing-variable.ts'),
+    appended: 'export const missingFirst = (request: Request) => request(ShiftsPageDocument, { after: null });',
+  },
+};
+
+/** Diagnostics of that program by file ('' for those of no file), compiled on first use. */
+const clientProgram = (() => {
+  let byFile: Map<string, string[]> | undefined;
+  return () => {
+    if (byFile) return byFile;
+    const { options } = loadFrontendConfig();
+    const client = readFileSync(clientPath, 'utf8');
+    const overrides = new Map(Object.values(brokenClients).map(({ file, appended }) => [file, `${client}\n${appended}\n`]));
+    const host = ts.createCompilerHost(options);
+    const readFile = host.readFile.bind(host);
+    const getSourceFile = host.getSourceFile.bind(host);
+    host.fileExists = (file) => overrides.has(path.resolve(file)) || ts.sys.fileExists(file);
+    host.readFile = (file) => overrides.get(path.resolve(file)) ?? readFile(file);
+    host.getSourceFile = (file, languageVersion, onError, shouldCreate) => {
+      const text = overrides.get(path.resolve(file));
+      return text === undefined
+        ? getSourceFile(file, languageVersion, onError, shouldCreate)
+        : ts.createSourceFile(file, text, languageVersion, true);
+    };
+    const program = ts.createProgram({ rootNames: [clientPath, ...overrides.keys()], options, host });
+    byFile = new Map();
+    for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
+      const file = diagnostic.file ? path.resolve(diagnostic.file.fileName) : '';
       const where = diagnostic.file ? `${path.relative(repoRoot, diagnostic.file.fileName)}: ` : '';
-      return `${where}TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`;
-    });
+      byFile.set(file, [...(byFile.get(file) ?? []), `${where}TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`]);
+    }
+    return byFile;
+  };
+})();
+
+/** The diagnostics of a broken variant, and those of no file (the options'). */
+function brokenDiagnostics(variant: keyof typeof brokenClients): string[] {
+  return [...(clientProgram().get('') ?? []), ...(clientProgram().get(brokenClients[variant].file) ?? [])];
 }
 
 describe('typed operations for frontends', () => {
@@ -70,24 +95,16 @@ describe('typed operations for frontends', () => {
   });
 
   it('compiles the example frontend client without a single diagnostic', () => {
-    expect(diagnosticsFor(clientPath)).toEqual([]);
+    const broken = new Set(Object.values(brokenClients).map(({ file }) => file));
+    // Every diagnostic but the broken variants' own: client.ts's, the files it imports, the options'.
+    expect([...clientProgram()].filter(([file]) => !broken.has(file)).flatMap(([, found]) => found)).toEqual([]);
   });
 
   it('fails to compile a client that reads a field its operation did not select', () => {
-    const brokenPath = path.join(frontendDir, 'broken-client.ts');
-    const source = `${readFileSync(clientPath, 'utf8')}
-export const wrongField = (query: LocationPickerQuery) => query.locations?.edges[0]?.node.title;
-`;
-    const diagnostics = diagnosticsFor(brokenPath, new Map([[brokenPath, source]]));
-    expect(diagnostics).toEqual([expect.stringMatching(/TS2339 Property 'title' does not exist/)]);
+    expect(brokenDiagnostics('wrongField')).toEqual([expect.stringMatching(/TS2339 Property 'title' does not exist/)]);
   });
 
   it('fails to compile a client that leaves out a required variable', () => {
-    const brokenPath = path.join(frontendDir, 'broken-client.ts');
-    const source = `${readFileSync(clientPath, 'utf8')}
-export const missingFirst = (request: Request) => request(ShiftsPageDocument, { after: null });
-`;
-    const diagnostics = diagnosticsFor(brokenPath, new Map([[brokenPath, source]]));
-    expect(diagnostics).toEqual([expect.stringMatching(/TS2345 .*'first'/s)]);
+    expect(brokenDiagnostics('missingVariable')).toEqual([expect.stringMatching(/TS2345 .*'first'/s)]);
   });
 });

@@ -4,7 +4,7 @@ import { makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '.
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { writeTenantsFile } from '../helpers/tenantsFile';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -18,13 +18,15 @@ import { waitFor } from '../helpers/waitFor';
  * The built server as the image runs it (`node --max-semi-space-size=8
  * --max-old-space-size=256 dist/index.js`) against the emulator, whose records the test
  * edits between polls as a manager would (thousands at once: a rota regenerated). A
- * second company queries in a loop the whole time; its worst latency is the figure the
- * issue bounds. A control phase first (the same polls, nothing changed) measures what
- * the machine alone does to that figure; each phase also reads the server's own largest
- * event-loop delay (`nodejs_eventloop_lag_max_seconds`, since the previous scrape),
- * shown with the figures when the bound fails. Measured (2-core machine at load 13–16):
- * before, worst 4 506 ms against 277 ms in the control (loop delay 4 454 ms); now
- * 233 ms against 222 ms (loop delay 88 ms).
+ * second company queries in a loop the whole time, a query every 20 ms or so; its worst
+ * latency is the figure the issue bounds. A control phase first (the same polls, nothing
+ * changed) measures what the machine alone does to that figure; each phase also reads
+ * the server's own largest event-loop delay (`nodejs_eventloop_lag_max_seconds`, since
+ * the previous scrape), shown with the figures when the bound fails. Measured (2-core
+ * machine at load 13–16), queries back to back: before, worst 4 506 ms against 277 ms in
+ * the control (loop delay 4 454 ms); now 233 ms against 222 ms (loop delay 88 ms). A
+ * query every 20 ms (load 7–13): before 2 568 and 5 708 ms against 128 and 150 ms; now
+ * 102–199 ms against 45–223 ms.
  */
 /** Distinct filters: the bound per company (`filtersPerCompany`), all open at once. */
 const FILTERS = 1_000;
@@ -32,6 +34,13 @@ const SHIFTS = 4_000;
 /** Shifts changed before each poll. */
 const CHANGED = 2_000;
 const POLLS = 3;
+/**
+ * The pause between one query of the quiet company and the next. A stall is still met
+ * within 20 ms of its start, far under the bound's 250 ms, and the phases send a tenth of
+ * the queries they sent back to back (each a request to the server and a page of the
+ * emulator's: most of the suite's CPU).
+ */
+const QUERY_GAP_MS = 20;
 /** The worst latency the issue allows another company's queries. */
 const WORST_MS = 250;
 const SHIFT_CHANGES = 'subscription($from: DateTime) { shiftChanges(filter: { startsFrom: $from }) { kind nodeId } }';
@@ -71,9 +80,14 @@ describe("live matching of the built server: one company's thousands of filters 
     const far = Date.parse('2100-01-01T00:00:00Z');
     const flood: Received[] = [];
     for (let i = 0; i < FILTERS; i++) flood.push(collect(flooder, SHIFT_CHANGES, { from: new Date(far + i * 60_000).toISOString() }));
-    await waitFor(async () => total(await samples(), 'wfs_live_subscriptions') === FILTERS, 'every subscription open', 30_000);
+    // A scrape every 50 ms: each is work for the server while it takes the subscribes.
+    await waitFor(async () => total(await samples(), 'wfs_live_subscriptions') === FILTERS, 'every subscription open', 30_000, 50);
+    // The emulator's own count of the busy company's shift pages: waiting on it costs
+    // the server nothing (a scrape of /metrics would, every few ms).
+    const shiftCalls = () => emulator.counters.listRequestsByTenant.busy?.shifts ?? 0;
+    const pagesPerWalk = Math.ceil(SHIFTS / 100);
     // The baseline and one poll after it: the busy company's poller is in its stride.
-    await waitFor(async () => total(await samples(), 'wfs_live_polls_total', { list: 'shifts', outcome: 'ok' }) >= 2, 'the first polls', 20_000);
+    await waitFor(() => shiftCalls() >= 2 * pagesPerWalk, 'the first polls', 20_000);
 
     const query = async () => {
       const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tenant-id': 'quiet' }, body: JSON.stringify({ query: QUIET_QUERY }) });
@@ -84,10 +98,6 @@ describe("live matching of the built server: one company's thousands of filters 
     // Its token fetched and its list read once, before any timing.
     expect(await query()).toBe(20);
 
-    // The emulator's own count of the busy company's shift pages: waiting on it costs
-    // the server nothing (a scrape of /metrics would, every few ms).
-    const shiftCalls = () => emulator.counters.listRequestsByTenant.busy?.shifts ?? 0;
-    const pagesPerWalk = Math.ceil(SHIFTS / 100);
     const changed = async () => total(await samples(), 'wfs_live_changes_total', { list: 'shifts' });
 
     /**
@@ -103,6 +113,8 @@ describe("live matching of the built server: one company's thousands of filters 
           const started = performance.now();
           await query();
           latencies.push(performance.now() - started);
+          // Time is the subject: the quiet company's pace (QUERY_GAP_MS says why this one).
+          await new Promise((resolve) => setTimeout(resolve, QUERY_GAP_MS));
         }
       })();
       // This scrape starts the server's largest loop delay again: the one at the end covers the polls below.
@@ -110,9 +122,11 @@ describe("live matching of the built server: one company's thousands of filters 
       for (let poll = 1; poll <= POLLS; poll++) {
         // Half the company's shifts end a minute later, all at once.
         if (edit) for (const shift of busy.shifts.slice(0, CHANGED)) shift.end = new Date(Date.parse(shift.end) + 60_000).toISOString();
-        // Two walks' pages later, a whole walk began after the edit and ended.
+        // The end of the walk under way, if one is, and of the next: a whole walk whose
+        // pages were all served after the edit (the emulator counts a page as it builds it).
         const calls = shiftCalls();
-        await waitFor(() => shiftCalls() >= calls + 2 * pagesPerWalk, `poll ${poll} of ${POLLS}`, 20_000);
+        const walked = (Math.ceil(calls / pagesPerWalk) + 1) * pagesPerWalk;
+        await waitFor(() => shiftCalls() >= walked, `poll ${poll} of ${POLLS}`, 20_000);
       }
       // The work after the last poll (the matching) is done within a few more queries.
       const answered = latencies.length;

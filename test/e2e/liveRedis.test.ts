@@ -8,7 +8,7 @@ import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { writeTenantsFile } from '../helpers/tenantsFile';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -34,6 +34,8 @@ let client: Client;
 let received: Received;
 
 const metric = async (name: string, labels: Record<string, string> = {}) => total(parseSamples(await scrapeText(url)), name, labels);
+/** How often a wait on the metrics scrapes them: each scrape is work for the server and the test. */
+const SCRAPE_STEP_MS = 50;
 const dropped = (reason: string) => metric('wfs_live_redis_dropped_total', { reason });
 const edit = (shift: { end: string }) => (shift.end = shift.end.replace(/:00([+-])/, ':30$1'));
 
@@ -54,7 +56,7 @@ beforeAll(async () => {
   client = liveClient(url, { 'x-tenant-id': emulator.tenants[0]!.tenantId });
   received = collect(client, SHIFT_CHANGES);
   // The baseline read: from then on the poller delivers what it hears (before it, it hears nothing).
-  await waitFor(async () => (await metric('wfs_live_polls_total', { outcome: 'ok' })) >= 1, 'the baseline poll', 15_000);
+  await waitFor(async () => (await metric('wfs_live_polls_total', { outcome: 'ok' })) >= 1, 'the baseline poll', 15_000, SCRAPE_STEP_MS);
 }, 60_000);
 
 afterAll(async () => {
@@ -85,7 +87,7 @@ it('drops a made-up ADDED shift, {"changes":[null]} and oversized messages publi
     seal(key, channel!, JSON.stringify({ from: 'attacker', seq: 2, at: Date.now(), changes: [{ ...forged, record: { ...forgedShift, userId: 'u'.repeat(300 * 1024) } }] })),
   ];
   for (const message of messages) expect(await admin.publish(channel!, message)).toBe(1);
-  await waitFor(async () => (await dropped('unsealed')) === 2 && (await dropped('malformed')) === 1 && (await dropped('oversized')) === 2, 'the five counted');
+  await waitFor(async () => (await dropped('unsealed')) === 2 && (await dropped('malformed')) === 1 && (await dropped('oversized')) === 2, 'the five counted', 20_000, SCRAPE_STEP_MS);
   expect(server.alive()).toBe(true);
 
   const shift = tenant.shifts[5]!;
@@ -97,12 +99,12 @@ it('drops a made-up ADDED shift, {"changes":[null]} and oversized messages publi
 });
 
 it('takes over a poll lease that a value written into Redis by someone else holds, and keeps delivering', async () => {
-  await waitFor(async () => (await metric('wfs_live_pollers_leading')) === 1, 'the replica leads', 15_000);
+  await waitFor(async () => (await metric('wfs_live_pollers_leading')) === 1, 'the replica leads', 15_000, SCRAPE_STEP_MS);
   const [lease] = (await admin.keys('wfs:live:lease:*')) as string[];
   expect(lease).toBeDefined();
   // No expiry: before, every replica read "held by another" and never polled again.
   await admin.set(lease!, 'not-a-replica');
-  await waitFor(async () => (await dropped('lease')) >= 1, 'the foreign lease counted', 15_000);
+  await waitFor(async () => (await dropped('lease')) >= 1, 'the foreign lease counted', 15_000, SCRAPE_STEP_MS);
   await waitFor(async () => (await admin.get(lease!))?.startsWith('v1.') === true, 'the lease taken over');
   expect(await admin.pttl(lease!)).toBeGreaterThan(0);
   const before = received.results.length;

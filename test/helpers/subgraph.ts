@@ -1,16 +1,16 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Counter, Gauge } from 'prom-client';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
-import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant, type ListCounts } from '../../src/emulator';
+import { startEmulator, type Emulator, type EmulatorOptions, type ListCounts } from '../../src/emulator';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
 import { CHECKING } from '../../src/upstream/token/tokenEndpointCheck';
 import type { ForeignUpstream } from './foreignUpstream';
+import { writeTenantsFile } from './tenantsFile';
 import { counterTotal, waitFor } from './waitFor';
+
+export { writeTenantsFile };
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
@@ -60,12 +60,6 @@ export function listsCalled(counts: ListCounts): Record<string, number> {
   return Object.fromEntries(Object.entries(counts).filter(([, calls]) => calls > 0));
 }
 
-/** Writes a WFS_TENANTS_FILE for the emulator's tenants (or a subset), returns its path. */
-export function writeTenantsFile(tenants: readonly Pick<EmulatorTenant, 'tenantId' | 'clientId' | 'clientSecret' | 'grantedScopes'>[]): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'wfs-tenants-')), 'tenants.json');
-  writeFileSync(path, JSON.stringify(tenants.map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, scope: t.grantedScopes.join(' ') }))));
-  return path;
-}
 
 /**
  * The environment of a subgraph in front of a foreign upstream (test/helpers/foreignUpstream.ts),

@@ -2,15 +2,16 @@ import type { Counter } from 'prom-client';
 
 /**
  * Waits until `condition` holds, checking after each turn of the event loop and then
- * every few milliseconds: tests wait on counters and states, never on a fixed sleep.
- * Fails after `timeoutMs` (generous: a loaded 2-core machine).
+ * every few milliseconds (`stepMs`): tests wait on counters and states, never on a fixed
+ * sleep. Fails after `timeoutMs` (generous: a loaded 2-core machine). A condition that
+ * costs a server work (a scrape of /metrics) over a wait of seconds takes a longer step.
  */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000, stepMs = 5): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     if (await condition()) return;
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
   }
 }
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
+import { ConfigError, loadConfig, startupFailureLine } from '../../src/config';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { isSupportedNodeVersion, MINIMUM_NODE_VERSION } from '../../src/nodeVersion';
 import { startRedisServer } from '../helpers/redisServer';
@@ -100,17 +101,33 @@ describe('node dist/index.js', () => {
     expect(running.stderr()).toContain('WFS_TENANTS_FILE');
   });
 
+  /**
+   * What the process above printed for its refusal, for another environment, without a
+   * process: the test above shows that a configuration refused by `loadConfig` stops
+   * `node dist/index.js` with exit 1 and `startupFailureLine` as its only output, before
+   * the demo or the server is loaded (main.ts). A process per setting cost a start of
+   * the whole bundle (about 0.5 CPU-s each) to show the same.
+   */
+  const refusal = (env: Record<string, string>): string => {
+    try {
+      loadConfig({ PORT: '0', ...env });
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return startupFailureLine(error);
+    }
+    throw new Error(`started with ${JSON.stringify(env)}`);
+  };
+
   it.each([
     ['a typo in production', { NODE_ENV: 'production', WFS_AUTH_ULR: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_ULR.*did you mean WFS_AUTH_URL/],
     ['production without an upstream', { NODE_ENV: 'production' }, /WFS_AUTH_URL.*WFS_DEMO=true/],
     ['an upstream setting without WFS_AUTH_URL', { WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_URL.*WFS_TENANTS_FILE/],
     ['a plain-http auth URL off loopback', { WFS_AUTH_URL: 'http://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_URL.*https/],
-  ])('never starts demo mode by accident: %s stops start-up with one line', async (_name, env, line) => {
-    running = run(env as Record<string, string>);
-    expect(await running.exit).toBe(1);
-    expect(running.stderr().trim().split('\n')).toHaveLength(1);
-    expect(running.stderr()).toMatch(line);
-    expect(running.stdout()).not.toMatch(/demo mode/i);
+  ])('never starts demo mode by accident: %s stops start-up with one line', (_name, env, line) => {
+    // Refused by loadConfig, the first step of start-up: the demo is never loaded.
+    const stderr = refusal(env as Record<string, string>);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(line);
   });
 
   describe('production secrets', () => {
@@ -130,18 +147,16 @@ describe('node dist/index.js', () => {
       ['a cursor secret of one repeated character', { ...good, WFS_CURSOR_SECRET: 'a'.repeat(64) }, /^wfs-subgraph: WFS_CURSOR_SECRET: has too little variety/],
       ['no cursor secret', { WFS_ROUTER_SECRET: good.WFS_ROUTER_SECRET }, /^wfs-subgraph: WFS_CURSOR_SECRET: is required with NODE_ENV=production/],
       ['trusted-header mode without a router secret', { WFS_CURSOR_SECRET: good.WFS_CURSOR_SECRET }, /^wfs-subgraph: WFS_ROUTER_SECRET: is required .*WFS_TRUSTED_NETWORK=true/],
-    ])('refuses %s: one line naming the variable, exit 1, no secret echoed', async (_name, env, line) => {
-      running = run({ ...production, ...env });
-      expect(await running.exit).toBe(1);
-      expect(running.stderr().trim().split('\n')).toHaveLength(1);
-      expect(running.stderr()).toMatch(line);
-      for (const value of Object.values(env)) if (!value.startsWith('redis:')) expect(running.stderr()).not.toContain(value);
+    ])('refuses %s: one line naming the variable, exit 1, no secret echoed', (_name, env, line) => {
+      const stderr = refusal({ ...production, ...env });
+      expect(stderr.trim().split('\n')).toHaveLength(1);
+      expect(stderr).toMatch(line);
+      for (const value of Object.values(env)) if (!value.startsWith('redis:')) expect(stderr).not.toContain(value);
     });
 
-    it('refuses a missing cursor secret with Redis outside production too', async () => {
-      running = run({ WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json', WFS_REDIS_URL: 'redis://127.0.0.1:1', WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' });
-      expect(await running.exit).toBe(1);
-      expect(running.stderr()).toMatch(/^wfs-subgraph: WFS_CURSOR_SECRET: is required with WFS_REDIS_URL/);
+    it('refuses a missing cursor secret with Redis outside production too', () => {
+      const stderr = refusal({ WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json', WFS_REDIS_URL: 'redis://127.0.0.1:1', WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' });
+      expect(stderr).toMatch(/^wfs-subgraph: WFS_CURSOR_SECRET: is required with WFS_REDIS_URL/);
     });
   });
 

@@ -189,6 +189,7 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
    * the check can see them.
    */
   const LIST_MODULES = `
+    require('./dist/compileCache.js');
     const { loadConfig } = require('./dist/config.js');
     const { startServer } = require('./dist/server.js');
     const { createLogger } = require('./dist/observability/logger.js');

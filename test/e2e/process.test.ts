@@ -8,7 +8,7 @@ import { ConfigError, loadConfig, startupFailureLine } from '../../src/config';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { isSupportedNodeVersion, MINIMUM_NODE_VERSION } from '../../src/nodeVersion';
 import { startRedisServer } from '../helpers/redisServer';
-import { postGraphQL, writeTenantsFile } from '../helpers/subgraph';
+import { postGraphQL, writeTenantsFile } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**

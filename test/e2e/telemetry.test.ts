@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
 import { spanAttributes as attributes, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlpReceiver';
-import { postGraphQL, writeTenantsFile } from '../helpers/subgraph';
+import { postGraphQL, writeTenantsFile } from '../helpers/postGraphQL';
 
 /**
  * OpenTelemetry end to end, on the built server as a deployment runs it

@@ -1,25 +1,16 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Counter, Gauge } from 'prom-client';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
-import { startEmulator, type Emulator, type EmulatorOptions, type EmulatorTenant, type ListCounts } from '../../src/emulator';
+import { startEmulator, type Emulator, type EmulatorOptions, type ListCounts } from '../../src/emulator';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
 import { CHECKING } from '../../src/upstream/token/tokenEndpointCheck';
 import type { ForeignUpstream } from './foreignUpstream';
+import { postGraphQL, writeTenantsFile, type GraphQLResponse } from './postGraphQL';
 import { counterTotal, waitFor } from './waitFor';
 
-export interface GraphQLResponse<T = Record<string, unknown>> {
-  status: number;
-  data?: T | null;
-  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string; [key: string]: unknown } }>;
-  extensions?: Record<string, unknown>;
-  /** The response's HTTP headers (`x-request-id`, ...). */
-  headers?: Record<string, string | string[] | undefined>;
-}
+export { postGraphQL, writeTenantsFile, type GraphQLResponse };
 
 export interface TestSubgraph {
   emulator: Emulator;
@@ -60,13 +51,6 @@ export function listsCalled(counts: ListCounts): Record<string, number> {
   return Object.fromEntries(Object.entries(counts).filter(([, calls]) => calls > 0));
 }
 
-/** Writes a WFS_TENANTS_FILE for the emulator's tenants (or a subset), returns its path. */
-export function writeTenantsFile(tenants: readonly Pick<EmulatorTenant, 'tenantId' | 'clientId' | 'clientSecret' | 'grantedScopes'>[]): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'wfs-tenants-')), 'tenants.json');
-  writeFileSync(path, JSON.stringify(tenants.map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, scope: t.grantedScopes.join(' ') }))));
-  return path;
-}
-
 /**
  * The environment of a subgraph in front of a foreign upstream (test/helpers/foreignUpstream.ts),
  * as a deployment sets it: the upstream's auth URL (under its path prefix) and a tenants file
@@ -81,22 +65,6 @@ export function foreignUpstreamEnv(up: Pick<ForeignUpstream, 'authUrl' | 'tenant
  * The real thing over real HTTP on loopback: the emulator, and the subgraph configured
  * through the same environment variables a deployment uses.
  */
-/** POSTs one GraphQL request over real HTTP; the body with the HTTP status. `signal` lets a test leave mid-flight. */
-export async function postGraphQL(
-  url: string,
-  body: { query: string; variables?: Record<string, unknown> | undefined },
-  headers: Record<string, string> = {},
-  signal?: AbortSignal,
-): Promise<GraphQLResponse<any>> {
-  const response = await request(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-    ...(signal && { signal }),
-  });
-  return { ...((await response.body.json()) as GraphQLResponse), status: response.statusCode, headers: response.headers } as GraphQLResponse<any>;
-}
-
 export async function startTestSubgraph(
   emulatorOptions: EmulatorOptions = {},
   env: Record<string, string> = {},

@@ -197,6 +197,12 @@ export class ConfigError extends Error {
   }
 }
 
+/** The one line a failed start-up prints to stderr before it exits 1 (main.ts): a ConfigError says itself, anything else is a start-up failure. */
+export function startupFailureLine(error: unknown): string {
+  const message = error instanceof ConfigError ? error.message : `start-up failed: ${error instanceof Error ? error.message : String(error)}`;
+  return `wfs-subgraph: ${message}\n`;
+}
+
 type Env = Readonly<Record<string, string | undefined>>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type Config } from './config';
+import { ConfigError, loadConfig, startupFailureLine, type Config } from './config';
 import type * as DemoModule from './demo';
 import { heapLimit, heapWarning } from './heapLimit';
 import { createLogger } from './observability/logger';
@@ -7,8 +7,7 @@ import { startServer } from './server';
 /** Start-up: load the configuration, start the server, exit 1 with one clear line on error. */
 export function main(): void {
   start().catch((error: unknown) => {
-    const message = error instanceof ConfigError ? error.message : `start-up failed: ${error instanceof Error ? error.message : String(error)}`;
-    process.stderr.write(`wfs-subgraph: ${message}\n`);
+    process.stderr.write(startupFailureLine(error));
     process.exit(1);
   });
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { demoTenants } from '../../src/emulator';
 import { as } from '../helpers/fixtures';
-import { errorCodes, postGraphQL } from '../helpers/subgraph';
+import { errorCodes, postGraphQL } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**

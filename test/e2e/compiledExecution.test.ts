@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
-import { postGraphQL } from '../helpers/subgraph';
+import { postGraphQL } from '../helpers/postGraphQL';
 
 /**
  * Compiled execution against the built server with the shipped flags. Issue "Armor",

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
-import { writeTenantsFile } from '../helpers/subgraph';
+import { writeTenantsFile } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**

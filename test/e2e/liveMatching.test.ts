@@ -4,7 +4,7 @@ import { makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '.
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
-import { writeTenantsFile } from '../helpers/tenantsFile';
+import { writeTenantsFile } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**

@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { makeTenant, startEmulator, type Emulator } from '../../src/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
-import { writeTenantsFile } from '../helpers/tenantsFile';
+import { writeTenantsFile } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**

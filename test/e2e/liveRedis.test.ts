@@ -8,7 +8,7 @@ import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
-import { writeTenantsFile } from '../helpers/tenantsFile';
+import { writeTenantsFile } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**

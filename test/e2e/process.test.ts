@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
+import { ConfigError, loadConfig, startupFailureLine } from '../../src/config';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { isSupportedNodeVersion, MINIMUM_NODE_VERSION } from '../../src/nodeVersion';
 import { startRedisServer } from '../helpers/redisServer';
-import { postGraphQL, writeTenantsFile } from '../helpers/subgraph';
+import { postGraphQL, writeTenantsFile } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -100,17 +101,33 @@ describe('node dist/index.js', () => {
     expect(running.stderr()).toContain('WFS_TENANTS_FILE');
   });
 
+  /**
+   * What the process above printed for its refusal, for another environment, without a
+   * process: the test above shows that a configuration refused by `loadConfig` stops
+   * `node dist/index.js` with exit 1 and `startupFailureLine` as its only output, before
+   * the demo or the server is loaded (main.ts). A process per setting cost a start of
+   * the whole bundle (about 0.5 CPU-s each) to show the same.
+   */
+  const refusal = (env: Record<string, string>): string => {
+    try {
+      loadConfig({ PORT: '0', ...env });
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return startupFailureLine(error);
+    }
+    throw new Error(`started with ${JSON.stringify(env)}`);
+  };
+
   it.each([
     ['a typo in production', { NODE_ENV: 'production', WFS_AUTH_ULR: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_ULR.*did you mean WFS_AUTH_URL/],
     ['production without an upstream', { NODE_ENV: 'production' }, /WFS_AUTH_URL.*WFS_DEMO=true/],
     ['an upstream setting without WFS_AUTH_URL', { WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_URL.*WFS_TENANTS_FILE/],
     ['a plain-http auth URL off loopback', { WFS_AUTH_URL: 'http://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json' }, /WFS_AUTH_URL.*https/],
-  ])('never starts demo mode by accident: %s stops start-up with one line', async (_name, env, line) => {
-    running = run(env as Record<string, string>);
-    expect(await running.exit).toBe(1);
-    expect(running.stderr().trim().split('\n')).toHaveLength(1);
-    expect(running.stderr()).toMatch(line);
-    expect(running.stdout()).not.toMatch(/demo mode/i);
+  ])('never starts demo mode by accident: %s stops start-up with one line', (_name, env, line) => {
+    // Refused by loadConfig, the first step of start-up: the demo is never loaded.
+    const stderr = refusal(env as Record<string, string>);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(line);
   });
 
   describe('production secrets', () => {
@@ -130,18 +147,16 @@ describe('node dist/index.js', () => {
       ['a cursor secret of one repeated character', { ...good, WFS_CURSOR_SECRET: 'a'.repeat(64) }, /^wfs-subgraph: WFS_CURSOR_SECRET: has too little variety/],
       ['no cursor secret', { WFS_ROUTER_SECRET: good.WFS_ROUTER_SECRET }, /^wfs-subgraph: WFS_CURSOR_SECRET: is required with NODE_ENV=production/],
       ['trusted-header mode without a router secret', { WFS_CURSOR_SECRET: good.WFS_CURSOR_SECRET }, /^wfs-subgraph: WFS_ROUTER_SECRET: is required .*WFS_TRUSTED_NETWORK=true/],
-    ])('refuses %s: one line naming the variable, exit 1, no secret echoed', async (_name, env, line) => {
-      running = run({ ...production, ...env });
-      expect(await running.exit).toBe(1);
-      expect(running.stderr().trim().split('\n')).toHaveLength(1);
-      expect(running.stderr()).toMatch(line);
-      for (const value of Object.values(env)) if (!value.startsWith('redis:')) expect(running.stderr()).not.toContain(value);
+    ])('refuses %s: one line naming the variable, exit 1, no secret echoed', (_name, env, line) => {
+      const stderr = refusal({ ...production, ...env });
+      expect(stderr.trim().split('\n')).toHaveLength(1);
+      expect(stderr).toMatch(line);
+      for (const value of Object.values(env)) if (!value.startsWith('redis:')) expect(stderr).not.toContain(value);
     });
 
-    it('refuses a missing cursor secret with Redis outside production too', async () => {
-      running = run({ WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json', WFS_REDIS_URL: 'redis://127.0.0.1:1', WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' });
-      expect(await running.exit).toBe(1);
-      expect(running.stderr()).toMatch(/^wfs-subgraph: WFS_CURSOR_SECRET: is required with WFS_REDIS_URL/);
+    it('refuses a missing cursor secret with Redis outside production too', () => {
+      const stderr = refusal({ WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: '/nonexistent.json', WFS_REDIS_URL: 'redis://127.0.0.1:1', WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' });
+      expect(stderr).toMatch(/^wfs-subgraph: WFS_CURSOR_SECRET: is required with WFS_REDIS_URL/);
     });
   });
 
@@ -163,26 +178,6 @@ describe('node dist/index.js', () => {
     });
     afterAll(async () => {
       await emulator.close();
-    });
-
-    it('serves every configured tenant and never prints a secret or a token', async () => {
-      running = run({
-        WFS_AUTH_URL: emulator.authUrl,
-        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-        WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
-        LOG_LEVEL: 'debug',
-      });
-      const url = await printed(/"url":"(http:[^"]+)"/, 'the ready log line');
-      for (const tenant of emulator.tenants) {
-        const answer = await post(url, '{ locations(first: 2) { nodes { id } } }', { 'x-tenant-id': tenant.tenantId });
-        expect(answer.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
-      }
-      expect(emulator.counters.tokenRequests).toBe(emulator.tenants.length);
-      running.child.kill('SIGTERM');
-      await running.exit;
-      const output = running.stdout() + running.stderr();
-      for (const tenant of emulator.tenants) expect(output).not.toContain(tenant.clientSecret);
-      expect(output).not.toMatch(/eyJ[\w-]+\.eyJ/);
     });
 
     it('in production serves trusted-header mode without a router secret only with WFS_TRUSTED_NETWORK=true, and warns', async () => {
@@ -229,64 +224,108 @@ describe('node dist/index.js', () => {
       expect(logLines()).toContainEqual(expect.objectContaining({ level: 40, heapLimitMiB: started.heapLimitMiB, msg: expect.stringContaining('no --max-old-space-size') }));
     });
 
-    it("started with the documented heap flags, states that limit, warns of nothing, and says when it turns ready", async () => {
-      running = run(
-        { WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants), WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij' },
-        ['--max-semi-space-size=8', '--max-old-space-size=256'],
-      );
-      const url = await printed(/"url":"(http:[^"]+)"/, 'the start-up line');
-      // Either the start-up line is the ready one, or the check's answer came after it and says so.
-      await waitFor(() => logLines().some((line) => line.msg === 'subgraph ready' || line.msg === 'token endpoint answers like one: ready'), 'a ready line', 15_000);
-      const ready = await request(new URL('/ready', url));
-      expect(ready.statusCode).toBe(200);
-      await ready.body.dump();
-      const started = logLines().find((line) => line.msg.startsWith('subgraph'))!;
-      // V8's limit is the old generation's 256 MiB plus the young generation's semi-spaces.
-      expect(started.heapLimitMiB).toBeGreaterThanOrEqual(256);
-      expect(started.heapLimitMiB).toBeLessThan(320);
-      expect(logLines().filter((line) => line.level >= 40)).toEqual([]);
-    });
-
-    /** `node dist/index.js` with a preload that records every module file the process loaded, read after it exits. */
-    async function serveAndListModules(env: Record<string, string>) {
+    /**
+     * `node <nodeFlags> dist/index.js` with a preload that records every module file the
+     * process loaded: `whileServing` runs once it printed its URL, then it gets SIGTERM;
+     * what it served, its exit code, its output and the modules it loaded, read after it exits.
+     */
+    async function serveAndListModules<T>(env: Record<string, string>, nodeFlags: readonly string[], whileServing: (url: string) => Promise<T>) {
       const dir = mkdtempSync(join(tmpdir(), 'wfs-bundle-'));
       const listFile = join(dir, 'loaded.json');
       const preload = join(dir, 'list-modules.js');
       writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(listFile)}, JSON.stringify(Object.keys(require.cache))));`);
-      running = run({
-        WFS_AUTH_URL: emulator.authUrl,
-        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-        WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
-        NODE_OPTIONS: `--require ${preload}`,
-        ...env,
-      });
+      running = run(
+        {
+          WFS_AUTH_URL: emulator.authUrl,
+          WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
+          WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
+          NODE_OPTIONS: `--require ${preload}`,
+          ...env,
+        },
+        nodeFlags,
+      );
       const url = await printed(/"url":"(http:[^"]+)"/, 'the ready log line');
-      const tenant = emulator.tenants[0]!;
-      const answer = await post(url, '{ locations(first: 2) { nodes { id name } } }', { 'x-tenant-id': tenant.tenantId });
-      expect(answer.data.locations.nodes.map((n: { id: string }) => n.id)).toEqual(tenant.locations.slice(0, 2).map((l) => l.id));
+      const served = await whileServing(url);
       running.child.kill('SIGTERM');
-      expect(await running.exit).toBe(0);
-      // Exit 0 after the ordered close, not because nothing was left to keep the process alive.
-      expect(running.stdout()).toMatch(/"msg":"stopped: requests drained/);
+      const exitCode = await running.exit;
       const loaded = (JSON.parse(readFileSync(listFile, 'utf8')) as string[]).filter((file) => file !== preload);
       const dist = join(root, 'dist');
       return {
+        served,
+        exitCode,
+        stdout: running.stdout(),
+        stderr: running.stderr(),
         ours: loaded.filter((file) => file.startsWith(dist)).map((file) => file.slice(dist.length + 1)).sort(),
         packages: [...new Set(loaded.filter((file) => file.includes('node_modules')).map((file) => /node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file)![1]!))].sort(),
       };
     }
 
-    it('is one bundled file: serves a query having loaded no other module of ours and no optional package', async () => {
-      const { ours, packages } = await serveAndListModules({});
-      expect(ours).toEqual(['compileCache.js', 'index.js', 'main.js', 'nodeVersion.js']);
-      // Nothing from node_modules: what only some deployments load stays there until configured (scripts/bundle/build.mjs).
-      expect(packages).toEqual([]);
+    /** The locations of the first two of `tenant`'s locations, as it answered them, and as the emulator has them. */
+    const firstTwo = async (url: string, tenant: Emulator['tenants'][number]) => {
+      const answer = await post(url, '{ locations(first: 2) { nodes { id name } } }', { 'x-tenant-id': tenant.tenantId });
+      return { answered: answer.data?.locations?.nodes?.map((n: { id: string }) => n.id), expected: tenant.locations.slice(0, 2).map((l) => l.id) };
+    };
+
+    /**
+     * One start serves the next three tests, each of which reads its own part of it (the
+     * process is never shared by a test that changes it): the documented heap flags,
+     * LOG_LEVEL=debug and the module-listing preload, a query for every tenant once it
+     * said it is ready, then SIGTERM. Three processes (each a start of the bundle) showed the same.
+     */
+    describe('started with the heap flags, LOG_LEVEL=debug and a preload that lists its modules, serving every tenant, then stopped', () => {
+      let started: Awaited<ReturnType<typeof serveAndListModules<Awaited<ReturnType<typeof whileServing>>>>>;
+      let lines: ReturnType<typeof logLines>;
+      async function whileServing(url: string) {
+        // Either the start-up line is the ready one, or the check's answer came after it and says so.
+        await waitFor(() => logLines().some((line) => line.msg === 'subgraph ready' || line.msg === 'token endpoint answers like one: ready'), 'a ready line', 15_000);
+        const ready = await request(new URL('/ready', url));
+        await ready.body.dump();
+        const answers = [];
+        for (const tenant of emulator.tenants) answers.push(await firstTwo(url, tenant));
+        return { ready: ready.statusCode, answers, tokenRequests: emulator.counters.tokenRequests };
+      }
+      beforeAll(async () => {
+        emulator.resetCounters();
+        started = await serveAndListModules({ LOG_LEVEL: 'debug' }, ['--max-semi-space-size=8', '--max-old-space-size=256'], whileServing);
+        lines = logLines();
+      });
+
+      it('serves every configured tenant and never prints a secret or a token', () => {
+        for (const { answered, expected } of started.served.answers) expect(answered).toEqual(expected);
+        expect(started.served.tokenRequests).toBe(emulator.tenants.length);
+        const output = started.stdout + started.stderr;
+        for (const tenant of emulator.tenants) expect(output).not.toContain(tenant.clientSecret);
+        expect(output).not.toMatch(/eyJ[\w-]+\.eyJ/);
+      });
+
+      it('started with the documented heap flags, states that limit, warns of nothing, and says when it turns ready', () => {
+        expect(started.served.ready).toBe(200);
+        const startLine = lines.find((line) => line.msg.startsWith('subgraph'))!;
+        // V8's limit is the old generation's 256 MiB plus the young generation's semi-spaces.
+        expect(startLine.heapLimitMiB).toBeGreaterThanOrEqual(256);
+        expect(startLine.heapLimitMiB).toBeLessThan(320);
+        // Not while it started, served, drained or stopped.
+        expect(lines.filter((line) => line.level >= 40)).toEqual([]);
+      });
+
+      it('is one bundled file: serves a query having loaded no other module of ours and no optional package', () => {
+        expect(started.served.answers[0]!.answered).toEqual(started.served.answers[0]!.expected);
+        expect(started.exitCode).toBe(0);
+        // Exit 0 after the ordered close, not because nothing was left to keep the process alive.
+        expect(started.stdout).toMatch(/"msg":"stopped: requests drained/);
+        expect(started.ours).toEqual(['compileCache.js', 'index.js', 'main.js', 'nodeVersion.js']);
+        // Nothing from node_modules: what only some deployments load stays there until configured (scripts/bundle/build.mjs).
+        expect(started.packages).toEqual([]);
+      });
     });
 
     it('loads the Redis client from node_modules when WFS_REDIS_URL is set, and shares the token through it', async () => {
       const redis = await startRedisServer();
       try {
-        const { ours, packages } = await serveAndListModules({ WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' });
+        const { served, exitCode, stdout, ours, packages } = await serveAndListModules({ WFS_REDIS_URL: redis.url, WFS_REDIS_KEY: 'e2e-redis-key-0123456789abcdefghijklmnop' }, [], (url) => firstTwo(url, emulator.tenants[0]!));
+        expect(served.answered).toEqual(served.expected);
+        expect(exitCode).toBe(0);
+        expect(stdout).toMatch(/"msg":"stopped: requests drained/);
         expect(ours).toEqual(['compileCache.js', 'index.js', 'main.js', 'nodeVersion.js']);
         expect(packages).toContain('ioredis');
         const admin = new Redis(redis.url);

@@ -4,7 +4,7 @@ import { startEmulator, type Emulator } from '../../src/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { scrapeTotal } from '../helpers/metrics';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
-import { errorCodes, postGraphQL, writeTenantsFile } from '../helpers/subgraph';
+import { errorCodes, postGraphQL, writeTenantsFile } from '../helpers/postGraphQL';
 
 /**
  * The shared token store against someone who can write to Redis without WFS_REDIS_KEY

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
 import { spanAttributes as attributes, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlpReceiver';
-import { postGraphQL, writeTenantsFile } from '../helpers/subgraph';
+import { postGraphQL, writeTenantsFile } from '../helpers/postGraphQL';
 
 /**
  * OpenTelemetry end to end, on the built server as a deployment runs it
@@ -189,6 +189,7 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
    * the check can see them.
    */
   const LIST_MODULES = `
+    require('./dist/compileCache.js');
     const { loadConfig } = require('./dist/config.js');
     const { startServer } = require('./dist/server.js');
     const { createLogger } = require('./dist/observability/logger.js');

@@ -7,19 +7,10 @@ import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
 import { CHECKING } from '../../src/upstream/token/tokenEndpointCheck';
 import type { ForeignUpstream } from './foreignUpstream';
-import { writeTenantsFile } from './tenantsFile';
+import { errorCodes, postGraphQL, writeTenantsFile, type GraphQLResponse } from './postGraphQL';
 import { counterTotal, waitFor } from './waitFor';
 
-export { writeTenantsFile };
-
-export interface GraphQLResponse<T = Record<string, unknown>> {
-  status: number;
-  data?: T | null;
-  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string; [key: string]: unknown } }>;
-  extensions?: Record<string, unknown>;
-  /** The response's HTTP headers (`x-request-id`, ...). */
-  headers?: Record<string, string | string[] | undefined>;
-}
+export { errorCodes, postGraphQL, writeTenantsFile, type GraphQLResponse };
 
 export interface TestSubgraph {
   emulator: Emulator;
@@ -50,16 +41,10 @@ export async function subscribedAndPolled(server: Pick<RunningServer, 'metrics' 
   await waitFor(async () => (await livePolls(server)) > since, 'the baseline poll');
 }
 
-/** The `extensions.code` of each error of a response, in order. */
-export function errorCodes(response: { errors?: Array<{ extensions?: { code?: string } }> }): Array<string | undefined> {
-  return (response.errors ?? []).map((error) => error.extensions?.code);
-}
-
 /** The lists called at least once, with their counts: `{}` when no upstream list was called, whatever the registry holds. */
 export function listsCalled(counts: ListCounts): Record<string, number> {
   return Object.fromEntries(Object.entries(counts).filter(([, calls]) => calls > 0));
 }
-
 
 /**
  * The environment of a subgraph in front of a foreign upstream (test/helpers/foreignUpstream.ts),
@@ -75,22 +60,6 @@ export function foreignUpstreamEnv(up: Pick<ForeignUpstream, 'authUrl' | 'tenant
  * The real thing over real HTTP on loopback: the emulator, and the subgraph configured
  * through the same environment variables a deployment uses.
  */
-/** POSTs one GraphQL request over real HTTP; the body with the HTTP status. `signal` lets a test leave mid-flight. */
-export async function postGraphQL(
-  url: string,
-  body: { query: string; variables?: Record<string, unknown> | undefined },
-  headers: Record<string, string> = {},
-  signal?: AbortSignal,
-): Promise<GraphQLResponse<any>> {
-  const response = await request(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-    ...(signal && { signal }),
-  });
-  return { ...((await response.body.json()) as GraphQLResponse), status: response.statusCode, headers: response.headers } as GraphQLResponse<any>;
-}
-
 export async function startTestSubgraph(
   emulatorOptions: EmulatorOptions = {},
   env: Record<string, string> = {},

@@ -97,6 +97,9 @@ export async function postGraphQL(
   return { ...((await response.body.json()) as GraphQLResponse), status: response.statusCode, headers: response.headers } as GraphQLResponse<any>;
 }
 
+/** The cursor secret of the subgraphs started here (their cache tags' company HMAC derives from it). */
+export const TEST_CURSOR_SECRET = 'test-cursor-secret-0123456789abcdef';
+
 export async function startTestSubgraph(
   emulatorOptions: EmulatorOptions = {},
   env: Record<string, string> = {},
@@ -118,7 +121,7 @@ async function startWith(emulator: Emulator, env: Record<string, string>, server
     HOST: '127.0.0.1',
     WFS_AUTH_URL: emulator.authUrl,
     WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-    WFS_CURSOR_SECRET: 'test-cursor-secret-0123456789abcdef',
+    WFS_CURSOR_SECRET: TEST_CURSOR_SECRET,
     LOG_LEVEL: 'debug',
     ...env,
   });

@@ -32,6 +32,8 @@ import { APOLLO_RECIPE as APOLLO, URQL_RECIPE as URQL, runRecipe, type ApolloRec
  *
  * - the gateway itself: live updates over SSE, joins across both subgraphs, error codes
  *   and partial data, the router secret, the people subgraph down, verified identity (JWT);
+ * - its response cache, as router/gateway.config.ts sets it up: per company, fail-closed,
+ *   told by our subgraph's invalidation client (the subgraph runs with a freshness window);
  * - the frontends' clients (Apollo Client, urql, Relay) on a live rota through it;
  * - docs/frontend.md's "Live updates" recipes, run as the page prints them
  *   (test/helpers/liveRecipes.ts), through it; and, against a subgraph of their own that

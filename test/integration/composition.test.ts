@@ -225,7 +225,7 @@ describe('router/router.yaml', () => {
   it("sets up the response cache: private_id for wfs, main.rhai filling that key, the invalidation listener and its key from the environment", () => {
     const cache = router.response_cache;
     // Off unless the operator turns it on (it needs Redis and a GraphOS plan).
-    expect(cache.enabled).toBe('${env.WFS_ROUTER_RESPONSE_CACHE:-false}');
+    expect(cache.enabled).toBe('${env.ROUTER_RESPONSE_CACHE:-false}');
     expect(cache.subgraph.all).toMatchObject({ enabled: true, invalidation: { enabled: true } });
     expect(cache.subgraph.all.ttl).toMatch(/^\d+s$/);
     expect(cache.subgraph.all.redis.urls).toHaveLength(1);

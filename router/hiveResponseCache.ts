@@ -70,8 +70,8 @@ export interface ResponseCacheStore {
 
 /** Where @graphql-mesh/plugin-response-cache files its entries in the gateway's cache (its getCacheForResponseCache): `response-cache:<entry>`, and per entity an entry holds `response-cache:<Type>.<id>:<entry>`. */
 const PREFIX = 'response-cache:';
-/** Our lists, by the name in a cache tag, and the type of their records. */
-const LIST_TYPES: Readonly<Record<string, string>> = { locations: 'Location', shifts: 'Shift' };
+/** Our lists, by the name in a cache tag, and the type of their records (src/upstream/resources; test/e2e/hive-gateway.test.ts holds them equal). */
+export const LIST_TYPES: Readonly<Record<string, string>> = { locations: 'Location', shifts: 'Shift' };
 
 type Invalidation =
   | { kind: 'subgraph'; subgraph: string }

@@ -8,6 +8,8 @@ import { waitFor } from '../helpers/waitFor';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
 import { InvalidationSender, type InvalidationOutcome } from '../../src/live/invalidation';
 import { CacheTags } from '../../src/upstream/cacheTags';
+import { RESOURCES } from '../../src/upstream/resources';
+import { LIST_TYPES } from '../../router/hiveResponseCache';
 import { ApolloClient, HttpLink, InMemoryCache, gql as apolloGql, split } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { getMainDefinition } from '@apollo/client/utilities';
@@ -311,6 +313,8 @@ describe("Hive Gateway's response cache, per company, fail-closed, told by our i
   });
 
   it("applies our subgraph's invalidation POST (Apollo Router's format, the key in Authorization): the next read goes to the subgraph; refused without the key", async () => {
+    // A list's tag empties the cache (router/hiveResponseCache.ts: the gateway cannot tell
+    // which entries read the list), so the read after it goes to the subgraph.
     await read(WITH_SHIFTS);
     const kept = await subgraphRequests();
     expect(await read(WITH_SHIFTS)).toHaveLength(3);
@@ -325,6 +329,18 @@ describe("Hive Gateway's response cache, per company, fail-closed, told by our i
     expect(await subgraphRequests()).toBe(kept + 1);
     await read(WITH_SHIFTS);
     expect(await subgraphRequests()).toBe(kept + 1);
+
+    // A record's tag names a list; the endpoint knows the type of each of ours.
+    expect(LIST_TYPES).toEqual(Object.fromEntries(RESOURCES.map((resource) => [resource.name, resource.typename])));
+    // A record's tag drops the entries holding that record, and only those: OTHER's answer,
+    // kept too, holds none of WITH_SHIFTS's shifts and is still served from the cache.
+    await read(OTHER);
+    const both = await subgraphRequests();
+    expect(await invalidate(INVALIDATION_KEY, tags.record(WITH_SHIFTS.tenantId, 'shifts', WITH_SHIFTS.shifts[1]!.id))).toEqual(['sent']);
+    await read(OTHER);
+    expect(await subgraphRequests()).toBe(both);
+    expect(await read(WITH_SHIFTS)).toEqual(WITH_SHIFTS.shifts.slice(0, 3).map((shift) => shift.id));
+    expect(await subgraphRequests()).toBe(both + 1);
   });
 });
 

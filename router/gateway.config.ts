@@ -10,8 +10,12 @@
  * very file in front of the subgraph and the example people subgraph.
  */
 import { defineConfig } from '@graphql-hive/gateway';
+import { cacheSession, useCacheInvalidationEndpoint, useSubgraphMaxAgeOnly } from './hiveResponseCache';
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** The response cache's TTL cap, in ms: the subgraph's `max-age` (at most its freshness window) is the TTL under it. */
+const RESPONSE_CACHE_MAX_TTL_MS = 300_000;
 
 /** The subgraph timeout, below router.yaml's 20 s for `wfs`: our own 15 s request budget answers first. */
 const WFS_TIMEOUT_MS = 20_000;
@@ -68,6 +72,24 @@ export function createGatewayConfig(env: Env) {
     // one (and reject, unhandled, after the subscription is over).
     upstreamTimeout: ({ subgraphName, executionRequest }) =>
       executionRequest?.operationType === 'subscription' ? 0 : subgraphName === 'wfs' ? WFS_TIMEOUT_MS : OTHER_TIMEOUT_MS,
+    // The response cache (docs/caching.md, "Hive Gateway's response cache"): one entry per
+    // company (the tenant header and the bearer token, hashed), for as long as the
+    // subgraphs' `max-age` allows. Fail-closed: a request naming no company is not cached
+    // at all (`session` returning null alone would share its entry with every caller), and
+    // a subgraph answer without a positive `max-age` (our `no-store`) keeps the response
+    // out (useSubgraphMaxAgeOnly). Answers with errors are not stored (Hive's default).
+    responseCaching: {
+      session: (request) => cacheSession(request),
+      enabled: (request) => cacheSession(request) !== null,
+      ttl: RESPONSE_CACHE_MAX_TTL_MS,
+    },
+    plugins: (ctx) => [
+      useSubgraphMaxAgeOnly(),
+      // Our subgraph's invalidations (WFS_CACHE_INVALIDATION_URLS=http://<gateway>/invalidation,
+      // the same WFS_CACHE_INVALIDATION_KEY on both): Apollo Router's format, so both gateways
+      // share one contract. Without the key, no endpoint.
+      ...(env.WFS_CACHE_INVALIDATION_KEY && ctx.cache ? [useCacheInvalidationEndpoint({ cache: ctx.cache, key: env.WFS_CACHE_INVALIDATION_KEY })] : []),
+    ],
     // Clients use the operations they were built with; turn on only in development.
     disableIntrospection: { disableIf: () => env.NODE_ENV === 'production' },
     graphiql: env.NODE_ENV !== 'production',

@@ -3,8 +3,13 @@ import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
 import { as, gatewayTenants, testTenant } from '../helpers/fixtures';
 import { HIVE_ROUTER_SECRET as ROUTER_SECRET, startHiveGateway, type GatewayResult as Result, type RunningGateway } from '../helpers/hiveGateway';
-import { livePolls, startTestSubgraph, subscribedAndPolled, type TestSubgraph } from '../helpers/subgraph';
+import { livePolls, startTestSubgraph, subscribedAndPolled, TEST_CURSOR_SECRET, type TestSubgraph } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
+import { parseSamples, scrapeText, total } from '../helpers/metrics';
+import { InvalidationSender, type InvalidationOutcome } from '../../src/live/invalidation';
+import { CacheTags } from '../../src/upstream/cacheTags';
+import { RESOURCES } from '../../src/upstream/resources';
+import { LIST_TYPES } from '../../router/hiveResponseCache';
 import { ApolloClient, HttpLink, InMemoryCache, gql as apolloGql, split } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { getMainDefinition } from '@apollo/client/utilities';
@@ -29,6 +34,8 @@ import { APOLLO_RECIPE as APOLLO, URQL_RECIPE as URQL, runRecipe, type ApolloRec
  *
  * - the gateway itself: live updates over SSE, joins across both subgraphs, error codes
  *   and partial data, the router secret, the people subgraph down, verified identity (JWT);
+ * - its response cache, as router/gateway.config.ts sets it up: per company, fail-closed,
+ *   told by our subgraph's invalidation client (the subgraph runs with a freshness window);
  * - the frontends' clients (Apollo Client, urql, Relay) on a live rota through it;
  * - docs/frontend.md's "Live updates" recipes, run as the page prints them
  *   (test/helpers/liveRecipes.ts), through it; and, against a subgraph of their own that
@@ -44,6 +51,8 @@ const PARTIAL = testTenant('a', { locations: 4, shifts: 120, scopes: ['shifts.re
 /** The recipes' whole list: 20 shifts. */
 const WHOLE = testTenant('b', { locations: 3, shifts: 20, scopes: ['shifts.read'] });
 const UNKNOWN_TENANT = 'ffffffff-0000-4000-8000-00000000abcd';
+/** The key our subgraph would send the gateway's /invalidation (WFS_CACHE_INVALIDATION_KEY on both). */
+const INVALIDATION_KEY = 'invalidation-key-for-the-hive-gateway-test-0123456789';
 
 const ids = (nodes: Array<{ id: string }> | undefined) => nodes?.map((node) => node.id);
 const codes = (result: Result) => result.errors?.map((error) => ({ path: error.path, code: error.extensions?.code }));
@@ -60,11 +69,13 @@ const polls = () => livePolls(subgraph.server);
 beforeAll(async () => {
   subgraph = await startTestSubgraph(
     { tenants: [WITH_SHIFTS, OTHER, NO_SHIFTS, WITHDRAWN, PARTIAL, WHOLE] },
-    { WFS_ROUTER_SECRET: ROUTER_SECRET, LOG_LEVEL: 'warn' },
+    // A freshness window, so answers say `private, max-age=N` and the gateway's response
+    // cache keeps them (its own suite below); 30 s outlasts the suite's reads of one query.
+    { WFS_ROUTER_SECRET: ROUTER_SECRET, LOG_LEVEL: 'warn', WFS_FRESHNESS_SECONDS: '30' },
     { live: { pollIntervalMs: 100 } },
   );
   people = await startPeopleSubgraph();
-  gateway = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, ROUTER_SECRET);
+  gateway = await startHiveGateway({ wfs: subgraph.server.url, people: people.url }, ROUTER_SECRET, { WFS_CACHE_INVALIDATION_KEY: INVALIDATION_KEY });
   // A gateway in service has answered a request before (the runtime this helper builds
   // loads the supergraph on its first HTTP request; a graphql-ws subscription that
   // comes first is answered "Unexpected error."), and each recipe subscribes at once.
@@ -222,6 +233,117 @@ describe('Hive Gateway in front of the subgraph and the people subgraph', () => 
     });
   });
 });
+
+/**
+ * router/gateway.config.ts's response cache (docs/caching.md, "Hive Gateway's response
+ * cache") through the real runtime, on the shared stack, whose subgraph answers
+ * `private, max-age=<what is left of WFS_FRESHNESS_SECONDS>`: an entry per company, none
+ * for a request naming no company, and our subgraph's invalidation client
+ * (src/live/invalidation.ts) heard at the gateway's /invalidation. A hit is counted as a
+ * request the subgraph did not get (wfs_graphql_requests_total): its own kept pages
+ * would spare the upstream call either way. A query of its own, read by no other test.
+ */
+describe("Hive Gateway's response cache, per company, fail-closed, told by our invalidations", () => {
+  const PROBE = 'query GatewayCacheProbe { shifts(first: 3) { nodes { id } } }';
+  const subgraphRequests = async () => total(parseSamples(await scrapeText(subgraph.server.url)), 'wfs_graphql_requests_total');
+  const read = async (tenant: { tenantId: string }) => {
+    const result = await gateway.query(PROBE, as(tenant));
+    expect(result.errors).toBeUndefined();
+    return ids(result.data?.['shifts'].nodes);
+  };
+  /** Our subgraph's own client, pointed at the gateway, with `key`; resolves to the POST's outcome. */
+  const invalidate = async (key: string, tag: string) => {
+    const outcomes: InvalidationOutcome[] = [];
+    const sender = new InvalidationSender({ urls: [new URL('/invalidation', gateway.url).href], key, onOutcome: (outcome) => outcomes.push(outcome), attempts: 1 });
+    sender.invalidate([tag]);
+    await sender.settled();
+    return outcomes;
+  };
+  const tags = new CacheTags(Buffer.from(TEST_CURSOR_SECRET, 'utf8'));
+
+  it('serves a second read from the cache (the subgraph not asked), and another company its own answer', async () => {
+    const first = await subgraphRequests();
+    expect(await read(WITH_SHIFTS)).toEqual(WITH_SHIFTS.shifts.slice(0, 3).map((shift) => shift.id));
+    expect(await subgraphRequests()).toBe(first + 1);
+    expect(await read(WITH_SHIFTS)).toEqual(WITH_SHIFTS.shifts.slice(0, 3).map((shift) => shift.id));
+    expect(await subgraphRequests()).toBe(first + 1);
+    // Company B, the same query after A's answer is kept: B's own answer, from the subgraph.
+    const otherIds = OTHER.shifts.slice(0, 3).map((shift) => shift.id);
+    expect(otherIds).not.toEqual(WITH_SHIFTS.shifts.slice(0, 3).map((shift) => shift.id));
+    expect(await read(OTHER)).toEqual(otherIds);
+    expect(await subgraphRequests()).toBe(first + 2);
+    expect(await read(OTHER)).toEqual(otherIds);
+    expect(await subgraphRequests()).toBe(first + 2);
+  });
+
+  it('never caches a request that names no company (no shared entry), while it does one that names a company', async () => {
+    // `{ __typename }` asks no subgraph, so nothing but the session decides: stored, it
+    // would carry the entry's ETag, and a read with If-None-Match would get a 304.
+    const post = (headers: Record<string, string>) =>
+      request(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers }, body: JSON.stringify({ query: '{ __typename }' }) });
+    const kept = await post(as(WITH_SHIFTS));
+    await kept.body.dump();
+    const etag = kept.headers['etag'];
+    expect(typeof etag).toBe('string');
+    const revalidated = await post({ ...as(WITH_SHIFTS), 'if-none-match': etag as string });
+    await revalidated.body.dump();
+    expect(revalidated.statusCode).toBe(304);
+
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const anonymous = await post({});
+      expect(await anonymous.body.json()).toEqual({ data: { __typename: 'Query' } });
+      expect(anonymous.headers['etag']).toBeUndefined();
+    }
+    // Not even under the ETag a company's entry has.
+    const guessed = await post({ 'if-none-match': etag as string });
+    expect(guessed.statusCode).toBe(200);
+    await guessed.body.dump();
+  });
+
+  it('keeps no response that used a subgraph answer without a max-age (the people subgraph sends none; our no-store alike)', async () => {
+    // Hive would keep it for its own TTL (300 s): the ETag it names is not stored.
+    const post = (headers: Record<string, string>) =>
+      request(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...as(WITH_SHIFTS), ...headers }, body: JSON.stringify({ query: 'query GatewayCachePeople { people(first: 2) { nodes { name } } }' }) });
+    const first = await post({});
+    expect(((await first.body.json()) as Result).data?.['people'].nodes).toHaveLength(2);
+    const etag = first.headers['etag'];
+    const again = await post(typeof etag === 'string' ? { 'if-none-match': etag } : {});
+    expect(again.statusCode).toBe(200);
+    expect(((await again.body.json()) as Result).data?.['people'].nodes).toHaveLength(2);
+  });
+
+  it("applies our subgraph's invalidation POST (Apollo Router's format, the key in Authorization): the next read goes to the subgraph; refused without the key", async () => {
+    // A list's tag empties the cache (router/hiveResponseCache.ts: the gateway cannot tell
+    // which entries read the list), so the read after it goes to the subgraph.
+    await read(WITH_SHIFTS);
+    const kept = await subgraphRequests();
+    expect(await read(WITH_SHIFTS)).toHaveLength(3);
+    expect(await subgraphRequests()).toBe(kept);
+
+    expect(await invalidate('not-the-key', tags.list(WITH_SHIFTS.tenantId, 'shifts'))).toEqual(['rejected']);
+    await read(WITH_SHIFTS);
+    expect(await subgraphRequests()).toBe(kept);
+
+    expect(await invalidate(INVALIDATION_KEY, tags.list(WITH_SHIFTS.tenantId, 'shifts'))).toEqual(['sent']);
+    expect(await read(WITH_SHIFTS)).toEqual(WITH_SHIFTS.shifts.slice(0, 3).map((shift) => shift.id));
+    expect(await subgraphRequests()).toBe(kept + 1);
+    await read(WITH_SHIFTS);
+    expect(await subgraphRequests()).toBe(kept + 1);
+
+    // A record's tag names a list; the endpoint knows the type of each of ours.
+    expect(LIST_TYPES).toEqual(Object.fromEntries(RESOURCES.map((resource) => [resource.name, resource.typename])));
+    // A record's tag drops the entries holding that record, and only those: OTHER's answer,
+    // kept too, holds none of WITH_SHIFTS's shifts and is still served from the cache.
+    await read(OTHER);
+    const both = await subgraphRequests();
+    expect(await invalidate(INVALIDATION_KEY, tags.record(WITH_SHIFTS.tenantId, 'shifts', WITH_SHIFTS.shifts[1]!.id))).toEqual(['sent']);
+    await read(OTHER);
+    expect(await subgraphRequests()).toBe(both);
+    expect(await read(WITH_SHIFTS)).toEqual(WITH_SHIFTS.shifts.slice(0, 3).map((shift) => shift.id));
+    expect(await subgraphRequests()).toBe(both + 1);
+  });
+});
+
 
 /**
  * The frontends' clients on a live rota through Hive Gateway (the committed

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { createGatewayRuntime, getGraphQLWSOptions } from '@graphql-hive/gateway';
+import { LocalForageCacheStorage, createGatewayRuntime, getGraphQLWSOptions } from '@graphql-hive/gateway';
 import { useServer } from 'graphql-ws/use/ws';
 import { request } from 'undici';
 import { WebSocketServer } from 'ws';
@@ -21,6 +21,14 @@ export const HIVE_ROUTER_SECRET = 'router-secret-for-the-hive-gateway-test-01234
 process.env['WFS_ROUTER_SECRET'] ??= HIVE_ROUTER_SECRET;
 const { createGatewayConfig } = require('../../router/gateway.config') as typeof import('../../router/gateway.config');
 
+// The response cache's CommonJS build (@graphql-mesh/plugin-response-cache, which jest
+// loads) calls `require('cache-control-parser').default.parse`, and that module's
+// CommonJS build has no `default`: every subgraph answer carrying Cache-Control would
+// fail there ("Cannot read properties of undefined (reading 'parse')"). The `hive-gateway`
+// CLI loads the ESM builds, where the default import is the module; so does this.
+const cacheControlParser = require('cache-control-parser') as { default?: unknown };
+cacheControlParser.default ??= cacheControlParser;
+
 export interface GatewayResult {
   data?: Record<string, any> | null;
   errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string } }>;
@@ -33,11 +41,34 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string): Promise<RunningGateway> {
+/**
+ * @envelop/response-cache warns on console that `ttlPerType` is deprecated whenever it
+ * is given one, and Hive's `responseCaching` always gives one (an empty object): the
+ * warning comes with every gateway that caches, whatever its config. Only that line is
+ * kept off the console (the tests fail on any other), while the runtime is built.
+ */
+function quietResponseCacheInit<T>(build: () => T): T {
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => {
+    if (typeof args[0] === 'string' && args[0].startsWith('[useResponseCache] `ttlForType` is deprecated')) return;
+    warn(...args);
+  };
+  try {
+    return build();
+  } finally {
+    console.warn = warn;
+  }
+}
+
+/** `env`: more of the config's variables (WFS_CACHE_INVALIDATION_KEY). */
+export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string, env: Record<string, string> = {}): Promise<RunningGateway> {
   const supergraph = path.join(repoRoot, 'supergraph.graphql');
   // The CLI's config type is the runtime's plus CLI-only options (none used here).
-  const config = createGatewayConfig({ WFS_ROUTER_SECRET: routerSecret, SUPERGRAPH_PATH: supergraph, SUBGRAPH_WFS_URL: urls.wfs, SUBGRAPH_PEOPLE_URL: urls.people });
-  const gateway = createGatewayRuntime({ ...config, supergraph, logging: false } as Parameters<typeof createGatewayRuntime>[0]);
+  const config = createGatewayConfig({ ...env, WFS_ROUTER_SECRET: routerSecret, SUPERGRAPH_PATH: supergraph, SUBGRAPH_WFS_URL: urls.wfs, SUBGRAPH_PEOPLE_URL: urls.people });
+  // The cache the `hive-gateway` CLI gives a config that names none (its
+  // getCacheInstanceFromConfig: localforage, in memory on Node), where the response cache keeps its entries.
+  const cache = new LocalForageCacheStorage({});
+  const gateway = quietResponseCacheInit(() => createGatewayRuntime({ ...config, cache, supergraph, logging: false } as Parameters<typeof createGatewayRuntime>[0]));
   const server: Server = createServer(gateway);
   server.keepAliveTimeout = 500;
   // Clients' WebSockets, as the `hive-gateway` CLI serves them (its startNodeHttpServer,

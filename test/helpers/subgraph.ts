@@ -56,6 +56,9 @@ export function foreignUpstreamEnv(up: Pick<ForeignUpstream, 'authUrl' | 'tenant
   return { PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: up.authUrl, WFS_TENANTS_FILE: writeTenantsFile(tenants), ...extra };
 }
 
+/** The cursor secret of the subgraphs started here (their cache tags' company HMAC derives from it). */
+export const TEST_CURSOR_SECRET = 'test-cursor-secret-0123456789abcdef';
+
 /**
  * The real thing over real HTTP on loopback: the emulator, and the subgraph configured
  * through the same environment variables a deployment uses.
@@ -81,7 +84,7 @@ async function startWith(emulator: Emulator, env: Record<string, string>, server
     HOST: '127.0.0.1',
     WFS_AUTH_URL: emulator.authUrl,
     WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-    WFS_CURSOR_SECRET: 'test-cursor-secret-0123456789abcdef',
+    WFS_CURSOR_SECRET: TEST_CURSOR_SECRET,
     LOG_LEVEL: 'debug',
     ...env,
   });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Kind, buildSchema, parse, print, printSchema, validate, type ConstDirectiveNode, type GraphQLInterfaceType, type GraphQLSchema } from 'graphql';
 import { parse as parseYaml } from 'yaml';
-import { loadConfig } from '../../src/config';
+import { KNOWN_ENV_VARIABLES, loadConfig } from '../../src/config';
 import { DEFAULT_PAGE_SIZE } from '../../src/graphql/data/connections';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/admission/limits';
 
@@ -211,11 +211,20 @@ describe('router/router.yaml', () => {
     };
     traffic_shaping: { subgraphs: Record<string, unknown> };
     demand_control: { enabled: boolean; mode: string; strategy: { static_estimated: { list_size: number; max: number } } };
+    response_cache: {
+      enabled: unknown;
+      subgraph: {
+        all: { enabled: boolean; ttl: string; redis: { urls: string[] }; invalidation: { enabled: boolean; shared_key: string } };
+        subgraphs: Record<string, { private_id?: string }>;
+      };
+      invalidation: { listen: string; path: string };
+    };
+    rhai: { scripts: string; main: string };
   };
   const subgraphNames = Object.keys(readSupergraphConfig().subgraphs);
 
   it('names only subgraphs that supergraph.yaml defines', () => {
-    for (const name of [...Object.keys(router.headers.subgraphs), ...Object.keys(router.traffic_shaping.subgraphs)]) {
+    for (const name of [...Object.keys(router.headers.subgraphs), ...Object.keys(router.traffic_shaping.subgraphs), ...Object.keys(router.response_cache.subgraph.subgraphs)]) {
       expect(subgraphNames).toContain(name);
     }
   });
@@ -230,6 +239,47 @@ describe('router/router.yaml', () => {
       insert: { name: 'router-authorization', value: '${env.WFS_ROUTER_SECRET}' },
     });
     expect(JSON.stringify(router.headers.all)).not.toContain('router-authorization');
+  });
+
+  /**
+   * The response cache as Apollo Router's docs name its keys (Router 2.10+, "Response
+   * Cache Customization" and "Invalidation"; docs/caching.md): `private_id` for `wfs` is
+   * what lets the router store our `private` answers at all, apart per company; main.rhai
+   * must put the company under that very context key.
+   */
+  it("sets up the response cache: private_id for wfs, main.rhai filling that key, the invalidation listener and its key from the environment", () => {
+    const cache = router.response_cache;
+    // Off unless the operator turns it on (it needs Redis and a GraphOS plan).
+    expect(cache.enabled).toBe('${env.ROUTER_RESPONSE_CACHE:-false}');
+    expect(cache.subgraph.all).toMatchObject({ enabled: true, invalidation: { enabled: true } });
+    expect(cache.subgraph.all.ttl).toMatch(/^\d+s$/);
+    expect(cache.subgraph.all.redis.urls).toHaveLength(1);
+    // The subgraph's variable, with no default: the router refuses to start without it.
+    expect(cache.subgraph.all.invalidation.shared_key).toBe('${env.WFS_CACHE_INVALIDATION_KEY}');
+    expect(KNOWN_ENV_VARIABLES).toContain('WFS_CACHE_INVALIDATION_KEY');
+    expect(cache.invalidation.path).toBe('/invalidation');
+    expect(cache.invalidation.listen).toMatch(/^\$\{env\.[A-Z_]+:-127\.0\.0\.1:\d+\}$/);
+    const privateId = cache.subgraph.subgraphs['wfs']?.private_id;
+    expect(privateId).toEqual(expect.stringMatching(/^\w+$/));
+
+    // main.rhai, where the router reads it from the repository's root (rhai.scripts' default).
+    expect(router.rhai).toEqual({ scripts: '${env.ROUTER_RHAI_DIR:-./router}', main: 'main.rhai' });
+    const rhai = readFileSync(path.join(repoRoot, 'router', router.rhai.main), 'utf8');
+    const code = rhai.replace(/\/\/.*$/gm, '');
+    // Balanced, and the supergraph stage's hook, as Rhai scripts of the router define it.
+    for (const [open, close] of [['{', '}'], ['(', ')'], ['[', ']']] as const) expect(code.split(open).length).toBe(code.split(close).length);
+    expect(code).toMatch(/^fn supergraph_service\(service\) \{$/m);
+    expect(code).toContain('service.map_request(');
+    // The company, under the key private_id names, from the verified claim the subgraph
+    // reads (its WFS_TENANT_CLAIM default) or the two headers it decides from.
+    const assigned = [...code.matchAll(/request\.context\["(\w+)"\] =/g)].map((match) => match[1]);
+    expect(assigned.length).toBeGreaterThan(0);
+    expect(new Set(assigned)).toEqual(new Set([privateId]));
+    expect(code).toContain('Router.APOLLO_AUTHENTICATION_JWT_CLAIMS');
+    const defaultClaim = /nonEmpty\(env\.WFS_TENANT_CLAIM\) \?\? '(\w+)'/.exec(readFileSync(path.join(repoRoot, 'src', 'config.ts'), 'utf8'))![1];
+    expect(code).toContain(`claims["${defaultClaim}"]`);
+    expect(code).toContain('header(request, "authorization")');
+    expect(code).toContain('header(request, "x-tenant-id")');
   });
 
   it("enforces demand control with the subgraph's default cost budget, assuming our default page size", () => {

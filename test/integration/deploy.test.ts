@@ -151,7 +151,7 @@ describe('deploy/ examples', () => {
       const example = envFile(`deploy/k8s/${generator!.envs[0]}.example`);
       expect(Object.values(example).filter((value) => value !== '')).toEqual([]);
       // Nor does any committed example under deploy/ carry a stand-in value for a secret.
-      for (const file of ['deploy/secrets/router.env.example', 'deploy/secrets/wfs.env.example']) expect({ file, values: Object.values(envFile(file)).filter((value) => value !== '') }).toEqual({ file, values: [] });
+      for (const file of ['deploy/secrets/router.env.example', 'deploy/secrets/cache.env.example', 'deploy/secrets/wfs.env.example']) expect({ file, values: Object.values(envFile(file)).filter((value) => value !== '') }).toEqual({ file, values: [] });
       expect(read('deploy/k8s/secrets/.gitignore')).toMatch(/^\*$/m);
     });
 

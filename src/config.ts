@@ -43,6 +43,7 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_MAX_REQUESTS_IN_FLIGHT',
   'WFS_REQUEST_BODY_TIMEOUT_MS',
   'WFS_LIVE_CONNECTIONS_PER_ADDRESS',
+  'WFS_LIVE_FILTERS_PER_COMPANY',
   'WFS_MAX_CONNECTIONS',
   'WFS_MAX_CONNECTIONS_PER_ADDRESS',
   'WFS_HEADERS_TIMEOUT_MS',
@@ -207,7 +208,8 @@ export interface LiveLimits {
    * Distinct filters one company's open subscriptions may have on a replica (views; a
    * subscription with a filter already open joins its view). Matching no longer costs
    * views × changes, but each view is memory and a place in the index rebuilt when
-   * views come and go; screens with the same window share one.
+   * views come and go; screens with the same window share one
+   * (`WFS_LIVE_FILTERS_PER_COMPANY`).
    */
   readonly filtersPerCompany: number;
 }
@@ -363,6 +365,8 @@ export const NUMERIC_SETTINGS = {
   WFS_MAX_REQUESTS_IN_FLIGHT: { default: DEFAULT_LIMITS.request.inFlight, max: 100_000 },
   WFS_REQUEST_BODY_TIMEOUT_MS: { default: DEFAULT_LIMITS.request.bodyTimeoutMs, max: 60_000 },
   WFS_LIVE_CONNECTIONS_PER_ADDRESS: { default: DEFAULT_LIMITS.socket.connectionsPerAddress, max: 20_000 },
+  // At most a company's subscriptions on a replica: each distinct filter is an open subscription's.
+  WFS_LIVE_FILTERS_PER_COMPANY: { default: DEFAULT_LIMITS.live.filtersPerCompany, max: DEFAULT_LIMITS.live.perCompany },
   WFS_MAX_CONNECTIONS: { default: DEFAULT_LIMITS.connection.maxConnections, max: 1_000_000 },
   WFS_MAX_CONNECTIONS_PER_ADDRESS: { default: DEFAULT_LIMITS.connection.connectionsPerAddress, max: 1_000_000 },
   WFS_HEADERS_TIMEOUT_MS: { default: DEFAULT_LIMITS.connection.headersTimeoutMs, max: 60_000 },
@@ -591,6 +595,7 @@ function limitsOf(env: Env): Limits {
       addressStrikes: positiveInteger(env, 'WFS_LIVE_ADDRESS_STRIKES'),
       addressBlockMs: positiveInteger(env, 'WFS_LIVE_ADDRESS_BLOCK_SECONDS') * 1000,
     },
+    live: { filtersPerCompany: positiveInteger(env, 'WFS_LIVE_FILTERS_PER_COMPANY') },
     poll: { callsPerSecond: positiveInteger(env, 'WFS_POLL_CALLS_PER_SECOND') },
   });
 }

@@ -93,6 +93,8 @@ export interface ConnectionLimits {
   readonly headersTimeoutMs: number;
   /** How long a whole request may take to arrive, in ms (Node's `requestTimeout`). */
   readonly requestTimeoutMs: number;
+  /** How long a kept-alive connection may stay idle between requests, in ms (Node's `keepAliveTimeout`). */
+  readonly keepAliveTimeoutMs: number;
 }
 
 export interface RequestLimits {
@@ -187,6 +189,8 @@ export interface GateLimits {
   readonly companySubscribesPerSecond: number;
   /** How often the identity of a connection with open subscriptions is checked again, in ms (a JWT past `exp`, a key withdrawn). */
   readonly identityRecheckMs: number;
+  /** The longest `connection_init` header identity reads, in characters; a longer one is not read. */
+  readonly initHeaderChars: number;
   /**
    * Bytes of variables (the coerced values its operations declare, measured as their
    * JSON text) the open subscriptions of one connection, of one company on the replica,
@@ -238,6 +242,8 @@ export const DEFAULT_LIMITS: Limits = deepFreeze({
     headersTimeoutMs: 10_000,
     // Node's default; a body has its own, shorter deadline (request.bodyTimeoutMs).
     requestTimeoutMs: 60_000,
+    // Node's default, said once: WFS_DRAIN_SECONDS's default is as long (NUMERIC_SETTINGS).
+    keepAliveTimeoutMs: 5_000,
   },
   request: {
     // Each request holds its context, its signal and timer, and its upstream wait: well
@@ -308,6 +314,9 @@ export const DEFAULT_LIMITS: Limits = deepFreeze({
     companySubscribeBurst: 1_000,
     companySubscribesPerSecond: 100,
     identityRecheckMs: 30_000,
+    // A JWT with many claims fits; with the three names identity reads, a connection
+    // keeps at most 24 KiB of its `connection_init`.
+    initHeaderChars: 8_192,
     // A subscription's variables are a filter (an id, two date-times: about 150 bytes),
     // so these leave 1 KiB to each of a connection's 1 000 subscriptions, 800 bytes to
     // each of a company's 5 000 and of the replica's 20 000: 16 MiB of the 256 MiB heap
@@ -370,10 +379,10 @@ export const NUMERIC_SETTINGS = {
   WFS_MAX_CONNECTIONS: { default: DEFAULT_LIMITS.connection.maxConnections, max: 1_000_000 },
   WFS_MAX_CONNECTIONS_PER_ADDRESS: { default: DEFAULT_LIMITS.connection.connectionsPerAddress, max: 1_000_000 },
   WFS_HEADERS_TIMEOUT_MS: { default: DEFAULT_LIMITS.connection.headersTimeoutMs, max: 60_000 },
-  // As long as node:http's keep-alive timeout (5 s, server.ts's listen): by the end of the
+  // As long as node:http's keep-alive timeout (limits.connection.keepAliveTimeoutMs): by the end of the
   // drain every kept-alive connection has carried a `Connection: close` answer or been
   // idle that long and closed as at any other time, so stopping cuts no idle connection.
-  WFS_DRAIN_SECONDS: { default: 5, max: 300 },
+  WFS_DRAIN_SECONDS: { default: DEFAULT_LIMITS.connection.keepAliveTimeoutMs / 1000, max: 300 },
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */

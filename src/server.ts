@@ -228,9 +228,8 @@ function explorerOf(options: ServerOptions): ReturnType<typeof createExplorer> {
   });
 }
 
-/** Listens on the configured address (keep-alive timeout here, the other HTTP bounds in http/requestBounds.ts); the GraphQL URL and the port it got. */
+/** Listens on the configured address (the HTTP bounds are set in http/requestBounds.ts); the GraphQL URL and the port it got. */
 async function listen(httpServer: Server, config: Config): Promise<{ url: string; port: number }> {
-  httpServer.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
     httpServer.listen(config.port, config.host, () => {

@@ -60,9 +60,11 @@ export function clientAddress(remote: string | undefined): string {
 export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
 /** The connection bounds (`limits.connection` of the configuration; config.ts says each one's default and reason), and whom to tell. */
-export interface ConnectionBoundsOptions extends Omit<ConnectionLimits, 'requestTimeoutMs'> {
+export interface ConnectionBoundsOptions extends Omit<ConnectionLimits, 'requestTimeoutMs' | 'keepAliveTimeoutMs'> {
   /** Default: DEFAULT_LIMITS.connection's. */
   readonly requestTimeoutMs?: number;
+  /** Default: DEFAULT_LIMITS.connection's. */
+  readonly keepAliveTimeoutMs?: number;
   /** The router-secret decision (graphql/admission/routerGate.ts): a connection whose request carries it leaves its address's count. */
   readonly router: RouterGate;
   /** Counts a connection closed by a bound. */
@@ -87,6 +89,7 @@ export function boundConnections(server: Server, options: ConnectionBoundsOption
   server.maxConnections = options.maxConnections;
   server.headersTimeout = options.headersTimeoutMs;
   server.requestTimeout = Math.max(options.requestTimeoutMs ?? DEFAULT_LIMITS.connection.requestTimeoutMs, options.headersTimeoutMs);
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? DEFAULT_LIMITS.connection.keepAliveTimeoutMs;
   server.on('drop', () => refused('replica'));
 
   // At most one entry per open socket, gone with its address's last one.

@@ -95,9 +95,9 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   }, limits.identityRecheckMs);
 
   return {
-    connectionParams: (payload) => initParams(payload, identityNames),
+    connectionParams: (payload) => initParams(payload, identityNames, limits.initHeaderChars),
     onConnect: async (ctx) => {
-      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams, identityNames);
+      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams, identityNames, limits.initHeaderChars);
       // Read once: what graphql-ws keeps for the connection's life is not needed again.
       delete (ctx as { connectionParams?: unknown }).connectionParams;
       const problem = await services.identify(headers).then(() => undefined, identityError);

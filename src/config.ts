@@ -43,6 +43,7 @@ export const KNOWN_ENV_VARIABLES = [
   'WFS_MAX_REQUESTS_IN_FLIGHT',
   'WFS_REQUEST_BODY_TIMEOUT_MS',
   'WFS_LIVE_CONNECTIONS_PER_ADDRESS',
+  'WFS_LIVE_FILTERS_PER_COMPANY',
   'WFS_MAX_CONNECTIONS',
   'WFS_MAX_CONNECTIONS_PER_ADDRESS',
   'WFS_HEADERS_TIMEOUT_MS',
@@ -53,33 +54,335 @@ export const KNOWN_ENV_VARIABLES = [
 ] as const;
 
 /**
+ * Every bound of the subgraph, by the room that checks it: what one connection,
+ * request, document, WebSocket, subscription or company may hold or cause. Built once
+ * by `loadConfig` (the `WFS_*` settings over DEFAULT_LIMITS) and frozen; `startServer`
+ * takes a partial of it per group (`ServerOptions.limits`, tests lower bounds) and
+ * hands each room its group. Adding a bound is one field here (its default, unit and
+ * reason in DEFAULT_LIMITS), the check that reads it from its group, and its refusal
+ * reason (graphql/admission/refusals.ts); a setting for it is one entry in
+ * KNOWN_ENV_VARIABLES and NUMERIC_SETTINGS and one line in `limitsOf`. docs/limits.md
+ * says what each bound protects.
+ */
+export interface Limits {
+  /** Sockets before any request is read (http/requestBounds.ts, `boundConnections`). */
+  readonly connection: ConnectionLimits;
+  /** A GraphQL request over HTTP before any GraphQL work (http/requestBounds.ts, `boundRequests`). */
+  readonly request: RequestLimits;
+  /** What one document may ask for, queries and subscriptions alike (graphql/admission/limits.ts and cost.ts). */
+  readonly query: QueryLimits;
+  /** The WebSocket transport (http/liveSocket.ts, liveAddressGuard.ts, liveMessages.ts). */
+  readonly socket: SocketLimits;
+  /** The subscribe gate (graphql/admission/subscribeGate.ts, variableBytes.ts). */
+  readonly gate: GateLimits;
+  /** The live hub's subscriptions and filters (live/hub.ts). */
+  readonly live: LiveLimits;
+  /** What live polling may cost the upstream (live/pollBudget.ts). */
+  readonly poll: PollLimits;
+}
+
+/** A partial of `Limits`, group by group (ServerOptions.limits): each bound given replaces its default or setting. */
+export type LimitOverrides = { readonly [Group in keyof Limits]?: Partial<Limits[Group]> };
+
+export interface ConnectionLimits {
+  /** Open sockets of the replica, HTTP and WebSocket together (Node's `server.maxConnections`; `WFS_MAX_CONNECTIONS`). */
+  readonly maxConnections: number;
+  /** Open sockets of one client address not (yet) known to be the router's (`WFS_MAX_CONNECTIONS_PER_ADDRESS`). */
+  readonly connectionsPerAddress: number;
+  /** How long a request's headers may take to arrive whole, in ms (Node's `headersTimeout`; `WFS_HEADERS_TIMEOUT_MS`). */
+  readonly headersTimeoutMs: number;
+  /** How long a whole request may take to arrive, in ms (Node's `requestTimeout`). */
+  readonly requestTimeoutMs: number;
+  /** How long a kept-alive connection may stay idle between requests, in ms (Node's `keepAliveTimeout`). */
+  readonly keepAliveTimeoutMs: number;
+}
+
+export interface RequestLimits {
+  /** GraphQL requests one replica serves at once; past it 503 (`WFS_MAX_REQUESTS_IN_FLIGHT`). */
+  readonly inFlight: number;
+  /** The largest request body, in bytes; past it 413 and the connection closed. */
+  readonly bodyBytes: number;
+  /** Request-body bytes the requests in flight may hold together; past it 503. */
+  readonly bufferedBodyBytes: number;
+  /** The share of `inFlight` and `bufferedBodyBytes` one client address may hold (0 to 1); past it 429. */
+  readonly addressShare: number;
+  /** How long a body may take to arrive whole once its headers are in, in ms; past it 408 (`WFS_REQUEST_BODY_TIMEOUT_MS`). */
+  readonly bodyTimeoutMs: number;
+  /** How long a written answer may take to leave, in ms; past it the connection is destroyed. */
+  readonly writeTimeoutMs: number;
+  /** The upstream time one GraphQL request (or one change of a subscription) may use, all its pages together, in ms. */
+  readonly budgetMs: number;
+}
+
+/**
+ * What one GraphQL document may ask for. Every field counts, introspection fields
+ * (`__typename`, `__type`, `__schema` and everything under them) included; the only
+ * thing kept apart is the subtree of a real `__schema`/`__type` root field, which is
+ * measured against its own, looser depth bound instead of the data depth (GraphiQL's
+ * and GraphQL Code Generator's introspection queries nest `ofType` about nine levels
+ * deep). A fragment is never exempt because of its name.
+ */
+export interface QueryLimits {
+  /** Nesting of data fields, counted in fields, through fragments. */
+  readonly maxDepth: number;
+  /** Nesting inside a `__schema`/`__type` root field, counted from the root field. */
+  readonly maxIntrospectionDepth: number;
+  /** Aliased fields per operation, fragments counted once per spread. */
+  readonly maxAliases: number;
+  /** Directives in the whole document. */
+  readonly maxDirectives: number;
+  /** Fields per operation once every fragment spread is expanded (1 per field). */
+  readonly maxFields: number;
+  /** Estimated size of an operation's answer, page sizes multiplied through (cost.ts); checked once variables are known (`WFS_MAX_COST`). */
+  readonly maxCost: number;
+  /** Lexical tokens in the document; enforced by graphql-js while parsing. */
+  readonly maxTokens: number;
+}
+
+export interface SocketLimits {
+  /** Open WebSocket connections on the replica; past it an upgrade is answered 503. */
+  readonly connections: number;
+  /**
+   * Open connections from one client address (an IPv6 address by its /64; the router
+   * secret exempt, and with a secret set every accepted upgrade carries it); past it
+   * an upgrade is answered 429 (`WFS_LIVE_CONNECTIONS_PER_ADDRESS`).
+   */
+  readonly connectionsPerAddress: number;
+  /** The largest message a client may send, in bytes (ws closes the connection with 1009 past it). */
+  readonly messageBytes: number;
+  /** The longest subscription id, in characters (graphql-ws's own are 36-character UUIDs); a longer one closes the connection (4400). */
+  readonly subscriptionIdChars: number;
+  /** How long a connection may wait before its `connection_init`, in ms (then closed with 4408). */
+  readonly connectionInitMs: number;
+  /** Ping every this many ms; a connection that does not answer with a pong within as long again is terminated. */
+  readonly keepAliveMs: number;
+  /** Bytes a connection may have waiting to be sent (a client that does not read); past it, it is dropped. */
+  readonly bufferedBytes: number;
+  /** Messages a connection may send within `messageBurst / messagesPerSecond` seconds; past it, it is closed (1008). */
+  readonly messageBurst: number;
+  readonly messagesPerSecond: number;
+  /**
+   * Strikes one client address may earn within `addressWindowMs`: a connection
+   * closed for a protocol violation or past a message or refusal bound earns 5, one
+   * that ended before its `connection_init` was accepted (a refused identity, none in
+   * time, a client that gave up) earns 1. Past it, upgrades from that address are
+   * refused (429, Retry-After) for `addressBlockMs` (milliseconds, so tests see a block end in
+   * a fraction of a second; WFS_LIVE_ADDRESS_BLOCK_SECONDS in production). An upgrade carrying the
+   * router secret is not counted (the router has many users on one address, and
+   * limits them itself). `WFS_LIVE_ADDRESS_STRIKES`.
+   */
+  readonly addressStrikes: number;
+  readonly addressWindowMs: number;
+  readonly addressBlockMs: number;
+  /** A refused upgrade is answered after this pause, in ms (a client that ignores Retry-After waits anyway), at most `heldRefusals` at once. */
+  readonly refusalDelayMs: number;
+  readonly heldRefusals: number;
+}
+
+export interface GateLimits {
+  /** Subscriptions open (or being set up) on one connection; past it a subscribe gets an error. */
+  readonly subscriptionsPerConnection: number;
+  /** Refused subscribes a connection may send; past it, it is closed (1008): a client that keeps asking past a bound is not a screen. */
+  readonly refusalsPerConnection: number;
+  /** New subscriptions one company may open on a replica within `companySubscribeBurst / companySubscribesPerSecond` seconds; past it a subscribe is refused (SERVICE_UNAVAILABLE). */
+  readonly companySubscribeBurst: number;
+  readonly companySubscribesPerSecond: number;
+  /** How often the identity of a connection with open subscriptions is checked again, in ms (a JWT past `exp`, a key withdrawn). */
+  readonly identityRecheckMs: number;
+  /** The longest `connection_init` header identity reads, in characters; a longer one is not read. */
+  readonly initHeaderChars: number;
+  /**
+   * Bytes of variables (the coerced values its operations declare, measured as their
+   * JSON text) the open subscriptions of one connection, of one company on the replica,
+   * and of the whole replica may keep; a subscribe past one is refused (BAD_USER_INPUT).
+   */
+  readonly variableBytesPerConnection: number;
+  readonly variableBytesPerCompany: number;
+  readonly variableBytesPerReplica: number;
+}
+
+export interface LiveLimits {
+  /** Open subscriptions one company may hold on a replica. */
+  readonly perCompany: number;
+  /** Open subscriptions on a replica. */
+  readonly perReplica: number;
+  /** Changes waiting for one subscriber before it is dropped as a slow consumer. */
+  readonly queuedChanges: number;
+  /**
+   * Distinct filters one company's open subscriptions may have on a replica (views; a
+   * subscription with a filter already open joins its view). Matching no longer costs
+   * views × changes, but each view is memory and a place in the index rebuilt when
+   * views come and go; screens with the same window share one
+   * (`WFS_LIVE_FILTERS_PER_COMPANY`).
+   */
+  readonly filtersPerCompany: number;
+}
+
+export interface PollLimits {
+  /** Upstream page calls all of a replica's live polls may make per second together, shared max-min between companies; past it, intervals stretch (`WFS_POLL_CALLS_PER_SECOND`). */
+  readonly callsPerSecond: number;
+}
+
+/**
+ * The default of every bound, with its unit and reason: the one place they are written.
+ * The `WFS_*` settings take their defaults from here (NUMERIC_SETTINGS), and rooms
+ * built without the configuration (unit tests) fall back to their group.
+ */
+export const DEFAULT_LIMITS: Limits = deepFreeze({
+  connection: {
+    // The 20 000 WebSocket connections, the 2 000 requests in flight and room for idle
+    // keep-alive connections and probes. At about 9 KB a socket that never finished its
+    // headers, a full replica holds about 220 MB of them, for at most the header deadline.
+    maxConnections: 25_000,
+    // Twice one address's 500 requests in flight (the share of requests binds first); it
+    // takes 25 addresses acting together to fill a replica.
+    connectionsPerAddress: 1_000,
+    // Node's default is 60 s, checked every 30 s: 15 000 sockets that never finished their
+    // headers stayed about 30 s and added about 130 MB RSS.
+    headersTimeoutMs: 10_000,
+    // Node's default; a body has its own, shorter deadline (request.bodyTimeoutMs).
+    requestTimeoutMs: 60_000,
+    // Node's default, said once: WFS_DRAIN_SECONDS's default is as long (NUMERIC_SETTINGS).
+    keepAliveTimeoutMs: 5_000,
+  },
+  request: {
+    // Each request holds its context, its signal and timer, and its upstream wait: well
+    // above what the autoscaler's target lets reach a replica, below what runs it out of
+    // its 256 MiB heap.
+    inFlight: 2_000,
+    // A document of the largest shipped operation is a few KiB; a router sends no more.
+    bodyBytes: 1024 * 1024,
+    // A body is read whole before it is parsed, and its text, its parsed JSON and a shared
+    // request's key stay until the answer is out: slow clients each sending a body near
+    // 1 MiB add up (400 of them took a replica to 472 MiB RSS, past the Kubernetes
+    // example's 512Mi limit). A body's bytes count from its first chunk until its
+    // response closes.
+    bufferedBodyBytes: 64 * 1024 * 1024,
+    // A quarter (500 requests and 16 MiB of bodies by default) is about three times what a
+    // replica at its autoscaling target serves in a second (171 requests per second,
+    // docs/operations.md), so a gateway or a NAT without the router secret is not held
+    // back at ordinary load, while no one address can fill either bound (about 200 sockets
+    // holding nearly whole bodies, or 2 000 sending them slowly, did lock everyone out).
+    addressShare: 1 / 4,
+    // A router sends a whole document at once; 5 s is a 1 MiB body at 200 KiB/s. Without
+    // it, 2 000 sockets each sending 9 of 10 body bytes held every slot until Node's 60 s
+    // request timeout.
+    bodyTimeoutMs: 5_000,
+    // A client that stops reading would otherwise keep its buffered answer for ever.
+    writeTimeoutMs: 30_000,
+    // Below the router's subgraph timeout (20 s in router/router.yaml), so a slow upstream
+    // ends in our UPSTREAM_UNAVAILABLE error, not in the router's generic timeout.
+    budgetMs: 15_000,
+  },
+  // docs/limits.md, "Query limits", says what each counts; the shipped operations are far
+  // below every one, introspection queries of GraphiQL and GraphQL Code Generator pass.
+  query: {
+    maxDepth: 12,
+    maxIntrospectionDepth: 20,
+    maxAliases: 30,
+    maxDirectives: 50,
+    maxFields: 20_000,
+    // About 40 times the largest shipped operation, and one connection nested in another
+    // at default page sizes (40 401); three nested at 100 (1 000 000) never pass.
+    maxCost: 50_000,
+    maxTokens: 5_000,
+  },
+  socket: {
+    connections: 20_000,
+    // A fortieth of the replica's: a NAT'd office's screens fit, and it takes 40 addresses
+    // (or /64s) acting together to fill a replica, not one /64 or 20 IPv4 addresses.
+    connectionsPerAddress: 500,
+    messageBytes: 256 * 1024,
+    subscriptionIdChars: 128,
+    connectionInitMs: 3_000,
+    keepAliveMs: 12_000,
+    bufferedBytes: 1024 * 1024,
+    // 2 000 per 10 s, well above what a client or a gateway sends.
+    messageBurst: 2_000,
+    messagesPerSecond: 200,
+    addressStrikes: 20,
+    addressWindowMs: 10_000,
+    addressBlockMs: 30_000,
+    refusalDelayMs: 1_000,
+    heldRefusals: 1_000,
+  },
+  gate: {
+    // A gateway multiplexes a company's subscriptions over one connection (Hive Gateway
+    // keeps one per caller identity), so this is well above one screen's few.
+    subscriptionsPerConnection: 1_000,
+    refusalsPerConnection: 100,
+    companySubscribeBurst: 1_000,
+    companySubscribesPerSecond: 100,
+    identityRecheckMs: 30_000,
+    // A JWT with many claims fits; with the three names identity reads, a connection
+    // keeps at most 24 KiB of its `connection_init`.
+    initHeaderChars: 8_192,
+    // A subscription's variables are a filter (an id, two date-times: about 150 bytes),
+    // so these leave 1 KiB to each of a connection's 1 000 subscriptions, 800 bytes to
+    // each of a company's 5 000 and of the replica's 20 000: 16 MiB of the 256 MiB heap
+    // at most, whatever clients send.
+    variableBytesPerConnection: 1024 * 1024,
+    variableBytesPerCompany: 4 * 1024 * 1024,
+    variableBytesPerReplica: 16 * 1024 * 1024,
+  },
+  live: {
+    perCompany: 5_000,
+    perReplica: 20_000,
+    queuedChanges: 1_000,
+    // Keeps what the filters hold (memory, the index built again as they come and go)
+    // small; matching a change costs its lookups and the subscribers it reaches, not the
+    // filters (docs/limits.md, "Live updates").
+    filtersPerCompany: 1_000,
+  },
+  poll: {
+    // At one page a list, a company's 2 lists polled every 15 s want 2/15 of a call a
+    // second: 375 such companies poll a replica before any interval stretches.
+    callsPerSecond: 50,
+  },
+});
+
+/** `base` with `overrides` laid over it group by group, frozen (startServer: the configuration's limits and ServerOptions.limits). */
+export function withLimits(base: Limits, overrides: LimitOverrides = {}): Limits {
+  const merged = {} as Record<keyof Limits, object>;
+  for (const group of Object.keys(base) as Array<keyof Limits>) merged[group] = { ...base[group], ...overrides[group] };
+  return deepFreeze(merged as unknown as Limits);
+}
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const inner of Object.values(value)) if (typeof inner === 'object' && inner !== null) deepFreeze(inner as object);
+  return Object.freeze(value);
+}
+
+/**
  * The numeric settings: default and largest value (the smallest is 1). The one place
- * their defaults are written: loadConfig applies them, the modules that take these
- * values as options fall back to them, and test/unit/docs.test.ts holds
- * docs/configuration.md to them.
+ * their defaults are written (a bound's, in DEFAULT_LIMITS): loadConfig applies them, the
+ * modules that take these values as options fall back to them, and
+ * test/unit/docs.test.ts holds docs/configuration.md to them.
  */
 export const NUMERIC_SETTINGS = {
   WFS_UPSTREAM_CALL_BUDGET: { default: 200, max: 10_000 },
-  WFS_MAX_COST: { default: 50_000, max: 1_000_000_000 },
+  WFS_MAX_COST: { default: DEFAULT_LIMITS.query.maxCost, max: 1_000_000_000 },
   WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: { default: 8_000, max: 15_000 },
   WFS_SHARD_RETRY_AFTER_MAX_S: { default: 60, max: 3_600 },
   WFS_TENANT_RETRY_AFTER_MAX_S: { default: 300, max: 86_400 },
   WFS_ENTITY_INDEX_MAX_RECORDS: { default: 200_000, max: 100_000_000 },
   WFS_ENTITY_INDEX_TTL_SECONDS: { default: 30, max: 3_600 },
   WFS_POLL_INTERVAL_SECONDS: { default: 15, max: 3_600 },
-  WFS_POLL_CALLS_PER_SECOND: { default: 50, max: 100_000 },
-  WFS_LIVE_ADDRESS_STRIKES: { default: 20, max: 1_000_000 },
-  WFS_LIVE_ADDRESS_BLOCK_SECONDS: { default: 30, max: 3_600 },
-  WFS_MAX_REQUESTS_IN_FLIGHT: { default: 2_000, max: 100_000 },
-  WFS_REQUEST_BODY_TIMEOUT_MS: { default: 5_000, max: 60_000 },
-  WFS_LIVE_CONNECTIONS_PER_ADDRESS: { default: 500, max: 20_000 },
-  WFS_MAX_CONNECTIONS: { default: 25_000, max: 1_000_000 },
-  WFS_MAX_CONNECTIONS_PER_ADDRESS: { default: 1_000, max: 1_000_000 },
-  WFS_HEADERS_TIMEOUT_MS: { default: 10_000, max: 60_000 },
-  // As long as node:http's keep-alive timeout (5 s, server.ts's listen): by the end of the
+  WFS_POLL_CALLS_PER_SECOND: { default: DEFAULT_LIMITS.poll.callsPerSecond, max: 100_000 },
+  WFS_LIVE_ADDRESS_STRIKES: { default: DEFAULT_LIMITS.socket.addressStrikes, max: 1_000_000 },
+  WFS_LIVE_ADDRESS_BLOCK_SECONDS: { default: DEFAULT_LIMITS.socket.addressBlockMs / 1000, max: 3_600 },
+  WFS_MAX_REQUESTS_IN_FLIGHT: { default: DEFAULT_LIMITS.request.inFlight, max: 100_000 },
+  WFS_REQUEST_BODY_TIMEOUT_MS: { default: DEFAULT_LIMITS.request.bodyTimeoutMs, max: 60_000 },
+  WFS_LIVE_CONNECTIONS_PER_ADDRESS: { default: DEFAULT_LIMITS.socket.connectionsPerAddress, max: 20_000 },
+  // At most a company's subscriptions on a replica: each distinct filter is an open subscription's.
+  WFS_LIVE_FILTERS_PER_COMPANY: { default: DEFAULT_LIMITS.live.filtersPerCompany, max: DEFAULT_LIMITS.live.perCompany },
+  WFS_MAX_CONNECTIONS: { default: DEFAULT_LIMITS.connection.maxConnections, max: 1_000_000 },
+  WFS_MAX_CONNECTIONS_PER_ADDRESS: { default: DEFAULT_LIMITS.connection.connectionsPerAddress, max: 1_000_000 },
+  WFS_HEADERS_TIMEOUT_MS: { default: DEFAULT_LIMITS.connection.headersTimeoutMs, max: 60_000 },
+  // As long as node:http's keep-alive timeout (limits.connection.keepAliveTimeoutMs): by the end of the
   // drain every kept-alive connection has carried a `Connection: close` answer or been
   // idle that long and closed as at any other time, so stopping cuts no idle connection.
-  WFS_DRAIN_SECONDS: { default: 5, max: 300 },
+  WFS_DRAIN_SECONDS: { default: DEFAULT_LIMITS.connection.keepAliveTimeoutMs / 1000, max: 300 },
 } as const satisfies Partial<Record<(typeof KNOWN_ENV_VARIABLES)[number], { readonly default: number; readonly max: number }>>;
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
@@ -136,7 +439,7 @@ export interface Config {
   readonly logLevel: string;
   /** WFS_UPSTREAM_CALL_BUDGET: upstream page calls one GraphQL request may make. */
   readonly upstreamCallBudget: number;
-  /** WFS_MAX_COST: the largest estimated answer an operation may ask for (src/graphql/admission/cost.ts). Defaults: NUMERIC_SETTINGS. */
+  /** WFS_MAX_COST as read: the largest estimated answer an operation may ask for (the bound itself is `limits.query.maxCost`, what cost.ts reads). */
   readonly maxCost: number;
   /** WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS: how long one upstream HTTP attempt may take. */
   readonly upstreamAttemptTimeoutMs: number;
@@ -150,24 +453,6 @@ export interface Config {
   readonly entityIndexTtlSeconds: number;
   /** WFS_POLL_INTERVAL_SECONDS: how often a list with live subscribers is polled, before jitter (default 15, at least 1). */
   readonly pollIntervalSeconds: number;
-  /** WFS_POLL_CALLS_PER_SECOND: upstream page calls all of a replica's live polls may make per second together; past it, intervals stretch (default 50). */
-  readonly pollCallsPerSecond: number;
-  /** WFS_LIVE_ADDRESS_STRIKES: WebSocket connections from one address closed for misbehaving within 10 s before its upgrades are refused (default 20). */
-  readonly liveAddressStrikes: number;
-  /** WFS_LIVE_ADDRESS_BLOCK_SECONDS: how long such an address's upgrades are refused (429, Retry-After; default 30). */
-  readonly liveAddressBlockSeconds: number;
-  /** WFS_MAX_REQUESTS_IN_FLIGHT: GraphQL requests one replica serves at once (default 2 000); one client address may hold a quarter (http/requestBounds.ts). */
-  readonly maxRequestsInFlight: number;
-  /** WFS_REQUEST_BODY_TIMEOUT_MS: how long a request body may take to arrive whole before it is dropped (408; default 5 000). */
-  readonly requestBodyTimeoutMs: number;
-  /** WFS_LIVE_CONNECTIONS_PER_ADDRESS: open WebSocket connections from one client address, an IPv6 address by its /64 (default 500, a fortieth of the replica's 20 000). */
-  readonly liveConnectionsPerAddress: number;
-  /** WFS_MAX_CONNECTIONS: open sockets of one replica, HTTP and WebSocket together (Node's `server.maxConnections`; default 25 000). */
-  readonly maxConnections: number;
-  /** WFS_MAX_CONNECTIONS_PER_ADDRESS: open sockets of one client address not known to be the router's (default 1 000; http/requestBounds.ts). */
-  readonly maxConnectionsPerAddress: number;
-  /** WFS_HEADERS_TIMEOUT_MS: how long a request's headers may take to arrive whole (408 and closed past it; default 10 000). */
-  readonly headersTimeoutMs: number;
   /** WFS_DRAIN_SECONDS: after SIGTERM, how long the replica answers `/ready` 503 and keeps serving (with `Connection: close`) before it stops accepting connections (default 5). */
   readonly drainSeconds: number;
   /** WFS_FRESHNESS_SECONDS: how far behind the upstream an answer may be (docs/caching.md); 0: every list read goes upstream, answers `no-store`. */
@@ -176,6 +461,8 @@ export interface Config {
   readonly cacheInvalidationUrls: readonly string[];
   /** WFS_CACHE_INVALIDATION_KEY: sent to them as `Authorization`; set whenever the URLs are. */
   readonly cacheInvalidationKey: string | null;
+  /** Every bound, the `WFS_*` settings over DEFAULT_LIMITS (`Limits`). */
+  readonly limits: Limits;
 }
 
 /**
@@ -270,6 +557,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('WFS_ROUTER_SECRET', "is required with NODE_ENV=production in trusted-header mode, or anyone who reaches the port reads any tenant: set it to the router's secret, use WFS_JWKS_URL, or set WFS_TRUSTED_NETWORK=true if only the router can reach this port");
   }
   const freshnessSeconds = freshness(env);
+  const limits = limitsOf(env);
   const config: Config = {
     port: port(env.PORT),
     host: nonEmpty(env.HOST) ?? '127.0.0.1',
@@ -292,27 +580,39 @@ export function loadConfig(env: Env = process.env): Config {
     introspection: flag(env, 'WFS_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
     upstreamCallBudget: positiveInteger(env, 'WFS_UPSTREAM_CALL_BUDGET'),
-    maxCost: positiveInteger(env, 'WFS_MAX_COST'),
+    maxCost: limits.query.maxCost,
     upstreamAttemptTimeoutMs: positiveInteger(env, 'WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS'),
     shardRetryAfterMaxSeconds: positiveInteger(env, 'WFS_SHARD_RETRY_AFTER_MAX_S'),
     tenantRetryAfterMaxSeconds: positiveInteger(env, 'WFS_TENANT_RETRY_AFTER_MAX_S'),
     entityIndexMaxRecords: positiveInteger(env, 'WFS_ENTITY_INDEX_MAX_RECORDS'),
     entityIndexTtlSeconds: entityIndexTtl(env, freshnessSeconds),
     pollIntervalSeconds: positiveInteger(env, 'WFS_POLL_INTERVAL_SECONDS'),
-    pollCallsPerSecond: positiveInteger(env, 'WFS_POLL_CALLS_PER_SECOND'),
-    liveAddressStrikes: positiveInteger(env, 'WFS_LIVE_ADDRESS_STRIKES'),
-    liveAddressBlockSeconds: positiveInteger(env, 'WFS_LIVE_ADDRESS_BLOCK_SECONDS'),
-    maxRequestsInFlight: positiveInteger(env, 'WFS_MAX_REQUESTS_IN_FLIGHT'),
-    requestBodyTimeoutMs: positiveInteger(env, 'WFS_REQUEST_BODY_TIMEOUT_MS'),
-    liveConnectionsPerAddress: positiveInteger(env, 'WFS_LIVE_CONNECTIONS_PER_ADDRESS'),
-    maxConnections: positiveInteger(env, 'WFS_MAX_CONNECTIONS'),
-    maxConnectionsPerAddress: positiveInteger(env, 'WFS_MAX_CONNECTIONS_PER_ADDRESS'),
-    headersTimeoutMs: positiveInteger(env, 'WFS_HEADERS_TIMEOUT_MS'),
     drainSeconds: positiveInteger(env, 'WFS_DRAIN_SECONDS'),
     freshnessSeconds,
     ...cacheInvalidation(env),
+    limits,
   };
   return Object.freeze(config);
+}
+
+/** The bounds: the `WFS_*` settings that set one, over DEFAULT_LIMITS. */
+function limitsOf(env: Env): Limits {
+  return withLimits(DEFAULT_LIMITS, {
+    connection: {
+      maxConnections: positiveInteger(env, 'WFS_MAX_CONNECTIONS'),
+      connectionsPerAddress: positiveInteger(env, 'WFS_MAX_CONNECTIONS_PER_ADDRESS'),
+      headersTimeoutMs: positiveInteger(env, 'WFS_HEADERS_TIMEOUT_MS'),
+    },
+    request: { inFlight: positiveInteger(env, 'WFS_MAX_REQUESTS_IN_FLIGHT'), bodyTimeoutMs: positiveInteger(env, 'WFS_REQUEST_BODY_TIMEOUT_MS') },
+    query: { maxCost: positiveInteger(env, 'WFS_MAX_COST') },
+    socket: {
+      connectionsPerAddress: positiveInteger(env, 'WFS_LIVE_CONNECTIONS_PER_ADDRESS'),
+      addressStrikes: positiveInteger(env, 'WFS_LIVE_ADDRESS_STRIKES'),
+      addressBlockMs: positiveInteger(env, 'WFS_LIVE_ADDRESS_BLOCK_SECONDS') * 1000,
+    },
+    live: { filtersPerCompany: positiveInteger(env, 'WFS_LIVE_FILTERS_PER_COMPANY') },
+    poll: { callsPerSecond: positiveInteger(env, 'WFS_POLL_CALLS_PER_SECOND') },
+  });
 }
 
 /** An unknown `WFS_*` name is a typo until proven otherwise: stop, and name the closest known one. */

@@ -3,7 +3,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import type { GraphQLSchema } from 'graphql';
 import type { AddressInfo } from 'node:net';
 import { createApp, type App, type AppOverrides } from './app';
-import type { Config } from './config';
+import { withLimits, type Config, type LimitOverrides, type Limits } from './config';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
 import type { RefusalReason } from './graphql/admission/refusals';
@@ -11,11 +11,9 @@ import { createRouterGate, type RouterGate } from './graphql/admission/routerGat
 import { createErrorFormatter } from './graphql/errors';
 import { createApolloServer } from './graphql/server/apolloServer';
 import { createSubgraphSchema } from './graphql/server/schema';
-import { DEFAULT_QUERY_LIMITS, type QueryLimits } from './graphql/admission/limits';
 import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
-import type { LiveSocketLimits } from './http/liveSocketLimits';
 import { boundConnections, boundedServerOptions, boundRequests } from './http/requestBounds';
 import { createRoutes, DRAINING_REASON } from './http/routes';
 import { createLive, type LiveHub, type LiveOptions } from './live';
@@ -25,7 +23,7 @@ import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { cachePolicyPlugin } from './graphql/server/cachePolicy';
 import { CacheTags } from './upstream/cacheTags';
 import { InvalidationSender } from './live/invalidation';
-import { createSubscribeGate, type SubscribeGateLimits } from './graphql/admission/subscribeGate';
+import { createSubscribeGate } from './graphql/admission/subscribeGate';
 import { createObservability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
@@ -34,12 +32,6 @@ import { tokenUrl } from './upstream/token/tokenEndpoint';
 export { EXAMPLE_QUERY } from './exampleQuery';
 
 export const GRAPHQL_PATH = '/graphql';
-/**
- * The most upstream time one GraphQL request may use, all its pages together: below
- * the router's subgraph timeout (20 s in router/router.yaml), so a slow upstream
- * ends in our UPSTREAM_UNAVAILABLE error, not in the router's generic timeout.
- */
-export const REQUEST_BUDGET_MS = 15_000;
 
 export interface ServerOptions extends AppOverrides {
   readonly logger?: Logger;
@@ -51,18 +43,12 @@ export interface ServerOptions extends AppOverrides {
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
   /** Apollo Server plugins that run after the subgraph's own (tests observe requests with them). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
-  /** GraphQL requests served at once before 503 (default WFS_MAX_REQUESTS_IN_FLIGHT; tests lower it). */
-  readonly maxRequestsInFlight?: number;
-  /** How long a request body may take to arrive whole, in ms (default WFS_REQUEST_BODY_TIMEOUT_MS; tests lower it). */
-  readonly bodyTimeoutMs?: number;
-  /** How long a written answer may take to leave (default RESPONSE_WRITE_TIMEOUT_MS; tests lower it). */
-  readonly writeTimeoutMs?: number;
-  /** Request-body bytes held by the requests in flight before 503 (default MAX_BUFFERED_BODY_BYTES; tests lower it). */
-  readonly maxBufferedBodyBytes?: number;
+  /** Bounds in place of the configuration's (`config.limits`), group by group (tests lower them); config.ts's `Limits` says each one. */
+  readonly limits?: LimitOverrides;
   /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
   readonly compileAfter?: number;
-  /** Live-update limits and WebSocket bounds (tests lower them); see live/index.ts, http/liveSocket.ts and graphql/admission/subscribeGate.ts. */
-  readonly live?: LiveOptions & { readonly socket?: Partial<LiveSocketLimits & SubscribeGateLimits> };
+  /** Live updates' poll interval, Redis prefix and lease (tests shorten them); see live/index.ts. */
+  readonly live?: LiveOptions;
 }
 
 export interface RunningServer {
@@ -104,15 +90,14 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // Connections, their headers' time and the router secret are bounded before any request is served (http/requestBounds.ts).
   const httpServer = createServer(boundedServerOptions());
   const router = createRouterGate(config.routerSecret ?? null);
+  // Every bound, each room given its group (config.ts, `Limits`).
+  const limits = withLimits(config.limits, options.limits);
   boundConnections(httpServer, {
-    maxConnections: config.maxConnections,
-    connectionsPerAddress: config.maxConnectionsPerAddress,
-    headersTimeoutMs: config.headersTimeoutMs,
+    ...limits.connection,
     router,
     refused: (reason) => observability.observer.refused(reason),
   });
   const sharing = new SharedRequests(observability.observer);
-  const queryLimits = { ...DEFAULT_QUERY_LIMITS, maxCost: config.maxCost };
   const cacheTags = new CacheTags(config.cursorSecret);
   // The schema copy Apollo Server never instruments, built when first needed: by a
   // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
@@ -125,7 +110,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     httpServer,
     hideSchemaDetails: !config.explorer,
     introspection: config.introspection,
-    limits: queryLimits,
+    limits: limits.query,
     refused: (reason) => observability.observer.refused(reason),
     stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it;
@@ -168,9 +153,10 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     events: observability.observer,
     redis: app.redis,
     onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
+    limits,
     ...(options.live && { options: options.live }),
   });
-  const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, queryLimits, logger, events: observability.observer });
+  const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, events: observability.observer });
 
   let draining = false;
   httpServer.on(
@@ -180,8 +166,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       // The request bounds (http/requestBounds.ts) around the thin GraphQL handler.
       graphql: boundRequests(
         {
-          budgetMs: REQUEST_BUDGET_MS,
-          ...requestBounds(config, options),
+          limits: limits.request,
           onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
           onRefused: (reason) => observability.observer.refused(reason),
         },
@@ -234,16 +219,6 @@ function warnAtStart(config: Config, logger: Logger, sharedStoreConnected: boole
   }
 }
 
-/** The request path's bounds that tests lower (ServerOptions), those given only. */
-function requestBounds(config: Config, options: ServerOptions): { maxRequestsInFlight: number; bodyTimeoutMs: number; writeTimeoutMs?: number; maxBufferedBodyBytes?: number } {
-  return {
-    maxRequestsInFlight: options.maxRequestsInFlight ?? config.maxRequestsInFlight,
-    bodyTimeoutMs: options.bodyTimeoutMs ?? config.requestBodyTimeoutMs,
-    ...(options.writeTimeoutMs !== undefined && { writeTimeoutMs: options.writeTimeoutMs }),
-    ...(options.maxBufferedBodyBytes !== undefined && { maxBufferedBodyBytes: options.maxBufferedBodyBytes }),
-  };
-}
-
 function explorerOf(options: ServerOptions): ReturnType<typeof createExplorer> {
   return createExplorer({
     graphqlPath: GRAPHQL_PATH,
@@ -253,9 +228,8 @@ function explorerOf(options: ServerOptions): ReturnType<typeof createExplorer> {
   });
 }
 
-/** Listens on the configured address (keep-alive timeout here, the other HTTP bounds in http/requestBounds.ts); the GraphQL URL and the port it got. */
+/** Listens on the configured address (the HTTP bounds are set in http/requestBounds.ts); the GraphQL URL and the port it got. */
 async function listen(httpServer: Server, config: Config): Promise<{ url: string; port: number }> {
-  httpServer.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
     httpServer.listen(config.port, config.host, () => {
@@ -280,7 +254,7 @@ function serveLive(parts: {
   services: App['services'];
   hub: LiveHub;
   schema: () => GraphQLSchema;
-  queryLimits: QueryLimits;
+  limits: Limits;
   logger: Logger;
   /** Where refusals and slow consumers are counted (the Observer port). */
   events: Pick<LiveEvents, 'refused' | 'liveSlowConsumerDropped'>;
@@ -294,11 +268,11 @@ function serveLive(parts: {
       schema: parts.schema,
       services,
       hub,
-      queryLimits: parts.queryLimits,
-      budgetMs: REQUEST_BUDGET_MS,
+      queryLimits: parts.limits.query,
+      budgetMs: parts.limits.request.budgetMs,
       formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
       refused,
-      ...(options.live?.socket && { limits: options.live.socket }),
+      limits: parts.limits.gate,
       ...(options.defaultTenant && { demo: { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } }),
       tenantHeader: config.tenantHeader,
     }),
@@ -306,6 +280,6 @@ function serveLive(parts: {
     refused,
     slowConsumerDropped: () => events.liveSlowConsumerDropped(),
     logger,
-    limits: { connectionsPerAddress: config.liveConnectionsPerAddress, addressStrikes: config.liveAddressStrikes, addressBlockMs: config.liveAddressBlockSeconds * 1000, ...options.live?.socket },
+    limits: parts.limits.socket,
   });
 }

@@ -16,7 +16,6 @@
  */
 import { CloseCode, MessageType } from 'graphql-ws';
 import type { Logger } from '../observability/logger';
-import { MAX_SUBSCRIPTION_ID_CHARS } from './liveSocketLimits';
 
 /**
  * Hands one message to graphql-ws (`handle` drops it once the connection closed). A
@@ -30,9 +29,14 @@ export function receive(
   handle: (data: unknown) => Promise<void>,
   flows: Map<string, Flow>,
   close: (code: number, reason: string) => void,
-  logger: Logger,
-  connectionParams: (payload: unknown) => Record<string, unknown> | undefined = () => undefined,
+  options: {
+    readonly logger: Logger;
+    /** The longest subscription id (`limits.socket.subscriptionIdChars`). */
+    readonly subscriptionIdChars: number;
+    readonly connectionParams?: (payload: unknown) => Record<string, unknown> | undefined;
+  },
 ): void {
+  const { logger, subscriptionIdChars, connectionParams = () => undefined } = options;
   let message: unknown;
   try {
     message = JSON.parse(data);
@@ -51,7 +55,7 @@ export function receive(
   }
   if (!isObject(message) || typeof message.id !== 'string') return void dispatch(message);
   const id = message.id;
-  if (id.length > MAX_SUBSCRIPTION_ID_CHARS) return close(CloseCode.BadRequest, `a subscription id is at most ${MAX_SUBSCRIPTION_ID_CHARS} characters`);
+  if (id.length > subscriptionIdChars) return close(CloseCode.BadRequest, `a subscription id is at most ${subscriptionIdChars} characters`);
   const flow = flows.get(id);
   if (message.type === MessageType.Complete) {
     if (flow) flow.completed = true;

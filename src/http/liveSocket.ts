@@ -22,13 +22,13 @@ import type { Duplex } from 'node:stream';
 import { handleProtocols, makeServer, type ServerOptions } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { SocketLimits } from '../config';
 import type { Logger } from '../observability/logger';
 import { closeCodeOf, messageOf, refusal, statusOf, type RefusalReason } from '../graphql/admission/refusals';
 import type { RouterGate } from '../graphql/admission/routerGate';
 import { createAddressGuard } from './liveAddressGuard';
 import { receive, takeSubscribe, type Flow, type SubscribeBody } from './liveMessages';
 import { clientAddress } from './requestBounds';
-import { DEFAULT_LIVE_SOCKET_LIMITS, type LiveSocketLimits } from './liveSocketLimits';
 
 /** How often connections are checked for a send buffer over the bound, in ms. */
 const BUFFER_CHECK_MS = 1_000;
@@ -78,7 +78,8 @@ export interface LiveSocketOptions {
   /** Counts a connection dropped for not reading. */
   readonly slowConsumerDropped: () => void;
   readonly logger: Logger;
-  readonly limits?: Partial<LiveSocketLimits>;
+  /** Its bounds (`limits.socket` of the configuration). */
+  readonly limits: SocketLimits;
 }
 
 export interface LiveSocket {
@@ -99,8 +100,7 @@ interface SocketState {
 
 /** Serves graphql-ws on `options.path` of `options.httpServer`. */
 export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
-  const limits = { ...DEFAULT_LIVE_SOCKET_LIMITS, ...options.limits };
-  const { logger, refused } = options;
+  const { logger, refused, limits } = options;
   const { router } = options;
   // One message a turn per connection: a client's burst of messages in one packet is
   // not handled in one go while other requests wait.
@@ -203,7 +203,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
           socket.on('message', (data) => {
             if (socket.readyState !== socket.OPEN) return;
             messageRate.consume(key).then(
-              () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, logger, connectionParams)),
+              () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, { logger, subscriptionIdChars: limits.subscriptionIdChars, connectionParams })),
               () => {
                 if (socket.readyState !== socket.OPEN) return;
                 refused('messages');

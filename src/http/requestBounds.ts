@@ -30,7 +30,7 @@
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { NUMERIC_SETTINGS } from '../config';
+import { DEFAULT_LIMITS, type ConnectionLimits, type RequestLimits } from '../config';
 import type { RouterGate } from '../graphql/admission/routerGate';
 import type { ConnectionRefusalReason, RequestRefusalReason } from '../graphql/admission/refusals';
 import type { RequestRecord } from '../upstream/observer';
@@ -59,18 +59,12 @@ export function clientAddress(remote: string | undefined): string {
  */
 export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
-/** The whole-request timeout (Node's `requestTimeout`); a body has its own, shorter deadline (REQUEST_BODY_TIMEOUT_MS). */
-export const REQUEST_TIMEOUT_MS = 60_000;
-
-export interface ConnectionBoundsOptions {
-  /** Open sockets of the replica, HTTP and WebSocket together (`WFS_MAX_CONNECTIONS`). */
-  readonly maxConnections: number;
-  /** Open sockets of one client address not (yet) known to be the router's (`WFS_MAX_CONNECTIONS_PER_ADDRESS`). */
-  readonly connectionsPerAddress: number;
-  /** How long a request's headers may take to arrive whole, in ms (`WFS_HEADERS_TIMEOUT_MS`). */
-  readonly headersTimeoutMs: number;
-  /** How long a whole request may take to arrive, in ms (default REQUEST_TIMEOUT_MS). */
+/** The connection bounds (`limits.connection` of the configuration; config.ts says each one's default and reason), and whom to tell. */
+export interface ConnectionBoundsOptions extends Omit<ConnectionLimits, 'requestTimeoutMs' | 'keepAliveTimeoutMs'> {
+  /** Default: DEFAULT_LIMITS.connection's. */
   readonly requestTimeoutMs?: number;
+  /** Default: DEFAULT_LIMITS.connection's. */
+  readonly keepAliveTimeoutMs?: number;
   /** The router-secret decision (graphql/admission/routerGate.ts): a connection whose request carries it leaves its address's count. */
   readonly router: RouterGate;
   /** Counts a connection closed by a bound. */
@@ -94,7 +88,8 @@ export function boundConnections(server: Server, options: ConnectionBoundsOption
   const { router, refused, connectionsPerAddress } = options;
   server.maxConnections = options.maxConnections;
   server.headersTimeout = options.headersTimeoutMs;
-  server.requestTimeout = Math.max(options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS, options.headersTimeoutMs);
+  server.requestTimeout = Math.max(options.requestTimeoutMs ?? DEFAULT_LIMITS.connection.requestTimeoutMs, options.headersTimeoutMs);
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? DEFAULT_LIMITS.connection.keepAliveTimeoutMs;
   server.on('drop', () => refused('replica'));
 
   // At most one entry per open socket, gone with its address's last one.
@@ -156,60 +151,6 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   socket.destroy(error);
 }
 
-export const MAX_BODY_BYTES = 1024 * 1024;
-
-/**
- * The most request-body bytes all requests in flight may hold together. A body is read
- * whole before it is parsed, and its text, its parsed JSON and a shared request's key
- * stay until the answer is out; without this, slow clients each sending a body near
- * MAX_BODY_BYTES add up (400 of them took a replica to 472 MiB RSS, past the
- * Kubernetes example's 512Mi limit with everything else). A body's bytes count from its
- * first chunk until its response closes. Past the bound a request is answered 503
- * SERVICE_UNAVAILABLE with Retry-After, and the others go on.
- */
-export const MAX_BUFFERED_BODY_BYTES = 64 * 1024 * 1024;
-
-/**
- * The most GraphQL requests one replica serves at once (each holds its context, its
- * signal and timer, and its upstream wait). Past it: 503 SERVICE_UNAVAILABLE with
- * `Retry-After: 1`, at once. 2 000 is well above what the autoscaler's target lets
- * reach a replica, and below what runs it out of its 256 MiB heap
- * (`WFS_MAX_REQUESTS_IN_FLIGHT`).
- */
-export const MAX_REQUESTS_IN_FLIGHT: number = NUMERIC_SETTINGS.WFS_MAX_REQUESTS_IN_FLIGHT.default;
-
-/**
- * How long a request body may take to arrive whole, from the moment its headers are
- * in (`WFS_REQUEST_BODY_TIMEOUT_MS`). A body still incomplete then is dropped: 408
- * BAD_REQUEST, the connection closed, and its slot among the requests in flight and
- * its bytes freed at once. Without it, 2 000 sockets each sending 9 of 10 body bytes
- * held every slot until Node's 60 s request timeout. A router sends a whole document
- * at once; 5 s is a 1 MiB body at 200 KiB/s.
- */
-export const REQUEST_BODY_TIMEOUT_MS: number = NUMERIC_SETTINGS.WFS_REQUEST_BODY_TIMEOUT_MS.default;
-
-/**
- * The share of the in-flight and body-byte bounds one client address may hold (an
- * IPv6 address by its /64: one host or customer is given a whole /64, and would
- * otherwise have 2^64 shares). A quarter: 500 requests and 16 MiB of bodies at once
- * by default, about three times what a replica at its autoscaling target serves in a
- * second (171 requests per second, docs/operations.md), so a gateway or a NAT without
- * the router secret is not held back by it at ordinary load, while no one address can
- * fill either bound: another is still served (about 200 sockets holding nearly whole
- * bodies, or 2 000 sending them slowly, did lock everyone out). Requests that carry
- * the router secret are exempt, as for the WebSocket strikes (liveAddressGuard.ts):
- * the router carries many users on few addresses and limits them itself. Past the
- * share: 429 SERVICE_UNAVAILABLE with `Retry-After: 1`.
- */
-export const ADDRESS_SHARE = 1 / 4;
-
-/**
- * How long an answer may take to leave once written: a client that stops reading
- * would otherwise keep its buffered answer (up to the response size bound) for ever.
- * Past it the connection is destroyed.
- */
-export const RESPONSE_WRITE_TIMEOUT_MS = 30_000;
-
 /**
  * The client closed the connection while sending its body: its outcome, not a fault of
  * ours, so the routes count it with the other aborts and log it at debug (anyone can
@@ -220,18 +161,8 @@ export class ClientAbortedError extends Error {
 }
 
 export interface RequestBoundsOptions {
-  /** The most upstream time one request may use, in ms; its signal aborts after that. */
-  readonly budgetMs: number;
-  /** Default MAX_REQUESTS_IN_FLIGHT. */
-  readonly maxRequestsInFlight?: number;
-  /** Default RESPONSE_WRITE_TIMEOUT_MS. */
-  readonly writeTimeoutMs?: number;
-  /** Default MAX_BUFFERED_BODY_BYTES. */
-  readonly maxBufferedBodyBytes?: number;
-  /** How long a body may take to arrive whole, in ms (default REQUEST_BODY_TIMEOUT_MS; tests lower it). */
-  readonly bodyTimeoutMs?: number;
-  /** The share of each bound one client address may hold (default ADDRESS_SHARE). */
-  readonly addressShare?: number;
+  /** The bounds (`limits.request` of the configuration; config.ts says each one's default and reason). */
+  readonly limits: RequestLimits;
   /** Told the request-body bytes held whenever they change (the `wfs_graphql_request_body_bytes` gauge). */
   readonly onBodyBytes?: (held: number) => void;
   /** Told each request refused before any GraphQL work, by the bound reached (the Observer port's `refused`). */
@@ -263,14 +194,10 @@ export type AdmittedHandler = (req: IncomingMessage, res: ServerResponse, admitt
  * answer is written, the time it may take to leave.
  */
 export function boundRequests(options: RequestBoundsOptions, handler: AdmittedHandler): GraphQLHandler {
-  const { budgetMs } = options;
-  const maxInFlight = options.maxRequestsInFlight ?? MAX_REQUESTS_IN_FLIGHT;
-  const writeTimeoutMs = options.writeTimeoutMs ?? RESPONSE_WRITE_TIMEOUT_MS;
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? REQUEST_BODY_TIMEOUT_MS;
-  const maxBodyBytes = options.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES;
-  const share = options.addressShare ?? ADDRESS_SHARE;
-  const addresses = new AddressHolds(Math.max(1, Math.floor(maxInFlight * share)), Math.max(1, Math.floor(maxBodyBytes * share)));
-  const buffered = new BodyBytes(maxBodyBytes, addresses.maxBytes, options.onBodyBytes);
+  const { limits } = options;
+  const { budgetMs, inFlight: maxInFlight, writeTimeoutMs, bodyTimeoutMs, addressShare: share } = limits;
+  const addresses = new AddressHolds(Math.max(1, Math.floor(maxInFlight * share)), Math.max(1, Math.floor(limits.bufferedBodyBytes * share)));
+  const buffered = new BodyBytes(limits.bufferedBodyBytes, addresses.maxBytes, options.onBodyBytes);
   // A body refused for its bytes is counted when it is refused (readBody), though answered once drained.
   const refuse = (res: ServerResponse, reason: RequestRefusalReason, counted = false) => {
     if (!counted) options.onRefused?.(reason);
@@ -298,12 +225,12 @@ export function boundRequests(options: RequestBoundsOptions, handler: AdmittedHa
     });
     let text: string | null = null;
     if (req.method === 'POST') {
-      const read = await readBody(req, res, buffered, ends, bodyTimeoutMs, options.onRefused);
+      const read = await readBody(req, res, buffered, ends, limits, options.onRefused);
       if (typeof read !== 'string') {
         // A body not read to its end: the connection closes after this answer.
         if (read === TOO_LARGE) {
           if (!req.complete) res.setHeader('connection', 'close');
-          return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${MAX_BODY_BYTES} bytes; send a smaller document`);
+          return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${limits.bodyBytes} bytes; send a smaller document`);
         }
         // A body not read to its end (its deadline passed, or its drain outlived it): the
         // socket goes with the answer, whatever the client still sends.
@@ -392,13 +319,13 @@ function requestSignal(res: ServerResponse, budgetMs: number, ends: RequestEnds)
   return controller.signal;
 }
 
-/** A body that declares a length within MAX_BODY_BYTES: reading it to its end costs no memory (its bytes are dropped). */
-function drainable(req: IncomingMessage): boolean {
+/** A body that declares a length within `maxBytes`: reading it to its end costs no memory (its bytes are dropped). */
+function drainable(req: IncomingMessage, maxBytes: number): boolean {
   const length = Number(req.headers['content-length']);
-  return Number.isInteger(length) && length <= MAX_BODY_BYTES;
+  return Number.isInteger(length) && length <= maxBytes;
 }
 
-/** What `readBody` answers instead of the text: a body over MAX_BODY_BYTES, or the bound it was refused for (never a string: a body may be any text). */
+/** What `readBody` answers instead of the text: a body over `limits.bodyBytes`, or the bound it was refused for (never a string: a body may be any text). */
 const TOO_LARGE = Symbol('too large');
 class BodyRefusal {
   constructor(readonly reason: 'body_bytes' | 'address_body_bytes' | 'body_timeout') {}
@@ -431,10 +358,10 @@ class BodyBytes {
 }
 
 /**
- * The request body as text; TOO_LARGE past MAX_BODY_BYTES; `body_bytes` or
+ * The request body as text; TOO_LARGE past `bodyBytes`; `body_bytes` or
  * `address_body_bytes` when the bodies of the requests in flight, or those of its
  * address, already hold their bound; `body_timeout` when it has not arrived whole
- * within `timeoutMs`. A body read whole keeps its bytes counted until `res` closes
+ * within `bodyTimeoutMs`. A body read whole keeps its bytes counted until `res` closes
  * (its text, its parsed JSON and a sharing key live that long); a refused, timed-out
  * or abandoned one gives them back at once. Read with stream events, not `for await`:
  * an async iterator over the request costs more than the small bodies it reads.
@@ -444,7 +371,7 @@ function readBody(
   res: ServerResponse,
   buffered: BodyBytes,
   ends: RequestEnds,
-  timeoutMs: number,
+  limits: Pick<RequestLimits, 'bodyBytes' | 'bodyTimeoutMs'>,
   onRefused?: (reason: 'body_bytes' | 'address_body_bytes') => void,
 ): Promise<string | typeof TOO_LARGE | BodyRefusal> {
   return new Promise((resolve, reject) => {
@@ -457,7 +384,7 @@ function readBody(
       cleanup();
       release();
       resolve(refused ?? REFUSED.body_timeout);
-    }, timeoutMs);
+    }, limits.bodyTimeoutMs);
     const settle = (outcome: string | typeof TOO_LARGE | BodyRefusal) => {
       clearTimeout(deadline);
       resolve(outcome);
@@ -466,7 +393,7 @@ function readBody(
       cleanup();
       release();
       if (outcome !== TOO_LARGE && outcome.reason !== 'body_timeout') onRefused?.(outcome.reason);
-      if (outcome !== TOO_LARGE && drainable(req)) {
+      if (outcome !== TOO_LARGE && drainable(req, limits.bodyBytes)) {
         // A body of a size we accept is read to its end and dropped, nothing kept, before
         // the answer: a client still sending would otherwise meet a connection reset
         // and lose the answer that tells it to retry (the deadline still applies).
@@ -480,7 +407,7 @@ function readBody(
       settle(outcome);
     };
     const onData = (chunk: Buffer) => {
-      if (size + chunk.length > MAX_BODY_BYTES) return stop(TOO_LARGE);
+      if (size + chunk.length > limits.bodyBytes) return stop(TOO_LARGE);
       const full = buffered.take(chunk.length, ends.hold);
       if (full) return stop(REFUSED[full]);
       size += chunk.length;

@@ -8,6 +8,7 @@
  * subscriber's queue bounded (a consumer that does not keep up is dropped, not
  * buffered without end).
  */
+import { DEFAULT_LIMITS, type LiveLimits } from '../config';
 import { filterKey } from '../upstream/pageKey';
 import type { AnyResource, ListFilter } from '../upstream/resources';
 import { Outbox, Slices, type LiveEvent, type Subscriber, type View } from './delivery';
@@ -17,23 +18,8 @@ import { ViewIndex, type WorkMeter } from './viewIndex';
 
 export type { LiveEvent } from './delivery';
 
-export interface LiveLimits {
-  /** Open subscriptions one company may hold on a replica. */
-  readonly perCompany: number;
-  /** Open subscriptions on a replica. */
-  readonly perReplica: number;
-  /** Changes waiting for one subscriber before it is dropped as a slow consumer. */
-  readonly queuedChanges: number;
-  /**
-   * Distinct filters one company's open subscriptions may have on a replica (views; a
-   * subscription with a filter already open joins its view). Matching no longer costs
-   * views × changes, but each view is memory and a place in the index rebuilt when
-   * views come and go; screens with the same window share one.
-   */
-  readonly filtersPerCompany: number;
-}
-
-export const DEFAULT_LIVE_LIMITS: LiveLimits = Object.freeze({ perCompany: 5_000, perReplica: 20_000, queuedChanges: 1_000, filtersPerCompany: 1_000 });
+/** The hub's bounds: `limits.live` of the configuration (config.ts says each one's default and reason). */
+export type { LiveLimits };
 
 /** The hub's refusal reasons (graphql/admission/refusals.ts has every reason's code and label). */
 export type LiveLimitReason = 'company_subscriptions' | 'replica_subscriptions' | 'filters';
@@ -85,7 +71,7 @@ export class LiveHub {
     private readonly services: PollerServices,
     limits: Partial<LiveLimits> = {},
   ) {
-    this.limits = { ...DEFAULT_LIVE_LIMITS, ...limits };
+    this.limits = { ...DEFAULT_LIMITS.live, ...limits };
     this.slices = new Slices(this.meter);
   }
 

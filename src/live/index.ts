@@ -4,19 +4,19 @@
  * (server.ts) hands in the replica's parts and gets back what the WebSocket transport
  * and the resolvers use; the live settings are read here, once.
  */
-import type { Config } from '../config';
+import type { Config, Limits } from '../config';
 import type { ReadingServices } from '../upstream/reading/tenantReader';
 import type { RedisConnections } from '../upstream/redis/connection';
 import { LOCAL_COORDINATOR, type Coordinator } from './coordinator';
-import { LiveHub, type LiveLimits } from './hub';
+import { LiveHub } from './hub';
 import { tenantListReader } from './listReader';
 import type { LiveEvents } from './metrics';
 import { PollBudget } from './pollBudget';
 import type * as RedisCoordinatorModule from './redisCoordinator';
 import { SnapshotMemory, type MemoryBudget } from './snapshot';
 
-/** What tests may set in place of the configuration (ServerOptions.live). */
-export interface LiveOptions extends Partial<LiveLimits> {
+/** What tests may set in place of the configuration (ServerOptions.live; the bounds are ServerOptions.limits). */
+export interface LiveOptions {
   /** The poll interval in ms, in place of WFS_POLL_INTERVAL_SECONDS (tests observe a change in about 100 ms). */
   readonly pollIntervalMs?: number;
   /** Redis key prefix of live updates, in place of `<WFS_REDIS_KEY_PREFIX>live:` (tests run several fleets on one Redis). */
@@ -28,7 +28,9 @@ export interface LiveOptions extends Partial<LiveLimits> {
 }
 
 export interface LiveParts {
-  readonly config: Pick<Config, 'pollIntervalSeconds' | 'pollCallsPerSecond' | 'redisKey' | 'redisKeyPrefix'>;
+  readonly config: Pick<Config, 'pollIntervalSeconds' | 'redisKey' | 'redisKeyPrefix'>;
+  /** The hub's bounds and live polling's budget (`limits.live`, `limits.poll`). */
+  readonly limits: Pick<Limits, 'live' | 'poll'>;
   /** The replica's Redis connections (app.ts), when a fleet shares the polls. */
   readonly redis?: RedisConnections | undefined;
   /** The reading side queries use: each poll walks a list through a TenantReader of its own. */
@@ -65,26 +67,16 @@ export function createLive(parts: LiveParts): Live {
     {
       intervalMs: options.pollIntervalMs ?? config.pollIntervalSeconds * 1000,
       read: tenantListReader(parts.reading),
-      budget: new PollBudget(config.pollCallsPerSecond),
+      budget: new PollBudget(parts.limits.poll.callsPerSecond),
       coordinator,
       events: parts.events,
       memory: new SnapshotMemory(parts.memory),
       ...(options.random && { random: options.random }),
       ...(parts.onChanged && { onChanged: parts.onChanged }),
     },
-    limitsOf(options),
+    parts.limits.live,
   );
   return { hub, close: () => hub.close() };
-}
-
-function limitsOf(options: LiveOptions): Partial<LiveLimits> {
-  const { perCompany, perReplica, queuedChanges, filtersPerCompany } = options;
-  return {
-    ...(perCompany !== undefined && { perCompany }),
-    ...(perReplica !== undefined && { perReplica }),
-    ...(queuedChanges !== undefined && { queuedChanges }),
-    ...(filtersPerCompany !== undefined && { filtersPerCompany }),
-  };
 }
 
 export { LiveClosedError, LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent, type LiveLimits } from './hub';

@@ -35,7 +35,7 @@ describe('live updates over graphql-ws', () => {
   beforeAll(async () => {
     // A fourth company whose grant the scope test withdraws, apart from the others.
     const withdrawn = makeTenant({ tenantId: 'live-withdrawn', locationCount: 2, shiftCount: 10 });
-    subgraph = await startTestSubgraph({ tenants: [...demoTenants(), withdrawn] }, { WFS_MAX_COST: '5000', LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: POLL_MS, socket: { connectionInitMs: 300, subscriptionsPerConnection: 20, messageBurst: 500 } } });
+    subgraph = await startTestSubgraph({ tenants: [...demoTenants(), withdrawn] }, { WFS_MAX_COST: '5000', LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: POLL_MS }, limits: { socket: { connectionInitMs: 300, messageBurst: 500 }, gate: { subscriptionsPerConnection: 20 } } });
     tenantId = subgraph.emulator.tenants[0]!.tenantId;
     shifts = subgraph.emulator.tenants[0]!.shifts;
   });

@@ -27,7 +27,7 @@ describe('bytes of variables kept by open subscriptions', () => {
     subgraph = await startTestSubgraph(
       { tenants: demoTenants() },
       { LOG_LEVEL: 'warn' },
-      { live: { pollIntervalMs: 100, socket: { variableBytesPerConnection: 2 * DECLARED_BYTES, variableBytesPerCompany: 4 * DECLARED_BYTES, variableBytesPerReplica: 5 * DECLARED_BYTES + 100 } } },
+      { live: { pollIntervalMs: 100 }, limits: { gate: { variableBytesPerConnection: 2 * DECLARED_BYTES, variableBytesPerCompany: 4 * DECLARED_BYTES, variableBytesPerReplica: 5 * DECLARED_BYTES + 100 } } },
     );
   });
 

@@ -81,7 +81,8 @@ describe('live updates under a flood: per-address bound and cheap refusals', () 
 
   beforeAll(async () => {
     subgraph = await startTestSubgraph({ tenants: demoTenants() }, { WFS_MAX_COST: '5000', LOG_LEVEL: 'warn' }, {
-      live: { pollIntervalMs: 100, socket: { addressStrikes: 6, addressBlockMs: 600, refusalDelayMs: 300 } },
+      live: { pollIntervalMs: 100 },
+      limits: { socket: { addressStrikes: 6, addressBlockMs: 600, refusalDelayMs: 300 } },
     });
     tenantId = subgraph.emulator.tenants[0]!.tenantId;
   });
@@ -182,7 +183,7 @@ describe('live updates under a flood: the router is not counted per address', ()
   const sockets: WebSocket[] = [];
 
   beforeAll(async () => {
-    subgraph = await startTestSubgraph({ tenants: demoTenants() }, { WFS_ROUTER_SECRET: ROUTER_SECRET, LOG_LEVEL: 'warn' }, { live: { socket: { addressStrikes: 1, refusalDelayMs: 0 } } });
+    subgraph = await startTestSubgraph({ tenants: demoTenants() }, { WFS_ROUTER_SECRET: ROUTER_SECRET, LOG_LEVEL: 'warn' }, { limits: { socket: { addressStrikes: 1, refusalDelayMs: 0 } } });
   });
   afterAll(async () => {
     for (const socket of sockets) socket.terminate();

@@ -37,7 +37,7 @@ describe('an open subscription whose identity lapses', () => {
     subgraph = await startTestSubgraph(
       { tenants: [tenant] },
       { WFS_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`, WFS_JWT_ISSUER: ISSUER, WFS_JWT_AUDIENCE: AUDIENCE, LOG_LEVEL: 'warn' },
-      { live: { socket: { identityRecheckMs: 50 } } },
+      { limits: { gate: { identityRecheckMs: 50 } } },
     );
   });
 
@@ -95,7 +95,7 @@ describe('connections per address', () => {
 
   beforeAll(async () => {
     // No router secret: with one set, every upgrade that is accepted carries it, and none is counted.
-    subgraph = await startTestSubgraph({ tenants: [tenant] }, { LOG_LEVEL: 'warn' }, { live: { socket: { connectionsPerAddress: 2, refusalDelayMs: 0 } } });
+    subgraph = await startTestSubgraph({ tenants: [tenant] }, { LOG_LEVEL: 'warn' }, { limits: { socket: { connectionsPerAddress: 2, refusalDelayMs: 0 } } });
   });
 
   afterAll(async () => {

@@ -26,7 +26,7 @@ const LIST = 'locations(first: 1) { nodes { id } }';
 let subgraph: TestSubgraph;
 beforeAll(async () => {
   // Slow bodies paced by the tests below are never dropped by the body deadline mid-test.
-  subgraph = await startTestSubgraph({ tenants: [A, B] }, {}, { bodyTimeoutMs: 60_000 });
+  subgraph = await startTestSubgraph({ tenants: [A, B] }, {}, { limits: { request: { bodyTimeoutMs: 60_000 } } });
 });
 afterAll(async () => {
   await subgraph.close();

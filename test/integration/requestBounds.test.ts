@@ -49,7 +49,7 @@ describe('requests in flight', () => {
   });
 
   it('past the cap, a request is refused at once with 503 SERVICE_UNAVAILABLE and Retry-After; served again once others end', async () => {
-    subgraph = await startTestSubgraph({ latencyMs: 400 }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, { maxRequestsInFlight: 3 });
+    subgraph = await startTestSubgraph({ latencyMs: 400 }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, { limits: { request: { inFlight: 3 } } });
     const tenants = subgraph.emulator.tenants;
     const query = (i: number) => ({ query: `{ locations(first: ${i + 1}) { nodes { id } } }` });
     const as_ = (i: number) => ({ ...as(tenants[i % tenants.length]!), ...ROUTER });
@@ -68,7 +68,7 @@ describe('requests in flight', () => {
   });
 
   it('a body counts against the body bound until its answer is out, not only while it is read', async () => {
-    subgraph = await startTestSubgraph({ latencyMs: 400 }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, { maxBufferedBodyBytes: 1_500_000 });
+    subgraph = await startTestSubgraph({ latencyMs: 400 }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, { limits: { request: { bufferedBodyBytes: 1_500_000 } } });
     const tenant = { ...as(subgraph.emulator.tenants[0]!), ...ROUTER };
     // An unused variable pads each body to about 900 KB.
     const padded = (first: number) => ({ query: `{ locations(first: ${first}) { nodes { id } } }`, variables: { pad: 'x'.repeat(900_000) } });
@@ -113,7 +113,7 @@ describe("one client address's share of the bounds", () => {
   const refusedFor = (reason: string) => scrapeTotal(subgraph.server.url, 'wfs_graphql_requests_refused_total', { reason });
 
   it('refuses an address past a quarter of the requests in flight with 429, while another address is served', async () => {
-    subgraph = await startTestSubgraph({}, {}, { maxRequestsInFlight: 8, bodyTimeoutMs: 60_000 });
+    subgraph = await startTestSubgraph({}, {}, { limits: { request: { inFlight: 8, bodyTimeoutMs: 60_000 } } });
     const tenant = as(subgraph.emulator.tenants[0]!);
     // Two slow bodies from 127.0.0.1 hold its share (a quarter of 8).
     const held = [0, 1].map(() => stalledBody(subgraph.server.url, '127.0.0.1', 10, 9, tenant));
@@ -131,7 +131,7 @@ describe("one client address's share of the bounds", () => {
   });
 
   it('exempts requests carrying the router secret from the share: only the replica bound applies to them', async () => {
-    subgraph = await startTestSubgraph({}, { WFS_ROUTER_SECRET: ROUTER_SECRET }, { maxRequestsInFlight: 8, bodyTimeoutMs: 60_000 });
+    subgraph = await startTestSubgraph({}, { WFS_ROUTER_SECRET: ROUTER_SECRET }, { limits: { request: { inFlight: 8, bodyTimeoutMs: 60_000 } } });
     const tenant = { ...as(subgraph.emulator.tenants[0]!), ...ROUTER };
     const held = Array.from({ length: 7 }, () => stalledBody(subgraph.server.url, '127.0.0.1', 10, 9, tenant));
     sockets.push(...held.map((one) => one.socket));
@@ -141,7 +141,7 @@ describe("one client address's share of the bounds", () => {
   });
 
   it('refuses an address past a quarter of the body bytes with 429 once its body is drained, while another address is served', async () => {
-    subgraph = await startTestSubgraph({}, {}, { maxBufferedBodyBytes: 400_000, bodyTimeoutMs: 60_000 });
+    subgraph = await startTestSubgraph({}, {}, { limits: { request: { bufferedBodyBytes: 400_000, bodyTimeoutMs: 60_000 } } });
     const tenant = as(subgraph.emulator.tenants[0]!);
     // 99 999 of 100 000 bytes: a quarter of 400 000 holds exactly one.
     const first = stalledBody(subgraph.server.url, '127.0.0.1', 100_000, 99_999, tenant);
@@ -155,7 +155,7 @@ describe("one client address's share of the bounds", () => {
   });
 
   it('drops a body that has not arrived within the deadline with 408, freeing its slot and bytes at once', async () => {
-    subgraph = await startTestSubgraph({}, {}, { maxRequestsInFlight: 4, bodyTimeoutMs: 100 });
+    subgraph = await startTestSubgraph({}, {}, { limits: { request: { inFlight: 4, bodyTimeoutMs: 100 } } });
     const tenant = as(subgraph.emulator.tenants[0]!);
     const stalled = stalledBody(subgraph.server.url, '127.0.0.1', 10, 9, tenant);
     sockets.push(stalled.socket);

@@ -119,6 +119,15 @@ describe('loadConfig', () => {
     expect(KNOWN_ENV_VARIABLES).toEqual(expect.arrayContaining(['WFS_INTROSPECTION', 'WFS_UPSTREAM_CALL_BUDGET', 'WFS_REDIS_KEY', 'WFS_DEMO', 'WFS_JWT_NO_AUDIENCE']));
   });
 
+  it("bounds a company's distinct live filters by WFS_LIVE_FILTERS_PER_COMPANY (default 1 000, at most its 5 000 subscriptions), in limits.live", () => {
+    expect(loadConfig({}).limits.live.filtersPerCompany).toBe(1_000);
+    const config = loadConfig({ WFS_LIVE_FILTERS_PER_COMPANY: '250' });
+    expect(config.limits.live).toEqual({ ...loadConfig({}).limits.live, filtersPerCompany: 250 });
+    expect(Object.isFrozen(config.limits.live)).toBe(true);
+    expect(failure({ WFS_LIVE_FILTERS_PER_COMPANY: '5001' })).toEqual({ variable: 'WFS_LIVE_FILTERS_PER_COMPANY', message: expect.stringContaining('from 1 to 5000') });
+    expect(failure({ WFS_LIVE_FILTERS_PER_COMPANY: '0' }).variable).toBe('WFS_LIVE_FILTERS_PER_COMPANY');
+  });
+
   it('bounds the entity indexes by WFS_ENTITY_INDEX_MAX_RECORDS and WFS_ENTITY_INDEX_TTL_SECONDS', () => {
     expect(loadConfig({})).toMatchObject({ entityIndexMaxRecords: 200_000, entityIndexTtlSeconds: 30 });
     expect(loadConfig({ WFS_ENTITY_INDEX_MAX_RECORDS: '50000', WFS_ENTITY_INDEX_TTL_SECONDS: '10' })).toMatchObject({ entityIndexMaxRecords: 50_000, entityIndexTtlSeconds: 10 });

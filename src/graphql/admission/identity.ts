@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { GraphQLError } from 'graphql';
 import { jwtVerify, type JWTVerifyGetKey } from 'jose';
-import type { JwtIdentityConfig } from '../../config';
+import { DEFAULT_LIMITS, type JwtIdentityConfig } from '../../config';
 import { graphQLError } from '../errors';
 import { createJwksKeys, type JwksOptions } from '../server/jwks';
 
@@ -106,25 +106,19 @@ export function createIdentityResolver(options: IdentityOptions): IdentityResolv
   };
 }
 
-/**
- * A `connection_init` header identity reads is at most this long (a JWT with many
- * claims fits); a longer one is not read. With the three names identity reads, a
- * connection keeps at most 24 KiB of its `connection_init`.
- */
-const MAX_INIT_HEADER_CHARS = 8_192;
 /** A connection's identity, once checked, serves its subscribes for this long (then it is checked again). */
 const IDENTITY_RECHECK_MS = 1_000;
 
 /**
  * What graphql-ws is given of a `connection_init` payload as `connectionParams`, in
  * its place: the headers of `names` (those identity reads) in the nested shape, each
- * at most MAX_INIT_HEADER_CHARS long; nothing else the client sent, which graphql-ws
+ * at most `maxChars` long (`limits.gate.initHeaderChars`); nothing else the client sent, which graphql-ws
  * would keep for the connection's life. The payload's headers are read in either shape
  * clients use: `{ headers: { 'x-tenant-id': … } }` (this subgraph's, graphql-ws links)
  * or flat, `{ 'x-tenant-id': … }` (Hive Gateway's); the nested one wins a name both
  * carry. Names are matched without regard to case; only string values are read.
  */
-export function initParams(payload: unknown, names: readonly string[]): { headers: Record<string, string> } | undefined {
+export function initParams(payload: unknown, names: readonly string[], maxChars: number = DEFAULT_LIMITS.gate.initHeaderChars): { headers: Record<string, string> } | undefined {
   if (!isRecord(payload)) return undefined;
   const headers: Record<string, string> = {};
   const nested = isRecord(payload.headers) ? payload.headers : undefined;
@@ -134,7 +128,7 @@ export function initParams(payload: unknown, names: readonly string[]): { header
       const name = key.length <= 64 ? key.toLowerCase() : '';
       if (!names.includes(name) || headers[name] !== undefined) continue;
       const value = source[key];
-      if (typeof value === 'string' && value.length <= MAX_INIT_HEADER_CHARS) headers[name] = value;
+      if (typeof value === 'string' && value.length <= maxChars) headers[name] = value;
     }
   }
   return { headers };
@@ -142,12 +136,13 @@ export function initParams(payload: unknown, names: readonly string[]): { header
 
 /**
  * The headers identity is read from (`names`, and only those): the upgrade request's,
- * completed by the `connection_init` payload's (`initParams`) for the names the upgrade
- * did not carry (a browser's WebSocket cannot set headers; a gateway forwards them there).
+ * completed by the `connection_init` payload's (`initParams`, each at most `maxChars`)
+ * for the names the upgrade did not carry (a browser's WebSocket cannot set headers; a
+ * gateway forwards them there).
  */
-export function identityHeaders(upgrade: IncomingHttpHeaders, params: Readonly<Record<string, unknown>> | undefined, names: readonly string[]): IncomingHttpHeaders {
+export function identityHeaders(upgrade: IncomingHttpHeaders, params: Readonly<Record<string, unknown>> | undefined, names: readonly string[], maxChars: number): IncomingHttpHeaders {
   const headers: IncomingHttpHeaders = {};
-  const sent = initParams(params, names)?.headers ?? {};
+  const sent = initParams(params, names, maxChars)?.headers ?? {};
   for (const name of names) {
     const value = upgrade[name] ?? sent[name];
     if (value !== undefined) headers[name] = value;

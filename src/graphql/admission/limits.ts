@@ -11,42 +11,13 @@ import {
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
-import { NUMERIC_SETTINGS } from '../../config';
+import { DEFAULT_LIMITS, type QueryLimits } from '../../config';
 
-/**
- * What one GraphQL document may ask for. Every field counts, introspection fields
- * (`__typename`, `__type`, `__schema` and everything under them) included; the only
- * thing kept apart is the subtree of a real `__schema`/`__type` root field, which is
- * measured against its own, looser depth bound instead of the data depth (GraphiQL's
- * and GraphQL Code Generator's introspection queries nest `ofType` about nine levels
- * deep). A fragment is never exempt because of its name.
- */
-export interface QueryLimits {
-  /** Nesting of data fields, counted in fields, through fragments. */
-  readonly maxDepth: number;
-  /** Nesting inside a `__schema`/`__type` root field, counted from the root field. */
-  readonly maxIntrospectionDepth: number;
-  /** Aliased fields per operation, fragments counted once per spread. */
-  readonly maxAliases: number;
-  /** Directives in the whole document. */
-  readonly maxDirectives: number;
-  /** Fields per operation once every fragment spread is expanded (1 per field). */
-  readonly maxFields: number;
-  /** Estimated size of an operation's answer, page sizes multiplied through (cost.ts); checked once variables are known. */
-  readonly maxCost: number;
-  /** Lexical tokens in the document; enforced by graphql-js while parsing. */
-  readonly maxTokens: number;
-}
+/** What one GraphQL document may ask for: `limits.query` of the configuration (config.ts says what each counts, its default and reason). */
+export type { QueryLimits };
 
-export const DEFAULT_QUERY_LIMITS: QueryLimits = Object.freeze({
-  maxDepth: 12,
-  maxIntrospectionDepth: 20,
-  maxAliases: 30,
-  maxDirectives: 50,
-  maxFields: 20_000,
-  maxCost: NUMERIC_SETTINGS.WFS_MAX_COST.default,
-  maxTokens: 5_000,
-});
+/** The defaults, for rooms built without the configuration (unit tests). */
+export const DEFAULT_QUERY_LIMITS: QueryLimits = DEFAULT_LIMITS.query;
 
 /** The extensions.code a refused document answers with (HTTP 400), like any validation error. */
 export const LIMIT_ERROR_CODE = 'GRAPHQL_VALIDATION_FAILED';

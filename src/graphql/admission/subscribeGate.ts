@@ -4,7 +4,7 @@
  * completed by `connection_init`'s, checked at connect, at each subscribe at most once a
  * second, and again every `identityRecheckMs` while subscriptions are open). A subscribe
  * meets the query path's document check (document.ts) and cost bound (cost.ts), and the
- * gate's bounds (gateLimits.ts): subscriptions per connection, new subscriptions per
+ * gate's bounds (`limits.gate`, config.ts): subscriptions per connection, new subscriptions per
  * company and second, refused subscribes per connection, bytes of variables kept
  * (variableBytes.ts). Every refusal is one reason of refusals.ts, counted through
  * `refused`.
@@ -23,12 +23,12 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { SubscriptionContext } from '../data/subscriptionContext';
 import { CostEstimates, costRefusal } from './cost';
 import { createDocumentCheck, declaredVariables } from './document';
-import { DEFAULT_SUBSCRIBE_GATE_LIMITS, type GateExtra, type SubscribeGate, type SubscribeGateOptions } from './gateOptions';
+import { type GateExtra, type SubscribeGate, type SubscribeGateOptions } from './gateOptions';
 import { ConnectionIdentity, closeReason, identityError, identityHeaders, initParams, recheckIdentities } from './identity';
 import { closeCodeOf, messageOf, refusal, type RefusalReason } from './refusals';
 import { VariableBytes } from './variableBytes';
 
-export { DEFAULT_SUBSCRIBE_GATE_LIMITS, type GateExtra, type SubscribeGate, type SubscribeGateLimits, type SubscribeGateOptions } from './gateOptions';
+export { type GateExtra, type SubscribeGate, type SubscribeGateLimits, type SubscribeGateOptions } from './gateOptions';
 
 const REFUSED_DOCUMENT = parse('subscription Refused { __typename }');
 
@@ -48,7 +48,7 @@ interface Connection {
 type Refusal = { readonly reason: RefusalReason; readonly errors: readonly GraphQLError[] };
 
 export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGate {
-  const limits = { ...DEFAULT_SUBSCRIBE_GATE_LIMITS, ...options.limits };
+  const { limits } = options;
   const { schema, services, refused } = options;
   const connections = new Map<Context<Record<string, unknown> | undefined, GateExtra>, Connection>();
   const checkedDocument = createDocumentCheck(schema, options.queryLimits);
@@ -95,9 +95,9 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   }, limits.identityRecheckMs);
 
   return {
-    connectionParams: (payload) => initParams(payload, identityNames),
+    connectionParams: (payload) => initParams(payload, identityNames, limits.initHeaderChars),
     onConnect: async (ctx) => {
-      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams, identityNames);
+      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams, identityNames, limits.initHeaderChars);
       // Read once: what graphql-ws keeps for the connection's life is not needed again.
       delete (ctx as { connectionParams?: unknown }).connectionParams;
       const problem = await services.identify(headers).then(() => undefined, identityError);

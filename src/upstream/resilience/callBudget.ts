@@ -1,5 +1,5 @@
 import { UpstreamError } from '../errors';
-import { NUMERIC_SETTINGS } from '../../config';
+import { DEFAULT_LIMITS, NUMERIC_SETTINGS } from '../../config';
 
 /** The default of `WFS_UPSTREAM_CALL_BUDGET` (src/config.ts): upstream pages one GraphQL request may ask for. */
 export const DEFAULT_UPSTREAM_CALL_BUDGET = NUMERIC_SETTINGS.WFS_UPSTREAM_CALL_BUDGET.default;
@@ -7,8 +7,8 @@ export const DEFAULT_UPSTREAM_CALL_BUDGET = NUMERIC_SETTINGS.WFS_UPSTREAM_CALL_B
 /** Empty pages in a row that still claim `has_more` before a chain counts as broken. */
 export const EMPTY_PAGES_TOLERATED = 3;
 
-/** The whole request's time, in ms, when no caller says otherwise (the server's request budget is 15 s). */
-export const DEFAULT_DEADLINE_MS = 15_000;
+/** The whole request's time, in ms, when no caller says otherwise: the server's request budget (`limits.request.budgetMs`). */
+export const DEFAULT_DEADLINE_MS = DEFAULT_LIMITS.request.budgetMs;
 
 /**
  * What one GraphQL request may cost the upstream: a number of page calls and one

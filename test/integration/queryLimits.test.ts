@@ -245,7 +245,7 @@ describe('request bodies', () => {
     // A quarter of the shipped 64 MiB, and a quarter of the bodies: the same proportions in a
     // quarter of the bytes. test/e2e/slowBodies.test.ts meets the shipped bound itself.
     const BOUND = 16 * 1024 * 1024;
-    const bounded = await startTestSubgraph({}, {}, { bodyTimeoutMs: 60_000, maxBufferedBodyBytes: BOUND }, subgraph.emulator);
+    const bounded = await startTestSubgraph({}, {}, { limits: { request: { bodyTimeoutMs: 60_000, bufferedBodyBytes: BOUND } } }, subgraph.emulator);
     try {
       await bodiesPastTheBound(bounded.server);
     } finally {

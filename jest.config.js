@@ -16,6 +16,13 @@
  * 169 s on two. README.md, "The test line", gives the line's own figures. `--maxWorkers`
  * on the command line overrides it.
  *
+ * `npm test` starts jest as `node --max-semi-space-size=32 …/jest.js`, and its workers
+ * inherit the flag: jest allocates much and briefly (module registries, transforms,
+ * answers), and semi-spaces of up to 32 MiB instead of V8's default collect
+ * it less often. Measured on 27 November 2026 on ten integration and unit suites on 3
+ * workers (user + sys): 36.2 and 35.7 CPU-seconds without the flag; 31.8 at 32 MiB, 33.0
+ * and 32.1 at 64 MiB, 32.6 at 128 MiB.
+ *
  * jose 6 and cockatiel 4 ship as ESM only. Rather than running jest in its
  * experimental ESM mode, ts-jest transforms their .js files to CommonJS (allowJs), so
  * every module, ours and theirs, loads through one CommonJS module system.

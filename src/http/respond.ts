@@ -2,10 +2,14 @@ import type { ServerResponse } from 'node:http';
 import { messageOf, refusal, statusOf, type RefusalReason } from '../graphql/admission/refusals';
 import type { ErrorCode } from '../graphql/errors';
 
-/** A small JSON answer (health, errors before GraphQL runs), with its length. */
+/**
+ * A small JSON answer (health, errors before GraphQL runs), with its length. Each says
+ * how things stand at this moment (a refusal for a full replica, a readiness), so none
+ * may be kept by a gateway or proxy: `no-store`, as Apollo answers its own errors.
+ */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
   res.end(text);
 }
 

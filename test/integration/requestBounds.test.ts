@@ -18,7 +18,7 @@ import { waitFor } from '../helpers/waitFor';
  * against the built server: test/e2e/connectionBounds.test.ts.
  */
 
-type Answer = { status: number; retryAfter: string | undefined; body: { errors?: Array<{ extensions?: { code?: string } }>; data?: unknown } };
+type Answer = { status: number; retryAfter: string | undefined; cacheControl: string | undefined; body: { errors?: Array<{ extensions?: { code?: string } }>; data?: unknown } };
 
 /** A router secret: its requests are exempt from the address share, so the replica's own bounds are what these meet. */
 const ROUTER_SECRET = 'request-bounds-router-secret-0123456789';
@@ -39,7 +39,8 @@ async function post(subgraph: TestSubgraph, payload: unknown, headers: Record<st
     dispatcher: agentFor(localAddress),
   });
   const retryAfter = response.headers['retry-after'];
-  return { status: response.statusCode, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined, body: (await response.body.json()) as Answer['body'] };
+  const cacheControl = response.headers['cache-control'];
+  return { status: response.statusCode, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined, cacheControl: typeof cacheControl === 'string' ? cacheControl : undefined, body: (await response.body.json()) as Answer['body'] };
 }
 
 describe('requests in flight', () => {
@@ -62,6 +63,8 @@ describe('requests in flight', () => {
     expect(slowDone).toBe(0);
     expect(refused.status).toBe(503);
     expect(refused.retryAfter).toBe('1');
+    // Answered before GraphQL runs, yet no gateway or proxy may keep it, as no refusal Apollo answers is kept.
+    expect(refused.cacheControl).toBe('no-store');
     expect(refused.body.errors?.[0]?.extensions?.code).toBe('SERVICE_UNAVAILABLE');
     for (const answer of await Promise.all(slow)) expect(answer.status).toBe(200);
     expect((await post(subgraph, query(3), as_(0))).status).toBe(200);

@@ -16,7 +16,7 @@ import { createGraphQLHandler } from './http/graphqlHandler';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
 import { boundConnections, boundedServerOptions, boundRequests } from './http/requestBounds';
 import { createRoutes, DRAINING_REASON } from './http/routes';
-import { createLive, type LiveHub, type LiveOptions } from './live';
+import { createLive, type Live, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
@@ -24,7 +24,7 @@ import { cachePolicyPlugin } from './graphql/server/cachePolicy';
 import { CacheTags } from './upstream/cacheTags';
 import { InvalidationSender } from './live/invalidation';
 import { createSubscribeGate } from './graphql/admission/subscribeGate';
-import { createObservability } from './observability';
+import { createObservability, type Observability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
 import { tokenUrl } from './upstream/token/tokenEndpoint';
@@ -103,59 +103,14 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
   let uninstrumented: GraphQLSchema | undefined;
   const executionSchema = (): GraphQLSchema => (uninstrumented ??= createSubgraphSchema());
-  const apollo = createApolloServer({
-    executionSchema,
-    ...(options.compileAfter !== undefined && { compileAfter: options.compileAfter }),
-    logger,
-    httpServer,
-    hideSchemaDetails: !config.explorer,
-    introspection: config.introspection,
-    limits: limits.query,
-    refused: (reason) => observability.observer.refused(reason),
-    stringifyResult: sharing.stringify,
-    // Order matters: the operation observer counts the item errors appended before it;
-    // the cache policy is set before the shared-requests plugin hands it to joiners.
-    plugins: [
-      cachePolicyPlugin({
-        freshnessSeconds: config.freshnessSeconds,
-        tags: cacheTags,
-        resources: app.services.resources,
-        tenantHeader: config.tenantHeader,
-        defaultTenant: options.defaultTenant,
-        now: app.services.indexes.now,
-      }),
-      sharing.plugin(),
-      ...(observability.plugins as ReadonlyArray<ApolloServerPlugin<GraphQLContext>>),
-      ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
-      ...(options.plugins ?? []),
-    ],
-  });
+  const apollo = createApollo({ config, options, app, observability, httpServer, limits, sharing, cacheTags, executionSchema, logger });
   // Redis (when configured) connects while Apollo Server starts, not after it. The token
   // endpoint check runs on its own: /ready says "checking" until its first answer, and the
   // first query does not wait for it (it asks the endpoint for a token anyway).
   const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
   warnAtStart(config, logger, sharedStoreConnected);
 
-  // Invalidation out (docs/caching.md): the gateways hear of the changes this replica's polls see.
-  const invalidation =
-    config.cacheInvalidationUrls.length > 0
-      ? new InvalidationSender({ urls: config.cacheInvalidationUrls, key: config.cacheInvalidationKey ?? '', onOutcome: (outcome) => metrics.cacheInvalidations.inc({ outcome }) })
-      : undefined;
-  // Live updates (live/index.ts): one poller per company and list over the reading side queries use.
-  const live = createLive({
-    onChanged: (tenantId, list, polled) => {
-      app.services.indexes.changed(tenantId, list);
-      if (polled) invalidation?.invalidate([cacheTags.list(tenantId, list)]);
-    },
-    config,
-    reading: app.services,
-    memory: app.services.indexes,
-    events: observability.observer,
-    redis: app.redis,
-    onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
-    limits,
-    ...(options.live && { options: options.live }),
-  });
+  const { live, invalidation } = startLive({ config, options, app, observability, cacheTags, limits, logger, metrics });
   const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, events: observability.observer });
 
   let draining = false;
@@ -208,6 +163,75 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await observability.close();
     },
   };
+}
+
+/** Apollo Server on the HTTP server: its limits, and its plugins in their order (cache policy, shared requests, observability, demo tenant, the caller's). */
+function createApollo(parts: {
+  config: Config;
+  options: ServerOptions;
+  app: App;
+  observability: Observability;
+  httpServer: Server;
+  limits: Limits;
+  sharing: SharedRequests;
+  cacheTags: CacheTags;
+  executionSchema: () => GraphQLSchema;
+  logger: Logger;
+}): ReturnType<typeof createApolloServer> {
+  const { config, options, app, observability, httpServer, limits, sharing, cacheTags, executionSchema, logger } = parts;
+  return createApolloServer({
+    executionSchema,
+    ...(options.compileAfter !== undefined && { compileAfter: options.compileAfter }),
+    logger,
+    httpServer,
+    hideSchemaDetails: !config.explorer,
+    introspection: config.introspection,
+    limits: limits.query,
+    refused: (reason) => observability.observer.refused(reason),
+    stringifyResult: sharing.stringify,
+    // Order matters: the operation observer counts the item errors appended before it;
+    // the cache policy is set before the shared-requests plugin hands it to joiners.
+    plugins: [
+      cachePolicyPlugin({
+        freshnessSeconds: config.freshnessSeconds,
+        tags: cacheTags,
+        resources: app.services.resources,
+        tenantHeader: config.tenantHeader,
+        defaultTenant: options.defaultTenant,
+        now: app.services.indexes.now,
+      }),
+      sharing.plugin(),
+      ...(observability.plugins as ReadonlyArray<ApolloServerPlugin<GraphQLContext>>),
+      ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
+      ...(options.plugins ?? []),
+    ],
+  });
+}
+
+/** Live updates (live/index.ts) and the invalidations sent to the gateways of the changes their polls see. */
+function startLive(parts: { config: Config; options: ServerOptions; app: App; observability: Observability; cacheTags: CacheTags; limits: Limits; logger: Logger; metrics: Metrics }): { live: Live; invalidation: InvalidationSender | undefined } {
+  const { config, options, app, observability, cacheTags, limits, logger, metrics } = parts;
+  // Invalidation out (docs/caching.md): the gateways hear of the changes this replica's polls see.
+  const invalidation =
+    config.cacheInvalidationUrls.length > 0
+      ? new InvalidationSender({ urls: config.cacheInvalidationUrls, key: config.cacheInvalidationKey ?? '', onOutcome: (outcome) => metrics.cacheInvalidations.inc({ outcome }) })
+      : undefined;
+  // Live updates (live/index.ts): one poller per company and list over the reading side queries use.
+  const live = createLive({
+    onChanged: (tenantId, list, polled) => {
+      app.services.indexes.changed(tenantId, list);
+      if (polled) invalidation?.invalidate([cacheTags.list(tenantId, list)]);
+    },
+    config,
+    reading: app.services,
+    memory: app.services.indexes,
+    events: observability.observer,
+    redis: app.redis,
+    onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
+    limits,
+    ...(options.live && { options: options.live }),
+  });
+  return { live, invalidation };
 }
 
 function warnAtStart(config: Config, logger: Logger, sharedStoreConnected: boolean): void {

@@ -21,12 +21,12 @@ import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { handleProtocols, makeServer, type ServerOptions } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { SocketLimits } from '../config';
 import type { Logger } from '../observability/logger';
 import { closeCodeOf, messageOf, refusal, statusOf, type RefusalReason } from '../graphql/admission/refusals';
 import type { RouterGate } from '../graphql/admission/routerGate';
-import { createAddressGuard } from './liveAddressGuard';
+import { createAddressGuard, type AddressGuard } from './liveAddressGuard';
 import { receive, takeSubscribe, type Flow, type SubscribeBody } from './liveMessages';
 import { clientAddress } from './requestBounds';
 
@@ -116,6 +116,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   const messageRate = new RateLimiterMemory({ points: limits.messageBurst, duration: Math.max(1, limits.messageBurst / limits.messagesPerSecond) });
   let connectionSeq = 0;
   const { close: closeProtocol, onConnect, connectionParams, ...hooks } = options.protocol;
+  const reading: MessageReading = { messageRate, refused, logger, subscriptionIdChars: limits.subscriptionIdChars, connectionParams };
   const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
     ...hooks,
     connectionInitWaitTimeout: limits.connectionInitMs,
@@ -127,7 +128,81 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   });
   const acked = new WeakMap<SocketExtra, () => void>();
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  const onUpgrade = admitUpgrades(options, wss, sockets, perAddress, guard);
+  options.httpServer.on('upgrade', onUpgrade);
+
+  wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
+    const state = sockets.get(socket) ?? { address: null, acked: false, violated: false };
+    if (state.address !== null) perAddress.set(state.address, (perAddress.get(state.address) ?? 0) + 1);
+    const key = String(++connectionSeq);
+    // Closed for a violation (by graphql-ws or here): noted for its address's strikes,
+    // and cut if it does not answer the close soon (a hostile peer need not).
+    const close = (code: number, reason: string) => {
+      if (VIOLATION_CLOSE_CODES.has(code) && !state.violated) {
+        state.violated = true;
+        setTimeout(() => socket.terminate(), CLOSE_GRACE_MS).unref();
+      }
+      socket.close(code, reason);
+    };
+    const flows = new Map<string, Flow>();
+    const extra: SocketExtra = { headers: req.headers, close, gateway: router.required && state.address === null, takeSubscribe: (id) => takeSubscribe(flows, id) };
+    acked.set(extra, () => (state.acked = true));
+    // A socket's errors (a frame over the size bound, a bad frame) are the client's
+    // doing, which any client can cause at will: the debug log, not console.error.
+    socket.on('error', (error: Error) => {
+      state.violated = true;
+      logger.debug({ err: error.message }, 'live: a WebSocket connection failed');
+      if (socket.readyState === socket.OPEN) socket.close(1011, 'Internal error');
+      else socket.terminate();
+    });
+    const ping = keepAlive(socket, limits.keepAliveMs);
+    const closed = server.opened(
+      {
+        protocol: socket.protocol,
+        // A write to a peer that is gone settles quietly: its close follows and ends its subscriptions.
+        send: (data) => new Promise<void>((resolve) => (socket.readyState === socket.OPEN ? socket.send(data, () => resolve()) : resolve())),
+        close,
+        onMessage: (handle) => socket.on('message', readMessage(socket, key, flows, close, handle, reading)),
+      },
+      extra,
+    );
+    socket.once('close', (code, reason) => {
+      clearInterval(ping);
+      if (state.address !== null) {
+        const left = (perAddress.get(state.address) ?? 1) - 1;
+        if (left === 0) perAddress.delete(state.address);
+        else perAddress.set(state.address, left);
+        if (state.violated || !state.acked) guard.strike(state.address, state.violated ? VIOLATION_STRIKES : 1);
+      }
+      void messageRate.delete(key);
+      closed(code, String(reason)).catch((error: unknown) => logger.error({ err: error }, 'live: closing a connection failed'));
+    });
+  });
+
+  const bufferCheck = dropSlowReaders(wss, limits.bufferedBytes, options.slowConsumerDropped, logger);
+
+  return {
+    get connections() {
+      return wss.clients.size;
+    },
+    async close() {
+      clearInterval(bufferCheck);
+      guard.close();
+      closeProtocol?.();
+      options.httpServer.off('upgrade', onUpgrade);
+      for (const client of wss.clients) client.close(1001, 'Going away');
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * The upgrade admission: the path, the router secret, connections per replica and per
+ * client address, blocked addresses; an upgrade let through becomes a `connection` of `wss`.
+ */
+function admitUpgrades(options: LiveSocketOptions, wss: WebSocketServer, sockets: WeakMap<WebSocket, SocketState>, perAddress: ReadonlyMap<string, number>, guard: AddressGuard): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  const { router, refused, limits, logger } = options;
+  return (req, socket, head) => {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     if ((query === -1 ? url : url.slice(0, query)) !== options.path) return refuseUpgrade(socket, 404, 'Not Found');
@@ -166,83 +241,32 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
         socket.destroy();
       });
   };
-  options.httpServer.on('upgrade', onUpgrade);
+}
 
-  wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
-    const state = sockets.get(socket) ?? { address: null, acked: false, violated: false };
-    if (state.address !== null) perAddress.set(state.address, (perAddress.get(state.address) ?? 0) + 1);
-    const key = String(++connectionSeq);
-    // Closed for a violation (by graphql-ws or here): noted for its address's strikes,
-    // and cut if it does not answer the close soon (a hostile peer need not).
-    const close = (code: number, reason: string) => {
-      if (VIOLATION_CLOSE_CODES.has(code) && !state.violated) {
-        state.violated = true;
-        setTimeout(() => socket.terminate(), CLOSE_GRACE_MS).unref();
-      }
-      socket.close(code, reason);
-    };
-    const flows = new Map<string, Flow>();
-    const extra: SocketExtra = { headers: req.headers, close, gateway: router.required && state.address === null, takeSubscribe: (id) => takeSubscribe(flows, id) };
-    acked.set(extra, () => (state.acked = true));
-    // A socket's errors (a frame over the size bound, a bad frame) are the client's
-    // doing, which any client can cause at will: the debug log, not console.error.
-    socket.on('error', (error: Error) => {
-      state.violated = true;
-      logger.debug({ err: error.message }, 'live: a WebSocket connection failed');
-      if (socket.readyState === socket.OPEN) socket.close(1011, 'Internal error');
-      else socket.terminate();
-    });
-    const ping = keepAlive(socket, limits.keepAliveMs);
-    const closed = server.opened(
-      {
-        protocol: socket.protocol,
-        // A write to a peer that is gone settles quietly: its close follows and ends its subscriptions.
-        send: (data) => new Promise<void>((resolve) => (socket.readyState === socket.OPEN ? socket.send(data, () => resolve()) : resolve())),
-        close,
-        onMessage: (handle) =>
-          socket.on('message', (data) => {
-            if (socket.readyState !== socket.OPEN) return;
-            messageRate.consume(key).then(
-              () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, { logger, subscriptionIdChars: limits.subscriptionIdChars, connectionParams })),
-              () => {
-                if (socket.readyState !== socket.OPEN) return;
-                refused('messages');
-                logger.debug('live: a connection sending messages faster than allowed was closed');
-                close(closeCodeOf('messages') ?? 1008, messageOf('messages'));
-                socket.terminate();
-              },
-            );
-          }),
+/** What a connection's messages are read with: the message rate, where refusals and failures go, the bounds and the `connection_init` payload's reading. */
+interface MessageReading {
+  readonly messageRate: RateLimiterMemory;
+  readonly refused: (reason: RefusalReason) => void;
+  readonly logger: Logger;
+  readonly subscriptionIdChars: number;
+  readonly connectionParams?: (payload: unknown) => Record<string, unknown> | undefined;
+}
+
+/** A connection's message handler: each message waits its turn in the connection's rate, then goes to graphql-ws (liveMessages.ts's `receive`); past the rate the connection is closed. */
+function readMessage(socket: WebSocket, key: string, flows: Map<string, Flow>, close: SocketExtra['close'], handle: (data: string) => Promise<void>, reading: MessageReading): (data: RawData) => void {
+  const { messageRate, refused, logger, subscriptionIdChars, connectionParams } = reading;
+  return (data) => {
+    if (socket.readyState !== socket.OPEN) return;
+    messageRate.consume(key).then(
+      () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, { logger, subscriptionIdChars, connectionParams })),
+      () => {
+        if (socket.readyState !== socket.OPEN) return;
+        refused('messages');
+        logger.debug('live: a connection sending messages faster than allowed was closed');
+        close(closeCodeOf('messages') ?? 1008, messageOf('messages'));
+        socket.terminate();
       },
-      extra,
     );
-    socket.once('close', (code, reason) => {
-      clearInterval(ping);
-      if (state.address !== null) {
-        const left = (perAddress.get(state.address) ?? 1) - 1;
-        if (left === 0) perAddress.delete(state.address);
-        else perAddress.set(state.address, left);
-        if (state.violated || !state.acked) guard.strike(state.address, state.violated ? VIOLATION_STRIKES : 1);
-      }
-      void messageRate.delete(key);
-      closed(code, String(reason)).catch((error: unknown) => logger.error({ err: error }, 'live: closing a connection failed'));
-    });
-  });
-
-  const bufferCheck = dropSlowReaders(wss, limits.bufferedBytes, options.slowConsumerDropped, logger);
-
-  return {
-    get connections() {
-      return wss.clients.size;
-    },
-    async close() {
-      clearInterval(bufferCheck);
-      guard.close();
-      closeProtocol?.();
-      options.httpServer.off('upgrade', onUpgrade);
-      for (const client of wss.clients) client.close(1001, 'Going away');
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
-    },
   };
 }
 

@@ -61,6 +61,53 @@ export function createMetrics(): Metrics {
   const registers = [registry];
   const metrics: Metrics = {
     registry,
+    ...createUpstreamMetrics(registers),
+    requestsShared: new Counter({
+      name: 'wfs_graphql_requests_shared_total',
+      help: 'GraphQL requests answered by an identical request in flight (same tenant and body) instead of executing',
+      registers,
+    }),
+    cacheInvalidations: new Counter({
+      name: 'wfs_cache_invalidations_total',
+      help: 'Cache invalidations sent to the gateways (WFS_CACHE_INVALIDATION_URLS): POSTs by outcome (sent, failed, rejected), and tags dropped because the queue was full (dropped)',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    cacheRequests: new Counter({
+      name: 'wfs_cache_requests_total',
+      help: 'Cache lookups by cache (request_pages, entity_index, kept_pages) and result (hit, miss)',
+      labelNames: ['cache', 'result'],
+      registers,
+    }),
+    ...createTokenMetrics(registers),
+    ...createGraphqlMetrics(registers),
+    connectionsRefused: new Counter({
+      name: 'wfs_http_connections_refused_total',
+      help: 'Connections closed by a connection bound before a request of theirs was served, by reason (replica: all open sockets; address: one client address past its share; headers_timeout, request_timeout: 408)',
+      labelNames: ['reason'],
+      registers,
+    }),
+    ready: new Gauge({
+      name: 'wfs_ready',
+      help: '1 while /ready answers ready, 0 while it answers 503 (not ready yet, or draining)',
+      registers,
+    }),
+    logLinesSuppressed: new Counter({
+      name: 'wfs_log_lines_suppressed_total',
+      help: 'Log lines not written by the per-key log rate limit (their count is logged periodically)',
+      labelNames: ['event'],
+      registers,
+    }),
+    resilience: createResilienceMetrics(registry),
+    live: createLiveMetrics(registry),
+  };
+  startFromZero(metrics);
+  return metrics;
+}
+
+/** The upstream call metrics: HTTP attempts per shard, their duration, calls after retries, coalesced calls. */
+function createUpstreamMetrics(registers: Registry[]): Pick<Metrics, 'upstreamRequests' | 'upstreamDuration' | 'upstreamCalls' | 'upstreamCoalesced'> {
+  return {
     upstreamRequests: new Counter({
       name: 'wfs_upstream_requests_total',
       help: 'HTTP attempts to the upstream by list, shard origin and status (0: network error or timeout); calls cancelled because the client went away are not counted',
@@ -86,23 +133,12 @@ export function createMetrics(): Metrics {
       labelNames: ['list'],
       registers,
     }),
-    requestsShared: new Counter({
-      name: 'wfs_graphql_requests_shared_total',
-      help: 'GraphQL requests answered by an identical request in flight (same tenant and body) instead of executing',
-      registers,
-    }),
-    cacheInvalidations: new Counter({
-      name: 'wfs_cache_invalidations_total',
-      help: 'Cache invalidations sent to the gateways (WFS_CACHE_INVALIDATION_URLS): POSTs by outcome (sent, failed, rejected), and tags dropped because the queue was full (dropped)',
-      labelNames: ['outcome'],
-      registers,
-    }),
-    cacheRequests: new Counter({
-      name: 'wfs_cache_requests_total',
-      help: 'Cache lookups by cache (request_pages, entity_index, kept_pages) and result (hit, miss)',
-      labelNames: ['cache', 'result'],
-      registers,
-    }),
+  };
+}
+
+/** The token metrics: token endpoint requests and their duration, the shared token store's health and refused records. */
+function createTokenMetrics(registers: Registry[]): Pick<Metrics, 'tokenRequests' | 'tokenDuration' | 'sharedTokenStoreUp' | 'sharedTokenStoreRejected'> {
+  return {
     tokenRequests: new Counter({
       name: 'wfs_token_requests_total',
       help: 'Requests sent to the token endpoint, by outcome (ok or an error code)',
@@ -128,6 +164,12 @@ export function createMetrics(): Metrics {
       labelNames: ['reason'],
       registers,
     }),
+  };
+}
+
+/** The GraphQL request metrics: operations, duration, errors, aborts, requests and body bytes in flight, requests refused. */
+function createGraphqlMetrics(registers: Registry[]): Pick<Metrics, 'graphqlRequests' | 'graphqlDuration' | 'graphqlErrors' | 'graphqlAborted' | 'graphqlInFlight' | 'requestBodyBytes' | 'requestsRefused'> {
+  return {
     graphqlRequests: new Counter({
       name: 'wfs_graphql_requests_total',
       help: 'GraphQL operations executed, by operation type and name (a few names; the rest are "other")',
@@ -169,27 +211,11 @@ export function createMetrics(): Metrics {
       labelNames: ['reason'],
       registers,
     }),
-    connectionsRefused: new Counter({
-      name: 'wfs_http_connections_refused_total',
-      help: 'Connections closed by a connection bound before a request of theirs was served, by reason (replica: all open sockets; address: one client address past its share; headers_timeout, request_timeout: 408)',
-      labelNames: ['reason'],
-      registers,
-    }),
-    ready: new Gauge({
-      name: 'wfs_ready',
-      help: '1 while /ready answers ready, 0 while it answers 503 (not ready yet, or draining)',
-      registers,
-    }),
-    logLinesSuppressed: new Counter({
-      name: 'wfs_log_lines_suppressed_total',
-      help: 'Log lines not written by the per-key log rate limit (their count is logged periodically)',
-      labelNames: ['event'],
-      registers,
-    }),
-    resilience: createResilienceMetrics(registry),
-    live: createLiveMetrics(registry),
   };
-  // Series that exist from the start, so rate() and the dashboards see zero, not "no data".
+}
+
+/** Sets the series that exist from the start, so rate() and the dashboards see zero, not "no data", and the gauges' starting values. */
+function startFromZero(metrics: Metrics): void {
   for (const { name: list } of RESOURCES) metrics.upstreamCoalesced.inc({ list }, 0);
   for (const cache of ['request_pages', 'entity_index', 'kept_pages']) {
     for (const result of ['hit', 'miss']) metrics.cacheRequests.inc({ cache, result }, 0);
@@ -203,7 +229,6 @@ export function createMetrics(): Metrics {
   metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
   metrics.ready.set(1);
   metrics.live.stretchFactor.set(1);
-  return metrics;
 }
 
 // ---------------------------------------------------------------------------

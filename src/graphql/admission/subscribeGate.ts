@@ -51,31 +51,10 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   const { limits } = options;
   const { schema, services, refused } = options;
   const connections = new Map<Context<Record<string, unknown> | undefined, GateExtra>, Connection>();
-  const checkedDocument = createDocumentCheck(schema, options.queryLimits);
-  const estimates = new CostEstimates();
   const bytes = new VariableBytes(limits);
-  // The burst per the window the steady rate earns it in (1,000 per 10 s by default).
-  const companyRate = new RateLimiterMemory({ points: limits.companySubscribeBurst, duration: Math.max(1, limits.companySubscribeBurst / limits.companySubscribesPerSecond) });
   const identityNames = [options.tenantHeader.toLowerCase(), 'authorization', 'router-authorization'];
-  // Refusals that say the same every time are made once: a GraphQLError records a stack trace when made.
-  const alike = new Map<string, readonly GraphQLError[]>();
-  const refuse = (reason: RefusalReason, message: string, code: string | null = refusal(reason).code): Refusal => {
-    let errors = alike.get(message);
-    if (!errors) alike.set(message, (errors = Object.freeze([new GraphQLError(message, { extensions: { code } })])));
-    return { reason, errors };
-  };
+  const { refuse, answer, errorsOf } = createRefusalAnswers(schema, refused);
   const perConnection = `at most ${limits.subscriptionsPerConnection} subscriptions may be open on one connection; complete some, or open another connection`;
-  const companyRateExceeded = `your company opened more than ${limits.companySubscribeBurst} subscriptions in a short time on this replica; retry in a moment`;
-  // Execution arguments of refused subscribes and their errors, for the gate's `subscribe`.
-  const refusedArgs = new WeakMap<ExecutionArgs, readonly GraphQLError[]>();
-  const answer = ({ reason, errors }: Refusal, rootKey?: string): ExecutionArgs => {
-    refused(reason);
-    // With the path of the subscription's field, as a resolver's error has: gateways map a subgraph's error onto their client's field by it.
-    const located = rootKey ? errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, path: [rootKey], extensions: error.extensions })) : errors;
-    const args: ExecutionArgs = { schema: schema(), document: REFUSED_DOCUMENT };
-    refusedArgs.set(args, located);
-    return args;
-  };
   const release = (connection: Connection, id: string) => {
     const held = connection.contexts.get(id);
     if (!held) return;
@@ -93,6 +72,7 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       } };
     }
   }, limits.identityRecheckMs);
+  const admit = createAdmission(options, bytes, refuse, release);
 
   return {
     connectionParams: (payload) => initParams(payload, identityNames, limits.initHeaderChars),
@@ -133,7 +113,7 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       return args;
     },
     subscribe: (args) => {
-      const errors = refusedArgs.get(args);
+      const errors = errorsOf(args);
       return errors ? { errors } : subscribe(args);
     },
     onNext: (ctx, _id, _payload, _args, result) => {
@@ -159,9 +139,42 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     },
     close: () => clearInterval(recheck),
   };
+}
 
-  /** The checks of a subscribe past the connection's bound: document, identity, rate, operation, variables, cost, bytes; its execution arguments, or its refusal. */
-  async function admit(connection: Connection, id: string, body: ReturnType<GateExtra['takeSubscribe']>, operationName: string | null | undefined, seen: { rootKey?: string }): Promise<ExecutionArgs | Refusal> {
+/** Makes the refusal of `reason` with `message` (its code refusals.ts's unless given). */
+type Refuse = (reason: RefusalReason, message: string, code?: string | null) => Refusal;
+
+/** How refusals are answered: their errors (made once per message), and the execution arguments that stand for a refused subscribe until the gate's `subscribe` answers them. */
+function createRefusalAnswers(schema: SubscribeGateOptions['schema'], refused: SubscribeGateOptions['refused']) {
+  // Refusals that say the same every time are made once: a GraphQLError records a stack trace when made.
+  const alike = new Map<string, readonly GraphQLError[]>();
+  const refuse: Refuse = (reason, message, code = refusal(reason).code) => {
+    let errors = alike.get(message);
+    if (!errors) alike.set(message, (errors = Object.freeze([new GraphQLError(message, { extensions: { code } })])));
+    return { reason, errors };
+  };
+  // Execution arguments of refused subscribes and their errors, for the gate's `subscribe`.
+  const refusedArgs = new WeakMap<ExecutionArgs, readonly GraphQLError[]>();
+  const answer = ({ reason, errors }: Refusal, rootKey?: string): ExecutionArgs => {
+    refused(reason);
+    // With the path of the subscription's field, as a resolver's error has: gateways map a subgraph's error onto their client's field by it.
+    const located = rootKey ? errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, path: [rootKey], extensions: error.extensions })) : errors;
+    const args: ExecutionArgs = { schema: schema(), document: REFUSED_DOCUMENT };
+    refusedArgs.set(args, located);
+    return args;
+  };
+  return { refuse, answer, errorsOf: (args: ExecutionArgs) => refusedArgs.get(args) };
+}
+
+/** The checks of a subscribe past the connection's bound: document, identity, rate, operation, variables, cost, bytes; its execution arguments, or its refusal. */
+function createAdmission(options: SubscribeGateOptions, bytes: VariableBytes, refuse: Refuse, release: (connection: Connection, id: string) => void) {
+  const { limits, schema, services } = options;
+  const checkedDocument = createDocumentCheck(schema, options.queryLimits);
+  const estimates = new CostEstimates();
+  // The burst per the window the steady rate earns it in (1,000 per 10 s by default).
+  const companyRate = new RateLimiterMemory({ points: limits.companySubscribeBurst, duration: Math.max(1, limits.companySubscribeBurst / limits.companySubscribesPerSecond) });
+  const companyRateExceeded = `your company opened more than ${limits.companySubscribeBurst} subscriptions in a short time on this replica; retry in a moment`;
+  return async function admit(connection: Connection, id: string, body: ReturnType<GateExtra['takeSubscribe']>, operationName: string | null | undefined, seen: { rootKey?: string }): Promise<ExecutionArgs | Refusal> {
     if (typeof body?.query !== 'string') return refuse('operation', 'the subscribe payload has no query');
     const checked = await checkedDocument(body.query);
     if (checked.rootKey) seen.rootKey = checked.rootKey;
@@ -193,5 +206,5 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     connection.variableBytes += variables.bytes;
     bytes.take(tenantId, variables.bytes);
     return { schema: schema(), document, operationName: operationName ?? null, variableValues: variables.coerced, contextValue: context };
-  }
+  };
 }

@@ -71,7 +71,7 @@ export interface Limits {
   readonly request: RequestLimits;
   /** What one document may ask for, queries and subscriptions alike (graphql/admission/limits.ts and cost.ts). */
   readonly query: QueryLimits;
-  /** The WebSocket transport (http/liveSocket.ts, liveAddressGuard.ts, liveMessages.ts). */
+  /** The WebSocket transport (http/liveSocket.ts, liveMessages.ts) and its upgrade admission (graphql/admission/upgradeGate.ts, addressGuard.ts). */
   readonly socket: SocketLimits;
   /** The subscribe gate (graphql/admission/subscribeGate.ts, variableBytes.ts). */
   readonly gate: GateLimits;

@@ -6,12 +6,12 @@
  * `opened({ send, close, onMessage })`. What a subscribe may do is the gate's
  * (graphql/admission/subscribeGate.ts), given at wiring as graphql-ws hooks.
  *
- * Bounded here: the router secret (with one set, an upgrade without it is refused
- * before the handshake, as a POST is), connections per replica and per client address
- * (an IPv6 address by its /64: requestBounds.ts's `clientAddress`, as on the HTTP
- * side), misbehaving connections per address (liveAddressGuard.ts), message size and
- * rate, subscription id length, the time to `connection_init`, ping/pong liveness, the
- * wait for a closed peer, and what a client that does not read may have buffered.
+ * An upgrade is admitted by the admission room (graphql/admission/upgradeGate.ts: the
+ * router secret, connections per replica and per client address, addresses blocked for
+ * misbehaving), which answers every refusal. Bounded here, with the table's words for a
+ * refusal: message size and rate, subscription id length, the time to
+ * `connection_init`, ping/pong liveness, the wait for a closed peer, and what a client
+ * that does not read may have buffered.
  *
  * Hostile input is cheap to refuse, so that a flood of it leaves other companies'
  * queries their event-loop turns: a connection's messages are handled one per turn
@@ -24,11 +24,11 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { SocketLimits } from '../config';
 import type { Logger } from '../observability/logger';
-import { closeCodeOf, messageOf, refusal, statusOf, type RefusalReason } from '../graphql/admission/refusals';
+import { createAddressGuard } from '../graphql/admission/addressGuard';
+import type { RefusalReason } from '../graphql/admission/refusals';
 import type { RouterGate } from '../graphql/admission/routerGate';
-import { createAddressGuard, type AddressGuard } from './liveAddressGuard';
+import { createUpgradeGate, refuseMessages } from '../graphql/admission/upgradeGate';
 import { receive, takeSubscribe, type Flow, type SubscribeBody } from './liveMessages';
-import { clientAddress } from './requestBounds';
 
 /** How often connections are checked for a send buffer over the bound, in ms. */
 const BUFFER_CHECK_MS = 1_000;
@@ -128,7 +128,14 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   });
   const acked = new WeakMap<SocketExtra, () => void>();
 
-  const onUpgrade = admitUpgrades(options, wss, sockets, perAddress, guard);
+  const gate = createUpgradeGate({ path: options.path, router, guard, limits, refused, failed: (error) => logger.error({ err: error }, 'live: a WebSocket upgrade failed') });
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+    gate.admit(req, socket, { total: wss.clients.size, perAddress }, (address) =>
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        sockets.set(ws, { address, acked: false, violated: false });
+        wss.emit('connection', ws, req);
+      }),
+    );
   options.httpServer.on('upgrade', onUpgrade);
 
   wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
@@ -196,53 +203,6 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   };
 }
 
-/**
- * The upgrade admission: the path, the router secret, connections per replica and per
- * client address, blocked addresses; an upgrade let through becomes a `connection` of `wss`.
- */
-function admitUpgrades(options: LiveSocketOptions, wss: WebSocketServer, sockets: WeakMap<WebSocket, SocketState>, perAddress: ReadonlyMap<string, number>, guard: AddressGuard): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
-  const { router, refused, limits, logger } = options;
-  return (req, socket, head) => {
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    if ((query === -1 ? url : url.slice(0, query)) !== options.path) return refuseUpgrade(socket, 404, 'Not Found');
-    // The router is trusted with its own users' limits; only its secret proves it. With
-    // a secret set, an upgrade without it gets what a POST without it gets, before any
-    // handshake: nothing of the connection is kept.
-    const verdict = router.verdict(req.headers);
-    if (verdict === 'refused') {
-      refused('router_secret');
-      return refuseUpgrade(socket, statusOf('router_secret') ?? 401, 'Unauthorized', JSON.stringify({ errors: [{ message: messageOf('router_secret'), extensions: { code: refusal('router_secret').code } }] }));
-    }
-    if (wss.clients.size >= limits.connections) {
-      refused('replica_connections');
-      return refuseUpgrade(socket, statusOf('replica_connections') ?? 503, 'Service Unavailable');
-    }
-    const accept = (address: string | null) =>
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        sockets.set(ws, { address, acked: false, violated: false });
-        wss.emit('connection', ws, req);
-      });
-    if (verdict === 'router') return accept(null);
-    const address = clientAddress(req.socket.remoteAddress);
-    if ((perAddress.get(address) ?? 0) >= limits.connectionsPerAddress) {
-      refused('address_connections');
-      return guard.refuse(socket, limits.refusalDelayMs);
-    }
-    guard
-      .blockedFor(address)
-      .then((blockedMs) => {
-        if (blockedMs === 0) return socket.destroyed ? undefined : accept(address);
-        refused('address_blocked');
-        guard.refuse(socket, blockedMs);
-      })
-      .catch((error: unknown) => {
-        logger.error({ err: error }, 'live: a WebSocket upgrade failed');
-        socket.destroy();
-      });
-  };
-}
-
 /** What a connection's messages are read with: the message rate, where refusals and failures go, the bounds and the `connection_init` payload's reading. */
 interface MessageReading {
   readonly messageRate: RateLimiterMemory;
@@ -261,9 +221,9 @@ function readMessage(socket: WebSocket, key: string, flows: Map<string, Flow>, c
       () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, { logger, subscriptionIdChars, connectionParams })),
       () => {
         if (socket.readyState !== socket.OPEN) return;
-        refused('messages');
+        const { code, reason } = refuseMessages(refused);
         logger.debug('live: a connection sending messages faster than allowed was closed');
-        close(closeCodeOf('messages') ?? 1008, messageOf('messages'));
+        close(code, reason);
         socket.terminate();
       },
     );
@@ -304,11 +264,4 @@ function dropSlowReaders(wss: WebSocketServer, bufferedBytes: number, dropped: (
   }, BUFFER_CHECK_MS);
   timer.unref();
   return timer;
-}
-
-/** Answers an upgrade with `status` and closes the socket; `body` is a GraphQL error's JSON. */
-function refuseUpgrade(socket: Duplex, status: number, text: string, body = ''): void {
-  const type = body ? 'content-type: application/json; charset=utf-8\r\n' : '';
-  socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\n${type}content-length: ${Buffer.byteLength(body)}\r\n${status === 503 ? 'retry-after: 1\r\n' : ''}\r\n${body}`);
-  socket.destroy();
 }

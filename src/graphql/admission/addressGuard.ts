@@ -1,5 +1,5 @@
 /**
- * The WebSocket side's bound per client address (requestBounds.ts's `clientAddress`, an
+ * The WebSocket side's bound per client address (clientAddress.ts, an
  * IPv6 address by its /64): a hostile client that is closed for
  * what it sends (malformed messages, a missing or forged `connection_init`, a flood of
  * subscribes) and connects again at once would make the replica pay a handshake, an

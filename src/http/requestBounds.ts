@@ -183,7 +183,8 @@ export function boundRequests(options: RequestBoundsOptions, handler: AdmittedHa
   const addresses = new AddressHolds(Math.max(1, Math.floor(maxInFlight * share)), Math.max(1, Math.floor(limits.bufferedBodyBytes * share)));
   const buffered = new BodyBytes(limits.bufferedBodyBytes, addresses.maxBytes, options.onBodyBytes);
   // A body refused for its bytes is counted when it is refused (readBody), though answered once drained.
-  const refuse = (res: ServerResponse, reason: RequestRefusalReason, counted = false) => {
+  /** Answers `reason`'s refusal; counts it unless it was counted when it happened (`counted`: a body refused while it was read). */
+  const refuse = (res: ServerResponse, reason: RequestRefusalReason, { counted }: { readonly counted: boolean } = { counted: false }) => {
     if (!counted) options.onRefused?.(reason);
     res.setHeader('connection', 'close');
     if (reason === 'body_timeout') return sendRefusal(res, reason, `the request body did not arrive whole within ${bodyTimeoutMs} ms; send the document at once`);
@@ -210,18 +211,18 @@ export function boundRequests(options: RequestBoundsOptions, handler: AdmittedHa
     let text: string | null = null;
     if (req.method === 'POST') {
       const read = await readBody(req, res, buffered, ends, limits, options.onRefused);
-      if (typeof read !== 'string') {
+      if (read.kind === 'too_large') {
         // A body not read to its end: the connection closes after this answer.
-        if (read === TOO_LARGE) {
-          if (!req.complete) res.setHeader('connection', 'close');
-          return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${limits.bodyBytes} bytes; send a smaller document`);
-        }
+        if (!req.complete) res.setHeader('connection', 'close');
+        return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${limits.bodyBytes} bytes; send a smaller document`);
+      }
+      if (read.kind === 'refused') {
         // A body not read to its end (its deadline passed, or its drain outlived it): the
         // socket goes with the answer, whatever the client still sends.
         if (!req.complete) res.once('finish', () => req.socket.destroy());
-        return refuse(res, read.reason, read !== REFUSED.body_timeout);
+        return refuse(res, read.reason, { counted: read.reason !== 'body_timeout' });
       }
-      text = read;
+      text = read.text;
     }
     await handler(req, res, { text, signal: requestSignal(res, budgetMs, ends) }, record);
     endWithin(res, writeTimeoutMs);
@@ -309,12 +310,22 @@ function drainable(req: IncomingMessage, maxBytes: number): boolean {
   return Number.isInteger(length) && length <= maxBytes;
 }
 
-/** What `readBody` answers instead of the text: a body over `limits.bodyBytes`, or the bound it was refused for (never a string: a body may be any text). */
-const TOO_LARGE = Symbol('too large');
-class BodyRefusal {
-  constructor(readonly reason: 'body_bytes' | 'address_body_bytes' | 'body_timeout') {}
-}
-const REFUSED = { body_bytes: new BodyRefusal('body_bytes'), address_body_bytes: new BodyRefusal('address_body_bytes'), body_timeout: new BodyRefusal('body_timeout') } as const;
+/**
+ * What `readBody` gives: the body's text; `too_large`, a body over `limits.bodyBytes`;
+ * or `refused`, the body bound it met (counted by `readBody` when it met it, but a
+ * deadline, which is counted with its answer).
+ */
+type BodyRead =
+  | { readonly kind: 'text'; readonly text: string }
+  | { readonly kind: 'too_large' }
+  | { readonly kind: 'refused'; readonly reason: 'body_bytes' | 'address_body_bytes' | 'body_timeout' };
+type BodyStop = Exclude<BodyRead, { kind: 'text' }>;
+const TOO_LARGE: BodyStop = { kind: 'too_large' };
+const REFUSED = {
+  body_bytes: { kind: 'refused', reason: 'body_bytes' },
+  address_body_bytes: { kind: 'refused', reason: 'address_body_bytes' },
+  body_timeout: { kind: 'refused', reason: 'body_timeout' },
+} as const satisfies Record<string, BodyStop>;
 
 /** The request-body bytes held by all requests being read, against their bound and each address's share of it. */
 class BodyBytes {
@@ -342,7 +353,7 @@ class BodyBytes {
 }
 
 /**
- * The request body as text; TOO_LARGE past `bodyBytes`; `body_bytes` or
+ * The request body as text; `too_large` past `bodyBytes`; refused for `body_bytes` or
  * `address_body_bytes` when the bodies of the requests in flight, or those of its
  * address, already hold their bound; `body_timeout` when it has not arrived whole
  * within `bodyTimeoutMs`. A body read whole keeps its bytes counted until `res` closes
@@ -357,27 +368,27 @@ function readBody(
   ends: RequestEnds,
   limits: Pick<RequestLimits, 'bodyBytes' | 'bodyTimeoutMs'>,
   onRefused?: (reason: 'body_bytes' | 'address_body_bytes') => void,
-): Promise<string | typeof TOO_LARGE | BodyRefusal> {
+): Promise<BodyRead> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     /** The bound a body being drained was refused for (its answer, should the deadline come first). */
-    let refused: BodyRefusal | undefined;
+    let refused: BodyStop | undefined;
     // One deadline for the whole body, the drain of a refused one included.
     const deadline = setTimeout(() => {
       cleanup();
       release();
       resolve(refused ?? REFUSED.body_timeout);
     }, limits.bodyTimeoutMs);
-    const settle = (outcome: string | typeof TOO_LARGE | BodyRefusal) => {
+    const settle = (outcome: BodyRead) => {
       clearTimeout(deadline);
       resolve(outcome);
     };
-    const stop = (outcome: typeof TOO_LARGE | BodyRefusal) => {
+    const stop = (outcome: BodyStop) => {
       cleanup();
       release();
-      if (outcome !== TOO_LARGE && outcome.reason !== 'body_timeout') onRefused?.(outcome.reason);
-      if (outcome !== TOO_LARGE && drainable(req, limits.bodyBytes)) {
+      if (outcome.kind === 'refused' && outcome.reason !== 'body_timeout') onRefused?.(outcome.reason);
+      if (outcome.kind === 'refused' && drainable(req, limits.bodyBytes)) {
         // A body of a size we accept is read to its end and dropped, nothing kept, before
         // the answer: a client still sending would otherwise meet a connection reset
         // and lose the answer that tells it to retry (the deadline still applies).
@@ -406,7 +417,7 @@ function readBody(
       if (res.closed) release();
       else ends.bodyBytes = size;
       chunks.length = 0;
-      resolve(text);
+      resolve({ kind: 'text', text });
     };
     // node:http ends the body stream with `aborted` (ECONNRESET) or closes it early when the client goes away.
     const onError = (error: NodeJS.ErrnoException) => {

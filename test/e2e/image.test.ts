@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startEmulator, type Emulator } from '../../src/emulator';
-import { writeTenantsFile } from '../helpers/postGraphQL';
+import { emulatorEnv } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -93,9 +93,7 @@ describe('the image, its runtime stage without Docker', () => {
         NODE_COMPILE_CACHE: cache,
         HOST: '127.0.0.1',
         PORT: '0',
-        WFS_AUTH_URL: emulator.authUrl,
-        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-        WFS_CURSOR_SECRET: 'image-cursor-secret-0123456789abcdefghij',
+        ...emulatorEnv(emulator, 'image-cursor-secret-0123456789abcdefghij'),
         // The emulator is on loopback and the test sends the tenant header itself.
         WFS_API_BASE_ALLOW: '127.0.0.1',
         WFS_TRUSTED_NETWORK: 'true',

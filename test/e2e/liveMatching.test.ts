@@ -4,7 +4,7 @@ import { makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '.
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
-import { writeTenantsFile } from '../helpers/postGraphQL';
+import { emulatorEnv } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -59,9 +59,7 @@ describe("live matching of the built server: one company's thousands of filters 
     busy = makeTenant({ tenantId: 'busy', locationCount: 10, shiftCount: SHIFTS });
     emulator = await startEmulator({ tenants: [busy, makeTenant({ tenantId: 'quiet', locationCount: 2, shiftCount: 20 })] });
     server = await startBuiltServer({
-      WFS_AUTH_URL: emulator.authUrl,
-      WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-      WFS_CURSOR_SECRET: 'e2e-live-matching-cursor-secret-0123456789',
+      ...emulatorEnv(emulator),
       // The smallest interval the settings allow: a poll a second.
       WFS_POLL_INTERVAL_SECONDS: '1',
     });

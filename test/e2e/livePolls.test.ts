@@ -1,9 +1,9 @@
 import type { Client } from 'graphql-ws';
-import { request } from 'undici';
 import { makeTenant, startEmulator, type Emulator } from '../../src/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
-import { writeTenantsFile } from '../helpers/postGraphQL';
+import { parseSamples, scrapeText, total } from '../helpers/metrics';
+import { emulatorEnv } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -25,10 +25,7 @@ describe('live polls of the built server: one poller per company and list', () =
   let url: string;
   const clients: Client[] = [];
 
-  const metric = async (name: string): Promise<number> => {
-    const text = await (await request(`${new URL(url).origin}/metrics`)).body.text();
-    return [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);
-  };
+  const metric = async (name: string): Promise<number> => total(parseSamples(await scrapeText(url)), name);
   const shiftCalls = (tenantId: string) => emulator.counters.listRequestsByTenant[tenantId]?.shifts ?? 0;
 
   beforeAll(async () => {
@@ -36,9 +33,7 @@ describe('live polls of the built server: one poller per company and list', () =
       tenants: [makeTenant({ tenantId: 'flooder', locationCount: 5, shiftCount: 250 }), makeTenant({ tenantId: 'quiet', locationCount: 2, shiftCount: 20 })],
     });
     server = await startBuiltServer({
-      WFS_AUTH_URL: emulator.authUrl,
-      WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-      WFS_CURSOR_SECRET: 'e2e-live-polls-cursor-secret-0123456789',
+      ...emulatorEnv(emulator),
       // The smallest interval the settings allow: production's unit is the second.
       WFS_POLL_INTERVAL_SECONDS: '1',
     });

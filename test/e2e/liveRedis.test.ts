@@ -8,7 +8,7 @@ import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
-import { writeTenantsFile } from '../helpers/postGraphQL';
+import { emulatorEnv } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -44,9 +44,7 @@ beforeAll(async () => {
   emulator = await startEmulator();
   admin = new Redis(redis.url);
   server = await startBuiltServer({
-    WFS_AUTH_URL: emulator.authUrl,
-    WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-    WFS_CURSOR_SECRET: 'e2e-live-cursor-secret-0123456789abcdefgh',
+    ...emulatorEnv(emulator),
     WFS_REDIS_URL: redis.url,
     WFS_REDIS_KEY: REDIS_KEY,
     WFS_POLL_INTERVAL_SECONDS: '1',

@@ -8,7 +8,7 @@ import { ConfigError, loadConfig, startupFailureLine } from '../../src/config';
 import { startEmulator, type Emulator } from '../../src/emulator';
 import { isSupportedNodeVersion, MINIMUM_NODE_VERSION } from '../../src/nodeVersion';
 import { startRedisServer } from '../helpers/redisServer';
-import { postGraphQL, writeTenantsFile } from '../helpers/postGraphQL';
+import { emulatorEnv, postGraphQL } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -183,9 +183,7 @@ describe('node dist/index.js', () => {
     it('in production serves trusted-header mode without a router secret only with WFS_TRUSTED_NETWORK=true, and warns', async () => {
       running = run({
         NODE_ENV: 'production',
-        WFS_AUTH_URL: emulator.authUrl,
-        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-        WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
+        ...emulatorEnv(emulator),
         WFS_TRUSTED_NETWORK: 'true',
         WFS_API_BASE_ALLOW: '127.0.0.1',
       });
@@ -208,9 +206,8 @@ describe('node dist/index.js', () => {
 
     it('says "listening, not ready yet" (never "ready") while the token endpoint check fails, and states its heap limit, warning that none was given', async () => {
       running = run({
+        ...emulatorEnv(emulator),
         WFS_AUTH_URL: `${emulator.authUrl}/not-the-provider`,
-        WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-        WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
       });
       const url = await printed(/"url":"(http:[^"]+)"/, 'the start-up line');
       const ready = await request(new URL('/ready', url));
@@ -236,9 +233,7 @@ describe('node dist/index.js', () => {
       writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(listFile)}, JSON.stringify(Object.keys(require.cache))));`);
       running = run(
         {
-          WFS_AUTH_URL: emulator.authUrl,
-          WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-          WFS_CURSOR_SECRET: 'e2e-cursor-secret-0123456789abcdefghij',
+          ...emulatorEnv(emulator),
           NODE_OPTIONS: `--require ${preload}`,
           ...env,
         },

@@ -4,7 +4,7 @@ import { startEmulator, type Emulator } from '../../src/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { scrapeTotal } from '../helpers/metrics';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
-import { errorCodes, postGraphQL, writeTenantsFile } from '../helpers/postGraphQL';
+import { emulatorEnv, errorCodes, postGraphQL } from '../helpers/postGraphQL';
 
 /**
  * The shared token store against someone who can write to Redis without WFS_REDIS_KEY
@@ -36,9 +36,7 @@ beforeAll(async () => {
   emulator = await startEmulator();
   admin = new Redis(redis.url);
   server = await startBuiltServer({
-    WFS_AUTH_URL: emulator.authUrl,
-    WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-    WFS_CURSOR_SECRET: 'e2e-redis-armor-cursor-secret-0123456789ab',
+    ...emulatorEnv(emulator),
     WFS_REDIS_URL: redis.url,
     WFS_REDIS_KEY: REDIS_KEY,
   });

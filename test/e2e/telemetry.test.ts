@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
 import { spanAttributes as attributes, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlpReceiver';
-import { postGraphQL, writeTenantsFile } from '../helpers/postGraphQL';
+import { emulatorEnv, postGraphQL } from '../helpers/postGraphQL';
 
 /**
  * OpenTelemetry end to end, on the built server as a deployment runs it
@@ -82,9 +82,7 @@ afterAll(async () => {
 
 const serverEnv = (): Record<string, string> => ({
   PORT: '0',
-  WFS_AUTH_URL: emulator.authUrl,
-  WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants),
-  WFS_CURSOR_SECRET: CURSOR_SECRET,
+  ...emulatorEnv(emulator, CURSOR_SECRET),
   WFS_ROUTER_SECRET: ROUTER_SECRET,
   LOG_LEVEL: 'debug',
 });

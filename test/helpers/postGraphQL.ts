@@ -1,5 +1,5 @@
 /**
- * A GraphQL request over real HTTP, its error codes and a tenants file, without the server: what a test of
+ * A GraphQL request over real HTTP, its error codes, a tenants file and the settings naming an emulator, without the server: what a test of
  * a spawned server needs. Kept apart from subgraph.ts (which re-exports them) so that such
  * a test does not load the whole server into jest only to post a query.
  */
@@ -23,6 +23,15 @@ export function writeTenantsFile(tenants: readonly Pick<EmulatorTenant, 'tenantI
   const path = join(mkdtempSync(join(tmpdir(), 'wfs-tenants-')), 'tenants.json');
   writeFileSync(path, JSON.stringify(tenants.map((t) => ({ tenantId: t.tenantId, clientId: t.clientId, clientSecret: t.clientSecret, scope: t.grantedScopes.join(' ') }))));
   return path;
+}
+
+/**
+ * What a deployment sets to put the subgraph in front of `emulator`: its auth URL, a
+ * tenants file of its tenants and a cursor secret. The spawned-server suites spread it
+ * into their own settings.
+ */
+export function emulatorEnv(emulator: { readonly authUrl: string; readonly tenants: Parameters<typeof writeTenantsFile>[0] }, cursorSecret = 'e2e-cursor-secret-0123456789abcdefghij'): Record<string, string> {
+  return { WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: writeTenantsFile(emulator.tenants), WFS_CURSOR_SECRET: cursorSecret };
 }
 
 /** POSTs one GraphQL request over real HTTP; the body with the HTTP status. `signal` lets a test leave mid-flight. */

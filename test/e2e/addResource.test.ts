@@ -267,10 +267,10 @@ beforeAll(async () => {
   // codegen and compose have written what they read, as the test line runs them: the
   // same commands, taking the longest of them rather than their sum.
   for (let next = 0; next < commands.length; ) {
-    const together = commands.slice(next).findIndex((command) => !READERS.has(command));
-    const batch = READERS.has(commands[next]!) ? commands.slice(next, together === -1 ? undefined : next + together) : [commands[next]!];
-    await Promise.all(batch.map((command) => run(copy!, command)));
-    next += batch.length;
+    let end = next + 1;
+    if (READERS.has(commands[next]!)) while (end < commands.length && READERS.has(commands[end]!)) end += 1;
+    await Promise.all(commands.slice(next, end).map((command) => run(copy!, command)));
+    next = end;
   }
 
   const child = spawn(process.execPath, [join(copy, 'dist', 'index.js')], { cwd: copy, env: { PATH: process.env.PATH ?? '', PORT: '0' } });

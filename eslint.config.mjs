@@ -5,7 +5,8 @@
 //   subgraph schema must carry a description, because the explorer's docs pane, IDEs and
 //   relay-compiler's generated types show those descriptions or nothing
 //   (test/unit/schema-lint.test.ts runs it).
-// - The TypeScript of src/, test/, scripts/ and bench/: ESLint's and typescript-eslint's
+// - The TypeScript of src/, test/, scripts/, bench/ and router/ (Hive Gateway's config and
+//   response-cache plugin, which the gateway loads): ESLint's and typescript-eslint's
 //   recommended rules, without type information (a type-aware lint would take as long as
 //   the typecheck beside it, which already runs with `strict`), and the tests' two timing
 //   conventions (eslint-rules/testTiming.cjs).
@@ -14,7 +15,7 @@ import { builtinRules } from 'eslint/use-at-your-own-risk';
 import tseslint from 'typescript-eslint';
 import testTiming from './eslint-rules/testTiming.cjs';
 
-const typescript = ['{src,test,scripts,bench}/**/*.{ts,mts}'];
+const typescript = ['{src,test,scripts,bench,router}/**/*.{ts,mts}'];
 
 // ESLint's own `recommended` set is the rules its documentation marks recommended; that
 // is all `@eslint/js`'s config is, and reading the marks saves a dependency.

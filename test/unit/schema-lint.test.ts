@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { useLint } from '../helpers/lintRules';
 
 /**
@@ -5,6 +7,7 @@ import { useLint } from '../helpers/lintRules';
  * client-facing API schema has a description: @graphql-eslint's `require-description`
  * rule (eslint.config.mjs), run as `npm run lint` runs it (ESLint's API with the config
  * loaded as the CLI loads it, in one child process for the suite: test/helpers/lintRules.ts).
+ * And the folders of TypeScript `npm run lint` names, each linted with the recommended rules.
  */
 
 const lint = useLint();
@@ -38,5 +41,23 @@ describe('schema descriptions (@graphql-eslint require-description)', () => {
       expect.stringContaining('type "Thing"'),
       expect.stringContaining('field "id" in type "Thing"'),
     ]);
+  });
+});
+
+describe("npm run lint's reach", () => {
+  const command = (JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { scripts: { lint: string } }).scripts.lint;
+
+  // router/ holds TypeScript the gateways load (Hive Gateway's config and response-cache
+  // plugin): type-checked with the rest, so linted with the rest.
+  it.each(['src', 'test', 'scripts', 'bench', 'router'])('lints the TypeScript of %s/ with the recommended rules', async (folder) => {
+    expect(command.split(' ')).toContain(folder);
+    const messages = await lint.asConfigured('const unused = 1;\n', `${folder}/reach.ts`);
+    expect(messages.map((message) => message.ruleId)).toEqual(['@typescript-eslint/no-unused-vars']);
+  });
+
+  it('finds nothing in router/', async () => {
+    const results = await lint.files(['router']);
+    expect(results.map((result) => result.filePath).sort()).toEqual(['router/gateway.config.ts', 'router/hiveResponseCache.ts']);
+    expect(results.flatMap((result) => result.messages.map((message) => `${result.filePath}:${message.line}: ${message.message}`))).toEqual([]);
   });
 });

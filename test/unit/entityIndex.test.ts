@@ -119,22 +119,38 @@ describe('EntityIndexes under a memory budget', () => {
     expect(indexes.tenantCount).toBe(0);
   });
 
-  it('asks for a collection after a sweep released a quarter of the budget or more, at most once a minute', async () => {
+  it('asks for a collection once sweeps released a quarter of the budget, at most once a minute while indexes remain', async () => {
     let now = 0;
     let collections = 0;
     const indexes = new EntityIndexes({ now: () => now, ttlMs: 30_000, maxRecords: 1000, sweepEveryMs: 0, afterLargeRelease: () => void (collections += 1) });
-    await indexes.for<Rec>('A', 'shifts').lookup(['a300'], list('a', 300).fetchPage);
+    const read = (tenant: string, count: number) => indexes.for<Rec>(tenant, 'shifts').lookup([`${tenant}${count}`], list(tenant, count).fetchPage);
+    await read('a', 100);
+    await read('b', 100);
+    now = 10_000;
+    await read('c', 100);
+    now = 20_000;
+    await read('d', 300);
     now = 30_000;
-    indexes.sweep();
+    indexes.sweep(); // a and b: a fifth of the budget
+    expect(collections).toBe(0);
+    now = 40_000;
+    indexes.sweep(); // c: 300 released over two sweeps
     expect(collections).toBe(1);
-    await indexes.for<Rec>('B', 'shifts').lookup(['b300'], list('b', 300).fetchPage);
-    now = 60_000;
-    indexes.sweep(); // released 300 again, but within the minute
+    now = 45_000;
+    await read('e', 300);
+    now = 50_000;
+    indexes.sweep(); // d: 300 again, but within the minute, and e is still held
     expect(collections).toBe(1);
-    await indexes.for<Rec>('C', 'shifts').lookup(['c200'], list('c', 200).fetchPage);
-    now = 100_000;
-    indexes.sweep(); // a minute on, but only a fifth of the budget
-    expect(collections).toBe(1);
+    now = 75_000;
+    indexes.sweep(); // e, the last index: the replica is idle, no minute to wait
+    expect(indexes.tenantCount).toBe(0);
+    expect(collections).toBe(2);
+    now = 80_000;
+    await read('f', 100);
+    now = 110_000;
+    indexes.sweep(); // the last index again, but a tenth of the budget
+    expect(indexes.tenantCount).toBe(0);
+    expect(collections).toBe(2);
   });
 
   it('keeps a scan right when its index is released while it waits for a page', async () => {

@@ -377,9 +377,10 @@ export interface EntityIndexesOptions {
   /** How often, in ms, expired indexes are released; 0: never by a timer (call `sweep()`). Default: a quarter of the lifetime, at most 5 s. */
   readonly sweepEveryMs?: number;
   /**
-   * Called after a sweep released a quarter of the budget or more (at most once a
-   * minute): the place to ask V8 for a collection (`collectGarbage` in app.ts). Without
-   * one, an idle process keeps the released records as garbage until it allocates again.
+   * Called once sweeps released a quarter of the budget or more since the last call: at
+   * most once a minute while indexes remain, and as soon as a sweep released the last
+   * one. The place to ask V8 for a collection (`collectGarbage` in app.ts). Without one,
+   * an idle process keeps the released records as garbage until it allocates again.
    */
   readonly afterLargeRelease?: () => void;
   /** Told of each lookup batch (a span with tracing on) and its cache hits and misses. */
@@ -415,6 +416,8 @@ export class EntityIndexes implements IndexHolder {
   private readonly timer: NodeJS.Timeout | undefined;
   private readonly afterLargeRelease: (() => void) | undefined;
   private lastLargeRelease = -Infinity;
+  /** Record units sweeps released since the last `afterLargeRelease` call. */
+  private releasedSinceCall = 0;
   private readonly observer: Observer;
 
   constructor(options: EntityIndexesOptions = {}) {
@@ -473,9 +476,18 @@ export class EntityIndexes implements IndexHolder {
       }
       if (lists.size === 0) this.tenants.delete(tenantId);
     }
+    // Counted over sweeps, not per sweep: an index expires a lifetime after its company's
+    // last read, so what a busy replica held is released over several sweeps once it goes
+    // quiet, and on a slow browse no single one reached a quarter of the budget (the idle
+    // heap then stayed at 2.5x its size before the browse: docs/operations.md, "Memory per
+    // company"). The last index gone means the replica is idle: nothing will replace the
+    // garbage, and a collection then is cheap, so the minute between calls is not waited.
+    this.releasedSinceCall += heldBefore - this.held;
     const now = this.now();
-    if (this.afterLargeRelease && heldBefore - this.held >= this.maxRecords / 4 && now - this.lastLargeRelease >= LARGE_RELEASE_INTERVAL_MS) {
+    const due = this.tenants.size === 0 || now - this.lastLargeRelease >= LARGE_RELEASE_INTERVAL_MS;
+    if (this.afterLargeRelease && this.releasedSinceCall >= this.maxRecords / 4 && due) {
       this.lastLargeRelease = now;
+      this.releasedSinceCall = 0;
       this.afterLargeRelease();
     }
   }

@@ -4,14 +4,17 @@
  * (docs/operations.md, "Memory per company").
  *
  * The upstream emulator runs in this process with N generated companies; the subgraph
- * runs as a child process against it. Each company is browsed once: all its locations
- * (pages of 100), 3 pages of 100 shifts with their location, one filtered page, and 20
- * shifts spread over its list through `_entities` (7 queries for 200 locations). RSS
- * and heap are read from the child's `/metrics` before the browse, throughout it (the
- * peak), right after it, and after an idle time past the entity index's lifetime.
+ * runs as a child process against it. Each company is browsed: all its locations (pages
+ * of 100), 3 pages of 100 shifts with their location, one filtered page, and 20 shifts
+ * spread over its list through `_entities` (7 queries for 200 locations), that sequence
+ * `--reads` times in a row (default 2), so with a freshness window the second reads are
+ * served from the pages the first ones kept. RSS and heap are read from the child's
+ * `/metrics` before the browse, throughout it (the peak), right after it, and after an
+ * idle time past the entity index's lifetime.
  *
- *   npm run probe:memory -- --companies 1000 --locations 200 --shifts 2000
- *   options: --concurrency 8  --idle-seconds 40  --max-records <WFS_ENTITY_INDEX_MAX_RECORDS>
+ *   npm run probe:memory -- --companies 1000 --locations 200 --shifts 2000 --freshness-seconds 30
+ *   options: --concurrency 8  --reads 2  --idle-seconds <the index lifetime + 10>
+ *            --freshness-seconds <WFS_FRESHNESS_SECONDS>  --max-records <WFS_ENTITY_INDEX_MAX_RECORDS>
  *            --ttl-seconds <WFS_ENTITY_INDEX_TTL_SECONDS>  --max-minutes 30
  *            --node-options "<the subgraph's NODE_OPTIONS>" (default: the Dockerfile's flags)
  *
@@ -32,8 +35,12 @@ export interface MemoryProbeOptions {
   readonly shifts: number;
   /** Companies browsed at the same time. */
   readonly concurrency: number;
+  /** Times each company's browse is read, one after the other (2 or more: kept pages are read again). */
+  readonly reads: number;
   /** Seconds to wait after the browse before the last reading (past the index lifetime). */
   readonly idleSeconds: number;
+  /** WFS_FRESHNESS_SECONDS for the subgraph; undefined: its default (0, nothing kept). */
+  readonly freshnessSeconds?: number | undefined;
   /** WFS_ENTITY_INDEX_MAX_RECORDS for the subgraph; undefined: its default. */
   readonly maxRecords?: number | undefined;
   /** WFS_ENTITY_INDEX_TTL_SECONDS for the subgraph; undefined: its default. */
@@ -59,6 +66,9 @@ export interface MemoryProbeReport {
   /** The first few failures, for the report. */
   readonly failures: string[];
   readonly browseSeconds: number;
+  /** Kept-page lookups (`wfs_cache_requests_total{cache="kept_pages"}`) and upstream list calls, over the run. */
+  readonly keptPages: { readonly hits: number; readonly misses: number };
+  readonly upstreamCalls: number;
   readonly before: MemoryReading;
   /** Highest readings during the browse; `rssMiB` is the kernel's high-water mark (VmHWM) when readable. */
   readonly peak: MemoryReading;
@@ -67,7 +77,7 @@ export interface MemoryProbeReport {
 }
 
 const MiB = 1024 * 1024;
-const LIMITS = { companies: 10_000, locations: 10_000, shifts: 100_000, concurrency: 64 };
+const LIMITS = { companies: 10_000, locations: 10_000, shifts: 100_000, concurrency: 64, reads: 10 };
 
 export async function runMemoryProbe(options: MemoryProbeOptions): Promise<MemoryProbeReport> {
   const log = options.log ?? (() => undefined);
@@ -90,6 +100,7 @@ export async function runMemoryProbe(options: MemoryProbeOptions): Promise<Memor
       profileDir: null,
       nodeOptions: options.nodeOptions ?? DEPLOYED_NODE_OPTIONS,
       env: {
+        ...(options.freshnessSeconds !== undefined && { WFS_FRESHNESS_SECONDS: String(options.freshnessSeconds) }),
         ...(options.maxRecords !== undefined && { WFS_ENTITY_INDEX_MAX_RECORDS: String(options.maxRecords) }),
         ...(options.ttlSeconds !== undefined && { WFS_ENTITY_INDEX_TTL_SECONDS: String(options.ttlSeconds) }),
       },
@@ -120,7 +131,7 @@ export async function runMemoryProbe(options: MemoryProbeOptions): Promise<Memor
       while (next < emulator.tenants.length) {
         checkTime();
         const tenant = emulator.tenants[next++]!;
-        await browse(url, tenant, tally);
+        for (let read = 0; read < options.reads; read += 1) await browse(url, tenant, tally);
         if (++browsed % 100 === 0) log(`browsed ${browsed} companies (${tally.queries} queries, ${tally.errors} errors)`);
       }
     };
@@ -132,18 +143,27 @@ export async function runMemoryProbe(options: MemoryProbeOptions): Promise<Memor
     }
     const browseSeconds = (performance.now() - started) / 1000;
     const afterBrowse = await readMemory(metricsUrl);
+    const counts = await readCounts(metricsUrl);
     const highWater = peakRssMiB(server.child.process.pid);
     peak = { rssMiB: Math.max(peak.rssMiB, afterBrowse.rssMiB, highWater ?? 0), heapUsedMiB: Math.max(peak.heapUsedMiB, afterBrowse.heapUsedMiB) };
     log(`after the browse (${browseSeconds.toFixed(1)} s): RSS ${afterBrowse.rssMiB} MiB, heap used ${afterBrowse.heapUsedMiB} MiB; idle for ${options.idleSeconds} s`);
 
-    const idleUntil = Date.now() + options.idleSeconds * 1000;
+    // The heap every 10 s of the idle time, in the progress lines: when what the indexes released is collected.
+    const idleStarted = Date.now();
+    const idleUntil = idleStarted + options.idleSeconds * 1000;
+    let nextLog = idleStarted + 10_000;
     while (Date.now() < idleUntil) {
       checkTime();
       await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, Math.max(0, idleUntil - Date.now()))));
+      if (Date.now() >= nextLog && Date.now() < idleUntil) {
+        nextLog += 10_000;
+        const reading = await readMemory(metricsUrl);
+        log(`idle ${Math.round((Date.now() - idleStarted) / 1000)} s: RSS ${reading.rssMiB} MiB, heap used ${reading.heapUsedMiB} MiB`);
+      }
     }
     const afterIdle = await readMemory(metricsUrl);
     const { log: _log, ...reported } = options;
-    return { options: reported, queries: tally.queries, errors: tally.errors, failures: tally.failures, browseSeconds, before, peak, afterBrowse, afterIdle };
+    return { options: reported, queries: tally.queries, errors: tally.errors, failures: tally.failures, browseSeconds, ...counts, before, peak, afterBrowse, afterIdle };
   } finally {
     await server?.stop();
     await emulator.close();
@@ -223,6 +243,26 @@ async function query(url: string, text: string, variables: Record<string, unknow
   return answer;
 }
 
+/** Sums a counter's series whose labels include `labels` (all of them when empty). */
+function counterSum(text: string, name: string, labels: string[] = []): number {
+  let sum = 0;
+  for (const match of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? ([0-9.e+-]+)$`, 'gm'))) {
+    if (labels.every((label) => (match[1] ?? '').split(',').includes(label))) sum += Number(match[2]);
+  }
+  return sum;
+}
+
+async function readCounts(metricsUrl: string): Promise<Pick<MemoryProbeReport, 'keptPages' | 'upstreamCalls'>> {
+  const text = await (await request(metricsUrl)).body.text();
+  return {
+    keptPages: {
+      hits: counterSum(text, 'wfs_cache_requests_total', ['cache="kept_pages"', 'result="hit"']),
+      misses: counterSum(text, 'wfs_cache_requests_total', ['cache="kept_pages"', 'result="miss"']),
+    },
+    upstreamCalls: counterSum(text, 'wfs_upstream_calls_total'),
+  };
+}
+
 async function readMemory(metricsUrl: string): Promise<MemoryReading> {
   const response = await request(metricsUrl);
   const text = await response.body.text();
@@ -240,9 +280,10 @@ export function formatReport(report: MemoryProbeReport): string {
   const row = (label: string, reading: MemoryReading) => `| ${label} | ${reading.rssMiB} | ${reading.heapUsedMiB} |`;
   const ratio = report.before.heapUsedMiB > 0 ? (report.afterIdle.heapUsedMiB / report.before.heapUsedMiB).toFixed(2) : 'n/a';
   return [
-    `memory probe: ${o.companies} companies × (${o.locations} locations, ${o.shifts} shifts), concurrency ${o.concurrency}, ` +
-      `WFS_ENTITY_INDEX_MAX_RECORDS=${o.maxRecords ?? 'default'}, WFS_ENTITY_INDEX_TTL_SECONDS=${o.ttlSeconds ?? 'default'}, NODE_OPTIONS=${o.nodeOptions ?? DEPLOYED_NODE_OPTIONS}`,
-    `${report.queries} queries in ${report.browseSeconds.toFixed(1)} s, ${report.errors} errors`,
+    `memory probe: ${o.companies} companies × (${o.locations} locations, ${o.shifts} shifts), ${o.reads} reads each, concurrency ${o.concurrency}, ` +
+      `WFS_FRESHNESS_SECONDS=${o.freshnessSeconds ?? 'default'}, WFS_ENTITY_INDEX_MAX_RECORDS=${o.maxRecords ?? 'default'}, WFS_ENTITY_INDEX_TTL_SECONDS=${o.ttlSeconds ?? 'default'}, NODE_OPTIONS=${o.nodeOptions ?? DEPLOYED_NODE_OPTIONS}`,
+    `${report.queries} queries in ${report.browseSeconds.toFixed(1)} s, ${report.errors} errors; ${report.upstreamCalls} upstream calls, ` +
+      `kept pages ${report.keptPages.hits} hits / ${report.keptPages.misses} misses`,
     '',
     '| moment | RSS MiB | heap used MiB |',
     '|---|---|---|',
@@ -271,12 +312,17 @@ function textArgument(name: string): string | undefined {
 
 async function main(): Promise<void> {
   const ttlSeconds = argument('ttl-seconds', undefined, 3_600);
+  const freshnessSeconds = argument('freshness-seconds', undefined, 3_600);
+  // Idle past the index's lifetime: the window when one is set (the TTL can only shorten it), else the TTL.
+  const lifetime = freshnessSeconds ? Math.min(ttlSeconds ?? freshnessSeconds, freshnessSeconds) : (ttlSeconds ?? 30);
   const report = await runMemoryProbe({
     companies: Math.max(1, argument('companies', 1_000, LIMITS.companies)!),
     locations: Math.max(1, argument('locations', 200, LIMITS.locations)!),
     shifts: argument('shifts', 2_000, LIMITS.shifts)!,
     concurrency: Math.max(1, argument('concurrency', 8, LIMITS.concurrency)!),
-    idleSeconds: argument('idle-seconds', (ttlSeconds ?? 30) + 10, 3_600)!,
+    reads: Math.max(1, argument('reads', 2, LIMITS.reads)!),
+    idleSeconds: argument('idle-seconds', lifetime + 10, 3_600)!,
+    freshnessSeconds,
     maxRecords: argument('max-records', undefined, 100_000_000),
     ttlSeconds,
     maxMinutes: argument('max-minutes', 30, 24 * 60)!,

@@ -14,7 +14,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json schema.graphql ./
 COPY src ./src
 COPY scripts/bundle ./scripts/bundle
-RUN npx tsc -p tsconfig.build.json --noEmit && npm run build
+RUN node node_modules/typescript-7/bin/tsc -p tsconfig.build.json --noEmit --singleThreaded && npm run build
 
 # Runtime stage: production dependencies only, non-root, no build tools, no front-end
 # package (the explorer's React and GraphiQL files are built into dist/explorer/assets/).

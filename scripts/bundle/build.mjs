@@ -4,7 +4,7 @@
 // Compiling is esbuild's, not tsc's: the TypeScript of src/ (but what tsconfig.build.json
 // excludes) becomes CommonJS in dist/, one file each with its source map. Type checking
 // is `npm run typecheck`'s, which the test line runs beside the build: tsc emitting
-// dist/ checked every type a second time, most of a build's 11 CPU-seconds, and the
+// dist/ (before esbuild) checked every type a second time, most of a build's 11 CPU-seconds, and the
 // emitted files only served what the bundle leaves out (the emulator, the benchmarks and
 // tools that import single modules). esbuild compiles each file on its own, as the
 // `isolatedModules` setting of the tests' transform requires every file can be

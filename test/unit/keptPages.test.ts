@@ -28,7 +28,7 @@ describe('kept pages', () => {
     const index = indexes.for<Loc>('A', 'locations');
     const page = upstreamPage(records('a', 3), now);
     index.keepPage(page, 10);
-    index.keep(KEY, page);
+    index.keep(KEY, page, '');
     expect(index.keptPage(KEY)?.items).toEqual(page.items);
     expect(index.freshUntil).toBe(6_000);
     now = 5_999;
@@ -42,7 +42,7 @@ describe('kept pages', () => {
     const indexes = new EntityIndexes({ now: () => 0, ttlMs: 5_000, sweepEveryMs: 0 });
     const page = upstreamPage(records('a', 3), 0);
     indexes.for<Loc>('A', 'locations').keepPage(page, 10);
-    indexes.for<Loc>('A', 'locations').keep(KEY, page);
+    indexes.for<Loc>('A', 'locations').keep(KEY, page, '');
     expect(indexes.for<Loc>('B', 'locations').keptPage(KEY)).toBeUndefined();
     expect(indexes.for<Loc>('A', 'shifts').keptPage(KEY)).toBeUndefined();
     expect(indexes.for<Loc>('A', 'locations').keptPage(KEY)).toBeDefined();
@@ -54,7 +54,7 @@ describe('kept pages', () => {
       const page = upstreamPage(records(tenant, 10), 0);
       const index = indexes.for<Loc>(tenant, 'locations');
       index.prime(page.items as Loc[], 0);
-      index.keep(KEY, page);
+      index.keep(KEY, page, '');
     };
     keep('A');
     // Ten records in the index, ten more in the kept page, one for the page itself.
@@ -73,7 +73,7 @@ describe('kept pages', () => {
     const index = indexes.for<Loc>('A', 'locations');
     const first = upstreamPage(records('a', 3), 0);
     index.keepPage(first, 10);
-    index.keep(KEY, first);
+    index.keep(KEY, first, '');
     now = 1_000;
     // Asked for before the change was seen, answered after it: must not bring the old name back.
     const late = upstreamPage(records('a', 3), 1_500);
@@ -85,7 +85,7 @@ describe('kept pages', () => {
     // The lifetime starts again when the page that showed the change was asked for.
     expect(index.freshUntil).toBe(32_000);
     index.keepPage(late, 10);
-    index.keep(other, late);
+    index.keep(other, late, '');
     expect(index.keptPage(other)).toBeUndefined();
     expect(index.peek('a0')?.name).toBe('renamed0');
   });
@@ -95,7 +95,7 @@ describe('kept pages', () => {
     const index = indexes.for<Loc>('A', 'locations');
     const full = upstreamPage(records('a', 3), 0, UPSTREAM_PAGE_SIZE);
     index.keepPage(full, UPSTREAM_PAGE_SIZE);
-    index.keep(keptKey(null, UPSTREAM_PAGE_SIZE, ''), full);
+    index.keep(keptKey(null, UPSTREAM_PAGE_SIZE, ''), full, '');
     // a1 was removed upstream: the same page now has two records.
     index.keepPage(upstreamPage([full.items[0] as Loc, full.items[2] as Loc], 0, UPSTREAM_PAGE_SIZE), UPSTREAM_PAGE_SIZE);
     expect(index.peek('a1')).toBeUndefined();
@@ -103,7 +103,7 @@ describe('kept pages', () => {
 
     const again = upstreamPage(records('b', 2), 0);
     indexes.for<Loc>('A', 'shifts').keepPage(again, 10);
-    indexes.for<Loc>('A', 'shifts').keep(KEY, again);
+    indexes.for<Loc>('A', 'shifts').keep(KEY, again, '');
     indexes.changed('A', 'shifts');
     expect(indexes.for<Loc>('A', 'shifts').keptPage(KEY)).toBeUndefined();
     expect(indexes.for<Loc>('A', 'shifts').peek('b0')).toBeUndefined();
@@ -113,7 +113,7 @@ describe('kept pages', () => {
     const indexes = new EntityIndexes({ now: () => 0, ttlMs: 30_000, sweepEveryMs: 0 });
     const index = indexes.for<Loc>('A', 'locations');
     const fromMemory: ListPage<Loc> = { ref: null, pageSize: 10, items: records('a', 2), hasMore: false, next: null, previous: null };
-    index.keep(KEY, fromMemory);
+    index.keep(KEY, fromMemory, '');
     expect(index.keptPage(KEY)).toBeUndefined();
   });
 });

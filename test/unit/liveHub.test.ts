@@ -17,7 +17,7 @@ function fakeList(records: ShiftRecord[]) {
   const read: ListReader = async () => {
     state.reads += 1;
     if (state.failWith) throw state.failWith;
-    return { records: [...state.records], calls: 1 };
+    return { records: [...state.records], calls: 1, askedAt: 0 };
   };
   return { state, read };
 }
@@ -208,7 +208,7 @@ describe('live hub, one poller per company and list', () => {
     const state = { records: [shiftAt('a', START)] };
     const read: ListReader = async () => {
       walks.push(performance.now());
-      return { records: [...state.records], calls: 1 };
+      return { records: [...state.records], calls: 1, askedAt: 0 };
     };
     const budget = new PollBudget(1_000);
     const hub = new LiveHub({ read, intervalMs: 20, budget, coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5 });
@@ -246,7 +246,7 @@ describe('live hub, one poller per company and list', () => {
   it("charges each poller's snapshot (and a filterable list's kept records) to the memory budget directly, and gives it back when the poller stops", async () => {
     let held = 0;
     const memory = new SnapshotMemory({ charge: (units) => (held += units) });
-    const read: ListReader = async (_tenantId, resource) => ({ records: resource === shifts ? [shiftAt('a', START), shiftAt('b', START), shiftAt('c', START)] : [{ id: 'l1', name: 'One' }], calls: 1 });
+    const read: ListReader = async (_tenantId, resource) => ({ records: resource === shifts ? [shiftAt('a', START), shiftAt('b', START), shiftAt('c', START)] : [{ id: 'l1', name: 'One' }], calls: 1, askedAt: 0 });
     const hub = new LiveHub({ read, intervalMs: 20, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory, random: () => 0.5 });
     const held1 = hub.subscribe('t1', shifts, { startsFrom: START });
     const held2 = hub.subscribe('t1', locations);
@@ -263,7 +263,7 @@ describe('live hub, one poller per company and list', () => {
     // The big company's lists are long (10 pages a walk), the small one's one page.
     const read: ListReader = async (tenantId) => {
       walks.set(tenantId, (walks.get(tenantId) ?? 0) + 1);
-      return { records: [], calls: tenantId === 'big' ? 10 : 1 };
+      return { records: [], calls: tenantId === 'big' ? 10 : 1, askedAt: 0 };
     };
     // 100 calls a second: the small company wants 50 (one page every 20 ms), the big one 1 000.
     const budget = new PollBudget(100);

@@ -118,7 +118,7 @@ class RequestReader implements TenantReader {
       if (query) index.prime(page.items.filter((item): item is R => !isMalformed(item)), fetchedAt(page));
       else index.keepPage(page, pageSize);
       // Learnt first, then kept: a change the page shows has dropped what was held.
-      if (this.keeps()) index.keep(keptKey(ref, pageSize, filterKey(query)), page);
+      if (this.keeps()) index.keep(keptKey(ref, pageSize, filterKey(query)), page, filterKey(query));
       return page;
     });
   }
@@ -201,6 +201,7 @@ class RequestReader implements TenantReader {
       now: this.services.indexes.now,
       freshness: this.freshness,
       authorize: (resource) => this.authorize(resource as AnyResource),
+      missed: (list) => this.services.indexes.noteRead(this.tenantId, list, 'miss'),
     }));
   }
 }

@@ -118,6 +118,76 @@ describe('kept pages', () => {
   });
 });
 
+/**
+ * Watched lists (docs/caching.md): a poll's walk of the whole list confirms what an
+ * index holds when every record and page held is what the walk saw, so it is served
+ * for another window from the walk's first ask, never more than a window ahead.
+ */
+describe('kept pages confirmed by a walk', () => {
+  /** The list as chained pages of `size`, each asked for at `askedAt` and kept as a query's walk keeps them. */
+  function keepChain(index: ReturnType<EntityIndexes['for']>, list: Loc[], size: number, askedAt: number): void {
+    for (let start = 0, ref: string | null = null; start < list.length; start += size) {
+      const next = start + size < list.length ? `r${start + size}` : null;
+      const page: ListPage<Loc> = { ref, pageSize: size, items: list.slice(start, start + size), hasMore: next !== null, next, previous: null };
+      markFetched(page, askedAt);
+      index.keepPage(page, size);
+      index.keep(keptKey(ref, size, ''), page, '');
+      ref = next;
+    }
+  }
+
+  it('serves a chain the walk saw for another window from the walk, and nothing further ahead', () => {
+    let now = 0;
+    const indexes = new EntityIndexes({ now: () => now, ttlMs: 5_000, sweepEveryMs: 0 });
+    const index = indexes.for<Loc>('A', 'locations');
+    const list = records('a', 5);
+    keepChain(index, list, 2, 0);
+    now = 4_000;
+    expect(indexes.confirmed('A', 'locations', { records: list.map((r) => ({ ...r })) }, 3_000)).toBe(true);
+    expect(index.freshUntil).toBe(8_000);
+    now = 7_999;
+    expect(index.keptPage(keptKey('r2', 2, ''))?.items).toEqual(list.slice(2, 4));
+    // A walk asked for earlier than the lifetime began moves nothing.
+    expect(indexes.confirmed('A', 'locations', { records: list }, 1_000)).toBe(true);
+    expect(index.freshUntil).toBe(8_000);
+    now = 8_000;
+    expect(index.keptPage(keptKey('r2', 2, ''))).toBeUndefined();
+  });
+
+  it('confirms nothing the walk did not see as held: another version, a record gone, or a record come back where a kept page ended the list', () => {
+    const indexes = new EntityIndexes({ now: () => 1_000, ttlMs: 5_000, sweepEveryMs: 0 });
+    const list = records('a', 4);
+    const tries: Array<[string, Loc[]]> = [
+      ['renamed', list.map((r, i) => (i === 1 ? { ...r, name: 'renamed' } : r))],
+      ['gone', list.slice(1)],
+      // Removed and added again within an interval: the kept chain ends before it.
+      ['back', [...list, { id: 'x', name: 'x' }]],
+      ['moved', [list[1]!, list[0]!, list[2]!, list[3]!]],
+    ];
+    for (const [name, walk] of tries) {
+      const index = indexes.for<Loc>(name, 'locations');
+      keepChain(index, list, 2, 1_000);
+      expect([name, indexes.confirmed(name, 'locations', { records: walk }, 2_000)]).toEqual([name, false]);
+      expect(index.freshUntil).toBe(6_000);
+    }
+  });
+
+  it('drops a kept page it cannot place (read from a cursor, no chain from the first page) and confirms the rest', () => {
+    const indexes = new EntityIndexes({ now: () => 1_000, ttlMs: 5_000, sweepEveryMs: 0 });
+    const index = indexes.for<Loc>('A', 'locations');
+    const list = records('a', 4);
+    keepChain(index, list, 2, 1_000);
+    const loose: ListPage<Loc> = { ref: 'elsewhere', pageSize: 3, items: list.slice(1, 4), hasMore: false, next: null, previous: null };
+    markFetched(loose, 1_000);
+    index.keep(keptKey('elsewhere', 3, ''), loose, '');
+    expect(index.keptPage(keptKey('elsewhere', 3, ''))).toBeDefined();
+    expect(indexes.confirmed('A', 'locations', { records: list }, 2_000)).toBe(true);
+    expect(index.keptPage(keptKey('elsewhere', 3, ''))).toBeUndefined();
+    expect(index.keptPage(keptKey(null, 2, ''))).toBeDefined();
+    expect(index.freshUntil).toBe(7_000);
+  });
+});
+
 describe('Freshness', () => {
   it('is decided by the oldest data used, and names every list read', () => {
     const used = new Freshness();

@@ -114,6 +114,33 @@ describe('live hub', () => {
     await hub.close();
   });
 
+  it('polls a list watched for queries and subscribed with one poller, counted under its reason, and stops it when it has neither', async () => {
+    const list = fakeList([shift('a')]);
+    const pollers = new Map<string, number>();
+    const quiet: number[] = [];
+    const events = { ...NO_OBSERVER, livePollers: (reason: string, delta: number) => void pollers.set(reason, (pollers.get(reason) ?? 0) + delta) };
+    const hub = new LiveHub(
+      { read: list.read, intervalMs: 20, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5, onQuiet: (_t, _l, read) => void quiet.push(read.calls) },
+      { watchedLists: 1 },
+    );
+    const gauge = () => Object.fromEntries([...pollers].filter(([, n]) => n !== 0));
+    expect(hub.watch('t1', shifts)).toBe(true);
+    expect([hub.pollers, hub.reasonFor('t1', 'shifts'), gauge()]).toEqual([1, 'watched', { watched: 1 }]);
+    // The replica's bound on watched lists: another company's list is refused.
+    expect(hub.watch('t2', shifts)).toBe(false);
+    const subscription = hub.subscribe('t1', shifts);
+    expect([hub.pollers, hub.reasonFor('t1', 'shifts'), gauge()]).toEqual([1, 'both', { both: 1 }]);
+    // A walk that saw no change is told (what is kept of the list may be confirmed by it).
+    await waitFor(() => quiet.length >= 2, 'walks that saw no change');
+    await subscription.return!();
+    expect([hub.pollers, hub.reasonFor('t1', 'shifts'), gauge()]).toEqual([1, 'watched', { watched: 1 }]);
+    const reads = list.state.reads;
+    await waitFor(() => list.state.reads > reads, 'still polled for the watching');
+    hub.unwatch('t1', 'shifts');
+    expect([hub.pollers, hub.watched, gauge()]).toEqual([0, 0, {}]);
+    await hub.close();
+  });
+
   it('keeps to the filter: a record that stops matching is REMOVED', async () => {
     const list = fakeList([shift('a'), shift('b', undefined, 'loc_2')]);
     const hub = hubOf(list.read);

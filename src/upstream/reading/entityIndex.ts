@@ -553,7 +553,7 @@ export class EntityIndexes implements IndexHolder {
    */
   confirmed(tenantId: string, list: string, walk: WalkedList<{ id: string }>, askedAt: number): boolean {
     const index = this.tenants.get(tenantId)?.get(list);
-    if (!index || index.isReleased) return false;
+    if (!index || index.isReleased || index.heldUnits === 0) return false;
     const confirmed = index.confirm(walk, askedAt);
     this.observer.cacheConfirmed(confirmed ? 'extended' : 'unconfirmed');
     return confirmed;

@@ -8,8 +8,7 @@
  * windows, address policy, in-flight sharing with queries). The pages read also
  * refresh the tenant's entity index, as a query's walk does.
  */
-import { createTenantReader, type ReadingServices } from '../upstream/reading/tenantReader';
-import { fetchedAt } from '../upstream/reading/keptPages';
+import { createTenantReader, fetchedAt, type ReadingServices } from '../upstream/reading/tenantReader';
 import { isMalformed, type AnyResource, type UpstreamRecord } from '../upstream/resources';
 import type { PageRef } from '../upstream/pageReference';
 

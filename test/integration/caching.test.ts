@@ -254,13 +254,13 @@ describe('a list read often (watched by the live pollers)', () => {
   const confirmations = () => metric('wfs_cache_confirmations_total', { result: 'extended' });
   const keptPages = (result: 'hit' | 'miss') => metric('wfs_cache_requests_total', { cache: 'kept_pages', result });
   /** Reads A's 30 locations a page (of one) at a time, from `cursors` (the walk's own the first time): what each answer said. */
-  async function readAllPages(cursors: Array<string | null>): Promise<Array<{ name: string; maxAge: string | undefined }>> {
+  async function readAllPages(cursors: Array<string | null>): Promise<Array<{ name: string; maxAge: string }>> {
     const seen = [];
     for (let i = 0; i < A.locations.length; i++) {
       const page = await subgraph!.query(PAGE, { after: cursors[i] }, as(A));
       expect(page.errors).toBeUndefined();
       cursors[i + 1] ??= page.data.locations.pageInfo.endCursor;
-      seen.push({ name: page.data.locations.nodes[0].name as string, maxAge: cacheControl(page) });
+      seen.push({ name: page.data.locations.nodes[0].name as string, maxAge: String(cacheControl(page)) });
     }
     return seen;
   }

@@ -208,7 +208,8 @@ export class EntityIndex<T extends { id: string }> {
    * page asked for before `askedAt` is not learnt afterwards (`current`).
    */
   confirm(walk: WalkedList<T>, askedAt: number): boolean {
-    if (!this.writable()) return false;
+    // Expired meanwhile (or released): nothing held is left to confirm.
+    if (!this.writable() || this.units === 0) return false;
     const verdict = confirm(walk, { records: this.records, pages: this.heldPages(), complete: this.resume === null }, sameRecord);
     const before = this.units;
     for (const key of verdict.unplaced) this.forgetPage(key);

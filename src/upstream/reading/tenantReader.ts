@@ -19,6 +19,8 @@ import { fetchedAt, Freshness, keptKey } from './keptPages';
 import { filterKey } from '../pageKey';
 
 export type { UpstreamQuery } from './pageCache';
+/** When a page a walk returned was asked of the upstream (a live poll dates what it confirms by it, docs/caching.md). */
+export { fetchedAt } from './keptPages';
 
 /**
  * One walk along a list's page chain, page after page from one start: a chain that

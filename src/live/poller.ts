@@ -1,7 +1,7 @@
 /**
- * One poller: a company's list polled on a jittered timer while it has subscribers,
- * whatever their filters (the hub applies each subscriber's filter to the changes of
- * one walk). Its changes are found by id and content (snapshot.ts) and handed to its
+ * One poller: a company's list polled on a jittered timer while it has subscribers
+ * or is watched for queries (watch.ts), whatever the subscribers' filters (the hub
+ * applies each subscriber's filter to the changes of one walk). Its changes are found by id and content (snapshot.ts) and handed to its
  * listener, the hub. Whether this replica polls or only listens is the coordinator's
  * call (coordinator.ts: a Redis lease, or always in a single replica).
  */

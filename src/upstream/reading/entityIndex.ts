@@ -11,7 +11,7 @@ import { guardPageChain } from './pageChain';
 import { NO_OBSERVER, type Observer } from '../observer';
 import { NUMERIC_SETTINGS } from '../../config';
 import { fetchedAt } from './keptPages';
-import { confirm, type HeldPage, type WalkedList } from './confirmation';
+import { confirmSteps, type HeldPage, type WalkedList } from './confirmation';
 
 /** How long, in ms, an index may answer from what it has seen: the default of `WFS_ENTITY_INDEX_TTL_SECONDS` (src/config.ts). */
 export const ENTITY_INDEX_TTL_MS = NUMERIC_SETTINGS.WFS_ENTITY_INDEX_TTL_SECONDS.default * 1_000;
@@ -109,6 +109,8 @@ export class EntityIndex<T extends { id: string }> {
   private startedAt: number;
   /** Changes whenever the index forgets what it held, so a scan under way can tell. */
   private generation = 0;
+  /** Changes whenever what the index holds changes (learnt, forgotten, the scan moved), so a confirmation under way can tell. */
+  private version = 0;
   private released = false;
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -184,6 +186,7 @@ export class EntityIndex<T extends { id: string }> {
     const before = this.units;
     const items = page.items.map((item) => (isMalformed(item) ? item : ownCopy(item)));
     this.kept.set(key, { page: { ...page, items }, filter });
+    this.version += 1;
     this.paid.set(`k${key}`, since + this.ttlMs);
     for (const item of items) if (!isMalformed(item)) this.units += recordUnits(item);
     this.units += pageUnits(page) + 1;
@@ -207,10 +210,20 @@ export class EntityIndex<T extends { id: string }> {
    * what the walk saw (confirmation.ts); pages that cannot be checked are dropped. A
    * page asked for before `askedAt` is not learnt afterwards (`current`).
    */
-  confirm(walk: WalkedList<T>, askedAt: number): boolean {
+  async confirm(walk: WalkedList<T>, askedAt: number): Promise<boolean> {
     // Expired meanwhile (or released): nothing held is left to confirm.
     if (!this.writable() || this.units === 0) return false;
-    const verdict = confirm(walk, { records: this.records, pages: this.heldPages(), complete: this.resume === null }, sameRecord);
+    // Checked in slices; what is held must not change meanwhile (`version`), or nothing
+    // is confirmed this time: what was learnt during the check was not checked.
+    const version = this.version;
+    const steps = confirmSteps(walk, { records: this.records, pages: [...this.heldPages()], complete: this.resume === null }, sameRecord);
+    let step = steps.next();
+    while (!step.done) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (this.version !== version || !this.writable()) return false;
+      step = steps.next();
+    }
+    const verdict = step.value;
     const before = this.units;
     for (const key of verdict.unplaced) this.forgetPage(key);
     if (this.units < before) this.holder?.resized(this, this.units - before);
@@ -218,6 +231,9 @@ export class EntityIndex<T extends { id: string }> {
     if (askedAt > this.startedAt) {
       this.startedAt = askedAt;
       this.expiresAt = Math.max(this.expiresAt, askedAt + this.ttlMs);
+      // A scan under way may hold pages asked for before `askedAt`, which are no longer
+      // learnt: it must not move the index's scan past them (`scanFor`).
+      this.generation += 1;
     }
     return true;
   }
@@ -230,6 +246,7 @@ export class EntityIndex<T extends { id: string }> {
 
   /** Drops one page held (a `heldPages` key); its records stay, as the index's. */
   private forgetPage(key: string): void {
+    this.version += 1;
     this.paid.delete(key);
     if (key.startsWith('s')) {
       const page = this.pages.get(key.slice(1));
@@ -318,6 +335,7 @@ export class EntityIndex<T extends { id: string }> {
     if (requestedSize === UPSTREAM_PAGE_SIZE && !held) {
       items = items.map(ownCopy);
       this.pages.set(key, { ...page, items });
+      this.version += 1;
       this.paid.set(`s${key}`, (since ?? this.now()) + this.ttlMs);
       this.units += pageUnits(page);
     }
@@ -361,6 +379,7 @@ export class EntityIndex<T extends { id: string }> {
     this.paid = new Map();
     this.resume = undefined;
     this.generation += 1;
+    this.version += 1;
     this.startedAt = from;
     this.expiresAt = from + this.ttlMs;
     if (units > 0) this.holder?.resized(this, -units);
@@ -378,6 +397,7 @@ export class EntityIndex<T extends { id: string }> {
   }
 
   private hold(record: T): void {
+    this.version += 1;
     this.records.set(record.id, record);
     this.units += recordUnits(record);
   }
@@ -416,7 +436,10 @@ export class EntityIndex<T extends { id: string }> {
       if (generation !== this.generation || this.released) continue;
       this.keepPage(page, UPSTREAM_PAGE_SIZE);
       // Keeping the page may have cleared the index (its tenant alone over the budget).
-      if (generation === this.generation) this.resume = ref;
+      if (generation === this.generation) {
+        this.resume = ref;
+        this.version += 1;
+      }
     }
     return ids.map((id) => found.get(id) ?? null);
   }
@@ -549,13 +572,13 @@ export class EntityIndexes implements IndexHolder {
   /**
    * A live poll walked `tenantId`'s whole `list` (its first page asked for at
    * `askedAt`) and saw no change: what the company's index holds of it, if the walk
-   * confirms it, is served for another lifetime from `askedAt` (`EntityIndex.confirm`).
-   * Whether it was confirmed; an index not held is not made for it.
+   * confirms it, is served for another lifetime from `askedAt` (`EntityIndex.confirm`,
+   * in slices). Whether it was confirmed; an index not held is not made for it.
    */
-  confirmed(tenantId: string, list: string, walk: WalkedList<{ id: string }>, askedAt: number): boolean {
+  async confirmed(tenantId: string, list: string, walk: WalkedList<{ id: string }>, askedAt: number): Promise<boolean> {
     const index = this.tenants.get(tenantId)?.get(list);
     if (!index || index.isReleased || index.heldUnits === 0) return false;
-    const confirmed = index.confirm(walk, askedAt);
+    const confirmed = await index.confirm(walk, askedAt);
     this.observer.cacheConfirmed(confirmed ? 'extended' : 'unconfirmed');
     return confirmed;
   }

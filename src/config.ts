@@ -216,6 +216,12 @@ export interface LiveLimits {
    * (`WFS_LIVE_FILTERS_PER_COMPANY`).
    */
   readonly filtersPerCompany: number;
+  /**
+   * Companies' lists a replica watches for queries (live/watch.ts: a poller started
+   * because the list is read often, not for subscribers). A company has one poller per
+   * list at most, so its share is bounded by its lists already.
+   */
+  readonly watchedLists: number;
 }
 
 export interface PollLimits {
@@ -333,6 +339,10 @@ export const DEFAULT_LIMITS: Limits = deepFreeze({
     // small; matching a change costs its lookups and the subscribers it reaches, not the
     // filters (docs/limits.md, "Live updates").
     filtersPerCompany: 1_000,
+    // At the default poll budget (50 calls a second) and interval (15 s), 750 one-page
+    // lists fill the budget: 500 watched ones leave a third of it to subscriptions
+    // before intervals stretch (docs/caching.md, "Watched lists").
+    watchedLists: 500,
   },
   poll: {
     // At one page a list, a company's 2 lists polled every 15 s want 2/15 of a call a

@@ -26,7 +26,7 @@ import { InvalidationSender } from './live/invalidation';
 import { createSubscribeGate } from './graphql/admission/subscribeGate';
 import { createObservability, type Observability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
-import { createMetrics, type Metrics } from './observability/metrics';
+import { createMetrics, registerHeldUnits, type Metrics } from './observability/metrics';
 import { tokenUrl } from './upstream/token/tokenEndpoint';
 
 export { EXAMPLE_QUERY } from './exampleQuery';
@@ -111,6 +111,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   warnAtStart(config, logger, sharedStoreConnected);
 
   const { live, invalidation } = startLive({ config, options, app, observability, cacheTags, limits, logger, metrics });
+  registerHeldUnits(metrics, () => app.services.indexes.records);
   const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, events: observability.observer });
 
   let draining = false;

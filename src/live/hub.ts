@@ -1,6 +1,7 @@
 /**
  * The live hub of one replica: one poller per company and list, whatever the
- * subscribers' filters, started with the first subscriber and stopped with the last;
+ * subscribers' filters, started with the first subscriber or when the list is watched
+ * for queries (watch.ts, docs/caching.md), and stopped when it has neither;
  * subscribers with the same filter grouped in one view, and a change matched to the
  * views it concerns by lookup (viewIndex.ts), never tried on every filter; the
  * deliveries cut into slices that give the event loop back (delivery.ts); bounded
@@ -13,6 +14,7 @@ import { filterKey } from '../upstream/pageKey';
 import type { AnyResource, ListFilter } from '../upstream/resources';
 import { Outbox, Slices, type LiveEvent, type Subscriber, type View } from './delivery';
 import type { LiveEvents } from './metrics';
+import type { PollerReason } from '../upstream/observer';
 import { Poller, type PollerServices } from './poller';
 import { ViewIndex, type WorkMeter } from './viewIndex';
 
@@ -46,14 +48,21 @@ export class LiveClosedError extends Error {
   override readonly name = 'LiveClosedError';
 }
 
-/** A company's list with subscribers on this replica: its poller, its subscribers by filter, their index, and what waits to be delivered. */
+/** A company's list polled on this replica: its poller, its subscribers by filter, their index, what waits to be delivered, and why it is polled. */
 interface Entry {
   readonly poller: Poller;
   readonly views: Map<string, View>;
   readonly index: ViewIndex<View>;
   readonly outbox: Outbox;
   subscribers: number;
+  /** Watched for queries (watch.ts). */
+  watched: boolean;
+  /** The reason `wfs_live_pollers` counts it under now; undefined once stopped. */
+  reason: PollerReason | undefined;
 }
+
+/** What a poller of the hub tells the watching choice once per interval (watch.ts). */
+export type PollTicks = (tenantId: string, list: string, calls: number | undefined) => void;
 
 export class LiveHub {
   private readonly entries = new Map<string, Entry>();
@@ -64,6 +73,9 @@ export class LiveHub {
   private readonly meter: WorkMeter = { units: 0 };
   private readonly slices: Slices;
   private open = 0;
+  private watchedCount = 0;
+  /** Told once per interval of each poller's turn (watch.ts). */
+  private ticks: PollTicks | undefined;
   readonly limits: LiveLimits;
 
   /** `services`: what every poller shares (interval, reader, budget, coordinator, events, memory). */
@@ -84,9 +96,54 @@ export class LiveHub {
     return this.open;
   }
 
-  /** Pollers on this replica: one per company and list with subscribers here, at most the lists per company. */
+  /** Pollers on this replica: one per company and list with subscribers or watched here, at most the lists per company. */
   get pollers(): number {
     return this.entries.size;
+  }
+
+  /** Lists watched for queries on this replica. */
+  get watched(): number {
+    return this.watchedCount;
+  }
+
+  /** Why `tenantId`'s `list` is polled here, or undefined when it is not. */
+  reasonFor(tenantId: string, list: string): PollerReason | undefined {
+    return this.entries.get(`${tenantId}\n${list}`)?.reason;
+  }
+
+  /** Where each poller's turn is told, once per interval (the watching choice, watch.ts). */
+  onTicks(ticks: PollTicks): void {
+    this.ticks = ticks;
+  }
+
+  /**
+   * Polls `tenantId`'s `resource` list for queries (watch.ts), with the poller its
+   * subscribers have if there is one: one walk per interval whatever the reasons.
+   * False when the replica's bound on watched lists (`limits.live.watchedLists`) is reached.
+   */
+  watch(tenantId: string, resource: AnyResource): boolean {
+    const key = `${tenantId}\n${resource.name}`;
+    const existing = this.entries.get(key);
+    if (existing?.watched) return true;
+    if (this.watchedCount >= this.limits.watchedLists) return false;
+    const entry = existing ?? this.startPoller(key, tenantId, resource);
+    entry.watched = true;
+    this.watchedCount += 1;
+    this.account(entry);
+    return true;
+  }
+
+  /** No longer polls `tenantId`'s `list` for queries; its poller stops unless it has subscribers. */
+  unwatch(tenantId: string, list: string): void {
+    const key = `${tenantId}\n${list}`;
+    const entry = this.entries.get(key);
+    if (!entry?.watched) return;
+    entry.watched = false;
+    this.watchedCount -= 1;
+    if (entry.subscribers === 0) {
+      entry.outbox.stop();
+      this.stopPoller(key, entry);
+    } else this.account(entry);
   }
 
   /** Distinct filters of `tenantId`'s open subscriptions on this replica. */
@@ -150,13 +207,14 @@ export class LiveHub {
       if (left === 0) this.perCompany.delete(tenantId);
       else this.perCompany.set(tenantId, left);
       this.events.liveSubscriptions(list, -1);
-      if (entry.subscribers === 0) {
+      if (entry.subscribers === 0 && !entry.watched) {
         entry.outbox.stop();
         this.stopPoller(key, entry);
-      }
+      } else this.account(entry);
     });
     joined.subscribers.add(subscriber.subscriber);
     entry.subscribers += 1;
+    this.account(entry);
     this.open += 1;
     this.perCompany.set(tenantId, company + 1);
     this.events.liveSubscriptions(list, 1);
@@ -185,12 +243,14 @@ export class LiveHub {
       // Taken in at once, delivered in slices (delivery.ts).
       changes: (changes, before) => outbox.add(changes, before),
       failed: (error) => {
-        // Its subscribers end after the changes before the failure; new ones start a new poller.
+        // Its subscribers end after the changes before the failure; new ones start a new
+        // poller (and the watching choice starts one again only if reads go on).
         outbox.end(error);
         this.stopPoller(key, entry);
       },
+      ticked: (calls) => this.ticks?.(tenantId, resource.name, calls),
     });
-    const entry: Entry = { poller, views, index, outbox, subscribers: 0 };
+    const entry: Entry = { poller, views, index, outbox, subscribers: 0, watched: false, reason: undefined };
     this.entries.set(key, entry);
     poller.start();
     return entry;
@@ -199,8 +259,21 @@ export class LiveHub {
   private stopPoller(key: string, entry: Entry): void {
     if (this.entries.get(key) !== entry) return;
     this.entries.delete(key);
+    if (entry.watched) this.watchedCount -= 1;
+    entry.watched = false;
+    this.account(entry);
     entry.poller.stop();
     if (this.entries.size === 0) this.events.livePollStretch(1, false);
+  }
+
+  /** Moves `entry` to the reason it is polled for now on `wfs_live_pollers` (none once stopped). */
+  private account(entry: Entry): void {
+    const stopped = this.entries.get(entry.poller.key) !== entry;
+    const reason: PollerReason | undefined = stopped ? undefined : entry.subscribers > 0 ? (entry.watched ? 'both' : 'subscribers') : entry.watched ? 'watched' : undefined;
+    if (reason === entry.reason) return;
+    if (entry.reason) this.events.livePollers(entry.reason, -1);
+    if (reason) this.events.livePollers(reason, 1);
+    entry.reason = reason;
   }
 }
 

@@ -9,11 +9,13 @@ import type { ReadingServices } from '../upstream/reading/tenantReader';
 import type { RedisConnections } from '../upstream/redis/connection';
 import { LOCAL_COORDINATOR, type Coordinator } from './coordinator';
 import { LiveHub } from './hub';
-import { tenantListReader } from './listReader';
+import { tenantListReader, type ListRead } from './listReader';
 import type { LiveEvents } from './metrics';
 import { PollBudget } from './pollBudget';
 import type * as RedisCoordinatorModule from './redisCoordinator';
 import { SnapshotMemory, type MemoryBudget } from './snapshot';
+import { Watching } from './watch';
+import { RESOURCES, type AnyResource } from '../upstream/resources';
 
 /** What tests may set in place of the configuration (ServerOptions.live; the bounds are ServerOptions.limits). */
 export interface LiveOptions {
@@ -48,6 +50,8 @@ export interface LiveParts {
 
 export interface Live {
   readonly hub: LiveHub;
+  /** The watching choice (watch.ts); undefined with the freshness window at 0 (nothing is kept to watch). */
+  readonly watching: Watching | undefined;
   close(): Promise<void>;
 }
 
@@ -63,9 +67,12 @@ export function createLive(parts: LiveParts): Live {
         onDropped: (reason) => parts.events.liveRedisDropped(reason),
       })
     : LOCAL_COORDINATOR;
+  const intervalMs = options.pollIntervalMs ?? config.pollIntervalSeconds * 1000;
+  const windowMs = parts.reading.freshnessMs ?? 0;
+  const { indexes } = parts.reading;
   const hub = new LiveHub(
     {
-      intervalMs: options.pollIntervalMs ?? config.pollIntervalSeconds * 1000,
+      intervalMs,
       read: tenantListReader(parts.reading),
       budget: new PollBudget(parts.limits.poll.callsPerSecond),
       coordinator,
@@ -73,10 +80,23 @@ export function createLive(parts: LiveParts): Live {
       memory: new SnapshotMemory(parts.memory),
       ...(options.random && { random: options.random }),
       ...(parts.onChanged && { onChanged: parts.onChanged }),
+      // One engine for live updates and kept answers (docs/caching.md, "Watched lists"):
+      // a walk that saw no change confirms what the company's index holds of the list.
+      ...(windowMs > 0 && { onQuiet: (tenantId: string, list: string, read: ListRead) => void indexes.confirmed(tenantId, list, read, read.askedAt) }),
     },
     parts.limits.live,
   );
-  return { hub, close: () => hub.close() };
+  const watching = windowMs > 0 ? watchReads(hub, parts, intervalMs, windowMs) : undefined;
+  return { hub, watching, close: () => hub.close() };
+}
+
+/** The watching choice over `hub`, told of the reads of the indexes and of the pollers' turns. */
+function watchReads(hub: LiveHub, parts: LiveParts, intervalMs: number, windowMs: number): Watching {
+  const byName = new Map<string, AnyResource>(RESOURCES.map((resource) => [resource.name, resource]));
+  const watching = new Watching(hub, { intervalMs, windowMs, now: parts.reading.indexes.now, resourceNamed: (list) => byName.get(list), events: parts.events });
+  parts.reading.indexes.listenToReads((tenantId, list, outcome) => watching.read(tenantId, list, outcome));
+  hub.onTicks((tenantId, list, calls) => watching.ticked(tenantId, list, calls));
+  return watching;
 }
 
 export { LiveClosedError, LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent, type LiveLimits } from './hub';

@@ -8,7 +8,7 @@
  * windows, address policy, in-flight sharing with queries). The pages read also
  * refresh the tenant's entity index, as a query's walk does.
  */
-import { createTenantReader, type ReadingServices } from '../upstream/reading/tenantReader';
+import { createTenantReader, fetchedAt, type ReadingServices } from '../upstream/reading/tenantReader';
 import { isMalformed, type AnyResource, type UpstreamRecord } from '../upstream/resources';
 import type { PageRef } from '../upstream/pageReference';
 
@@ -17,6 +17,12 @@ export interface ListRead {
   readonly records: readonly UpstreamRecord[];
   /** Upstream page calls the walk made (or shared with a query in flight). */
   readonly calls: number;
+  /**
+   * When the walk's first page was asked of the upstream, on the entity indexes' clock:
+   * the earliest ask of any of its pages (one shared with a query in flight is as old
+   * as that query's call), so what the walk saw is at most this old.
+   */
+  readonly askedAt: number;
 }
 
 /** Reads a tenant's whole list; rejects with the client's UpstreamError when a page fails. */
@@ -37,12 +43,14 @@ export function tenantListReader(services: ReadingServices): ListReader {
       const walk = reader.walk<UpstreamRecord>(resource);
       const records: UpstreamRecord[] = [];
       let calls = 0;
+      let askedAt = services.indexes.now();
       let ref: PageRef | null = null;
       for (;;) {
         const page = await walk(ref, POLL_PAGE_SIZE);
         calls += 1;
+        askedAt = Math.min(askedAt, fetchedAt(page) ?? askedAt);
         for (const item of page.items) if (!isMalformed(item)) records.push(item);
-        if (!page.hasMore || !page.next) return { records, calls };
+        if (!page.hasMore || !page.next) return { records, calls, askedAt };
         ref = page.next;
       }
     } finally {

@@ -12,5 +12,5 @@ import type { Observer } from '../upstream/observer';
 /** The live events of the Observer port. */
 export type LiveEvents = Pick<
   Observer,
-  'liveSubscriptions' | 'livePollers' | 'livePollersLeading' | 'livePolled' | 'liveChanged' | 'livePollStretch' | 'liveSlowConsumerDropped' | 'refused' | 'liveRedisDropped'
+  'liveSubscriptions' | 'livePollers' | 'livePollersLeading' | 'livePolled' | 'liveChanged' | 'livePollStretch' | 'liveSlowConsumerDropped' | 'refused' | 'liveRedisDropped' | 'cacheWatching'
 >;

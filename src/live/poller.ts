@@ -1,14 +1,14 @@
 /**
- * One poller: a company's list polled on a jittered timer while it has subscribers,
- * whatever their filters (the hub applies each subscriber's filter to the changes of
- * one walk). Its changes are found by id and content (snapshot.ts) and handed to its
+ * One poller: a company's list polled on a jittered timer while it has subscribers
+ * or is watched for queries (watch.ts), whatever the subscribers' filters (the hub
+ * applies each subscriber's filter to the changes of one walk). Its changes are found by id and content (snapshot.ts) and handed to its
  * listener, the hub. Whether this replica polls or only listens is the coordinator's
  * call (coordinator.ts: a Redis lease, or always in a single replica).
  */
 import { isUpstreamError } from '../upstream/errors';
 import type { AnyResource, UpstreamRecord } from '../upstream/resources';
 import type { Coordinator } from './coordinator';
-import type { ListReader } from './listReader';
+import type { ListRead, ListReader } from './listReader';
 import type { LiveEvents } from './metrics';
 import type { PollBudget } from './pollBudget';
 import { apply, diffInSlices, type RecordChange, type Snapshot, type SnapshotMemory } from './snapshot';
@@ -29,6 +29,8 @@ export interface PollerListener {
   changes(changes: readonly RecordChange[], before: ReadonlyMap<string, UpstreamRecord>): void;
   /** The poller cannot go on (scope withdrawn, tenant refused): its subscribers end with `error`. */
   failed(error: Error): void;
+  /** Once per interval, after a poll or a turn this replica only listened (`calls` undefined): what the last walk cost, for the watching choice (watch.ts). */
+  ticked?(calls: number | undefined): void;
 }
 
 /** What every poller of a replica shares. */
@@ -48,6 +50,12 @@ export interface PollerServices {
    * either way (docs/caching.md, "Invalidation").
    */
   readonly onChanged?: (tenantId: string, list: string, polled: boolean) => void;
+  /**
+   * Told when this replica's walk of a company's list saw no change: what is kept of the
+   * list may be confirmed by it (docs/caching.md, "Watched lists"). Only a walk this
+   * replica made: a replica that only listens hears changes, never a confirmation.
+   */
+  readonly onQuiet?: (tenantId: string, list: string, read: ListRead) => void;
 }
 
 export class Poller {
@@ -88,7 +96,6 @@ export class Poller {
    * leader goes.
    */
   start(): void {
-    this.services.events.livePollers(1);
     this.services.coordinator.listen(this.key, (changes) => this.received(changes));
     this.schedule(Math.min(1_000, this.services.intervalMs) * this.random(), true);
   }
@@ -101,7 +108,6 @@ export class Poller {
     const { budget, coordinator, events, memory } = this.services;
     budget.forget(this.tenantId, this);
     coordinator.forget(this.key);
-    events.livePollers(-1);
     if (this.leading) events.livePollersLeading(-1);
     memory.resize(-this.size, -(this.records?.size ?? 0));
     this.snapshot = null;
@@ -138,7 +144,10 @@ export class Poller {
   private schedule(delayMs: number, baseline = false): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      void this.tick(baseline).finally(() => this.schedule(this.nextDelay()));
+      void this.tick(baseline).then(
+        (calls) => this.ticked(calls),
+        () => this.ticked(undefined),
+      ).finally(() => this.schedule(this.nextDelay()));
     }, delayMs);
     this.timer.unref();
   }
@@ -152,24 +161,30 @@ export class Poller {
     return leading;
   }
 
-  private async tick(baseline: boolean): Promise<void> {
+  private ticked(calls: number | undefined): void {
+    if (!this.stopped) this.listener.ticked?.(calls);
+  }
+
+  /** One poll; the page calls of its walk, or undefined when this replica did not walk (it listens, or the walk failed). */
+  private async tick(baseline: boolean): Promise<number | undefined> {
     const { events, coordinator } = this.services;
     const list = this.resource.name;
     // Without a baseline yet (its first read failed), it reads again whoever leads.
-    if (!baseline && this.snapshot && !(await this.lead())) return;
-    if (this.stopped) return;
+    if (!baseline && this.snapshot && !(await this.lead())) return undefined;
+    if (this.stopped) return undefined;
     const started = performance.now();
     try {
       const read = await this.services.read(this.tenantId, this.resource, this.controller.signal);
-      if (this.stopped) return;
+      if (this.stopped) return undefined;
       this.services.budget.note(this.tenantId, this, read.calls, this.services.intervalMs);
       if (!this.snapshot) {
         // The baseline: what later changes are measured against; it delivers nothing.
         const { next } = await diffInSlices(new Map(), read.records);
-        if (this.stopped) return;
+        if (this.stopped) return undefined;
         this.snapshot = next;
         if (this.resource.matches) this.records = new Map(read.records.map((record) => [record.id, record]));
         this.services.memory.resize(this.snapshot.size, this.records?.size ?? 0);
+        this.services.onQuiet?.(this.tenantId, list, read);
       } else {
         const before = this.size;
         this.heard = [];
@@ -181,7 +196,7 @@ export class Poller {
           heard = this.heard;
           this.heard = undefined;
         }
-        if (this.stopped) return;
+        if (this.stopped) return undefined;
         const { changes, next } = found;
         this.snapshot = next;
         this.services.memory.resize(this.size - before, 0);
@@ -191,13 +206,18 @@ export class Poller {
           coordinator.publish(this.key, changes);
         }
         for (const message of heard) this.received(message);
+        // What other replicas sent meanwhile counts as a change too: only a walk that
+        // saw none, and heard none, confirms what is kept.
+        if (changes.length === 0 && heard.length === 0) this.services.onQuiet?.(this.tenantId, list, read);
       }
       events.livePolled(list, 'ok', (performance.now() - started) / 1000);
+      return read.calls;
     } catch (error) {
-      if (this.stopped) return;
+      if (this.stopped) return undefined;
       const fatal = isUpstreamError(error) && FATAL_CODES.has(error.code);
       events.livePolled(list, fatal ? 'fatal' : 'error', (performance.now() - started) / 1000);
       if (fatal) this.listener.failed(error as Error);
+      return undefined;
     }
   }
 

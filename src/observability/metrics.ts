@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { REFUSAL_REASONS, reasonsOf, refusal, type RefusalMetric, type RefusalReason } from '../graphql/admission/refusals';
 import type { RedisDropReason } from '../live/redisMessages';
-import type { Observer, RequestRecord } from '../upstream/observer';
+import type { Observer, PollerReason, RequestRecord } from '../upstream/observer';
 import { RESOURCES } from '../upstream/resources';
 
 /**
@@ -11,6 +11,9 @@ import { RESOURCES } from '../upstream/resources';
  * thousands of companies would otherwise grow thousands of series per metric.
  * docs/operations.md, "Metrics", lists each family and what to read it with.
  */
+
+/** Every reason a poller runs (`wfs_live_pollers{reason}`). */
+const POLLER_REASONS = ['subscribers', 'watched', 'both'] as const satisfies readonly PollerReason[];
 
 /** Every reason a message or lease read from Redis is dropped (live/redisMessages.ts). */
 const REDIS_DROP_REASONS = ['oversized', 'unsealed', 'forged', 'malformed', 'replayed', 'lease', 'unpublishable'] as const satisfies readonly RedisDropReason[];
@@ -27,6 +30,12 @@ export interface Metrics {
   readonly cacheRequests: Counter<'cache' | 'result'>;
   /** Invalidations sent to the gateways, by outcome (live/invalidation.ts). */
   readonly cacheInvalidations: Counter<'outcome'>;
+  /** Companies' indexes of a list that dropped what they held, by cause (expired, changed). */
+  readonly cacheDrops: Counter<'cause'>;
+  /** Polls that checked what an index held, by result (extended, unconfirmed). */
+  readonly cacheConfirmations: Counter<'result'>;
+  /** Watching choices (live/watch.ts), by decision (started, stopped, refused). */
+  readonly cacheWatching: Counter<'decision'>;
   readonly tokenRequests: Counter<'outcome'>;
   readonly tokenDuration: Histogram<'outcome'>;
   /** 1 while the shared token store (Redis) answers, 0 while it does not; no sample without Redis. What is stored in it does not move it. */
@@ -71,6 +80,24 @@ export function createMetrics(): Metrics {
       name: 'wfs_cache_invalidations_total',
       help: 'Cache invalidations sent to the gateways (WFS_CACHE_INVALIDATION_URLS): POSTs by outcome (sent, failed, rejected), and tags dropped because the queue was full (dropped)',
       labelNames: ['outcome'],
+      registers,
+    }),
+    cacheDrops: new Counter({
+      name: 'wfs_cache_drops_total',
+      help: "Companies' indexes of a list (records and kept pages) dropped while holding something, by cause (expired: the window ended; changed: a live poll saw the list change, here or on another replica)",
+      labelNames: ['cause'],
+      registers,
+    }),
+    cacheConfirmations: new Counter({
+      name: 'wfs_cache_confirmations_total',
+      help: 'Live polls that saw no change and checked what an index held of the list, by result (extended: served for another window from the poll; unconfirmed: it expires as it would have)',
+      labelNames: ['result'],
+      registers,
+    }),
+    cacheWatching: new Counter({
+      name: 'wfs_cache_watching_total',
+      help: "Watching choices for a company's list (docs/caching.md, \"Watched lists\"), by decision (started, stopped, refused: the replica's bound on watched lists was reached)",
+      labelNames: ['decision'],
       registers,
     }),
     cacheRequests: new Counter({
@@ -214,6 +241,22 @@ function createGraphqlMetrics(registers: Registry[]): Pick<Metrics, 'graphqlRequ
   };
 }
 
+/**
+ * `wfs_cache_held_units`: what the entity indexes (their kept pages included) and the
+ * live pollers' snapshots hold against WFS_ENTITY_INDEX_MAX_RECORDS, in record units
+ * (about 300 bytes each), read from `held` at each scrape.
+ */
+export function registerHeldUnits(metrics: Metrics, held: () => number): void {
+  new Gauge({
+    name: 'wfs_cache_held_units',
+    help: "Record units (about 300 bytes each) the entity indexes, their kept pages and the live pollers' snapshots hold against WFS_ENTITY_INDEX_MAX_RECORDS",
+    registers: [metrics.registry],
+    collect() {
+      this.set(held());
+    },
+  });
+}
+
 /** Sets the series that exist from the start, so rate() and the dashboards see zero, not "no data", and the gauges' starting values. */
 function startFromZero(metrics: Metrics): void {
   for (const { name: list } of RESOURCES) metrics.upstreamCoalesced.inc({ list }, 0);
@@ -222,6 +265,10 @@ function startFromZero(metrics: Metrics): void {
   }
   metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);
   for (const outcome of ['sent', 'failed', 'rejected', 'dropped']) metrics.cacheInvalidations.inc({ outcome }, 0);
+  for (const cause of ['expired', 'changed']) metrics.cacheDrops.inc({ cause }, 0);
+  for (const result of ['extended', 'unconfirmed']) metrics.cacheConfirmations.inc({ result }, 0);
+  for (const decision of ['started', 'stopped', 'refused']) metrics.cacheWatching.inc({ decision }, 0);
+  for (const reason of POLLER_REASONS) metrics.live.pollers.set({ reason }, 0);
   // Every refusal reason from zero on its counter (graphql/admission/refusals.ts).
   for (const [metric, counter] of refusalCounters(metrics)) for (const reason of reasonsOf(metric)) counter.inc({ reason }, 0);
   // From zero, so the first message dropped is an increase the alert sees (WfsSubgraphLiveRedisDropped).
@@ -295,8 +342,8 @@ function createResilienceMetrics(registry: Registry): ResilienceMetrics {
 export interface LiveMetrics {
   /** Open subscriptions on this replica, by list. */
   readonly subscriptions: Gauge<'list'>;
-  /** Pollers on this replica (one per company and list with subscribers here), and how many of them poll (lead) rather than listen. */
-  readonly pollers: Gauge;
+  /** Pollers on this replica (one per company and list with subscribers or watched here), by reason, and how many of them poll (lead) rather than listen. */
+  readonly pollers: Gauge<'reason'>;
   readonly pollersLeading: Gauge;
   readonly polls: Counter<'list' | 'outcome'>;
   readonly pollDuration: Histogram<'list'>;
@@ -314,7 +361,12 @@ function createLiveMetrics(registry: Registry): LiveMetrics {
   const registers = [registry];
   return {
     subscriptions: new Gauge({ name: 'wfs_live_subscriptions', help: 'Open live subscriptions on this replica, by list', labelNames: ['list'], registers }),
-    pollers: new Gauge({ name: 'wfs_live_pollers', help: 'Live pollers on this replica: one per company and list with subscribers here', registers }),
+    pollers: new Gauge({
+      name: 'wfs_live_pollers',
+      help: 'Live pollers on this replica, one per company and list, by reason (subscribers: live subscribers here; watched: read often by queries, docs/caching.md; both)',
+      labelNames: ['reason'],
+      registers,
+    }),
     pollersLeading: new Gauge({ name: 'wfs_live_pollers_leading', help: 'Live pollers that poll the upstream from this replica (hold the Redis lease, or no Redis); the others hear another replica', registers }),
     polls: new Counter({ name: 'wfs_live_polls_total', help: 'Live polls (one walk of a list each), by list and outcome (ok, error: tried again next interval, fatal: subscriptions ended)', labelNames: ['list', 'outcome'], registers }),
     pollDuration: new Histogram({
@@ -348,7 +400,10 @@ export function metricsObserver(metrics: Metrics, originLabel: (origin: string) 
   const { resilience, live } = metrics;
   return {
     liveSubscriptions: (list, delta) => live.subscriptions.inc({ list }, delta),
-    livePollers: (delta) => live.pollers.inc(delta),
+    livePollers: (reason, delta) => live.pollers.inc({ reason }, delta),
+    cacheDropped: (cause) => metrics.cacheDrops.inc({ cause }),
+    cacheConfirmed: (result) => metrics.cacheConfirmations.inc({ result }),
+    cacheWatching: (decision) => metrics.cacheWatching.inc({ decision }),
     livePollersLeading: (delta) => live.pollersLeading.inc(delta),
     livePolled(list, outcome, seconds) {
       live.polls.inc({ list, outcome });

@@ -49,6 +49,12 @@ export interface Observer {
   tenantIdentified(tenantId: string): void;
   /** Lookups in one of the caches, for the request being served. */
   cacheLookup(cache: CacheName, hits: number, misses: number): void;
+  /** A company's index of a list, holding something, dropped it: its lifetime `expired`, or a poll saw the list `changed` (docs/caching.md). */
+  cacheDropped(cause: 'expired' | 'changed'): void;
+  /** A poll that saw no change checked what an index held of the list: `extended` for another lifetime, or `unconfirmed` (it expires as it would have). */
+  cacheConfirmed(result: 'extended' | 'unconfirmed'): void;
+  /** The watching choice (live/watch.ts) for a company's list: it `started` or `stopped` watching, or a bound `refused` it. */
+  cacheWatching(decision: 'started' | 'stopped' | 'refused'): void;
   /** A batch of `ids` looked up in a tenant's entity index (the loader's; one record the index holds is answered without one). */
   entityLookup<T>(ids: number, run: () => Promise<T>): Promise<T>;
   /** Within `entityLookup`: `hit`, every id was in the index; `scan`, list pages had to be read. */
@@ -56,8 +62,8 @@ export interface Observer {
 
   /** Live updates (src/live/): open subscriptions of `list` on this replica went up (1) or down (-1). */
   liveSubscriptions(list: string, delta: number): void;
-  /** A poller (one per company and list) started (1) or stopped (-1) on this replica. */
-  livePollers(delta: number): void;
+  /** A poller (one per company and list) started (1) or stopped (-1) on this replica, or moved between reasons (-1 from one, 1 to the other). */
+  livePollers(reason: PollerReason, delta: number): void;
   /** Pollers that poll the upstream (hold the lease, or no Redis) rather than hear another replica, up or down. */
   livePollersLeading(delta: number): void;
   /** One poll (a walk of a list) ended: `ok`, `error` (tried again next interval) or `fatal` (its subscriptions end). */
@@ -79,6 +85,9 @@ export interface Observer {
 }
 
 export type LivePollOutcome = 'ok' | 'error' | 'fatal';
+
+/** Why a poller runs: its list has live subscribers here, is watched for queries (live/watch.ts), or both. */
+export type PollerReason = 'subscribers' | 'watched' | 'both';
 
 /** The members of `Observer` that run the work they are about (see above). */
 export const SCOPES = ['upstreamCall', 'tokenRequest', 'entityLookup'] as const;
@@ -167,6 +176,9 @@ export const NO_OBSERVER: Observer = {
   tokenRequestEnded() {},
   tenantIdentified() {},
   cacheLookup() {},
+  cacheDropped() {},
+  cacheConfirmed() {},
+  cacheWatching() {},
   entityLookup: (_ids, run) => run(),
   entityLookupResult() {},
   liveSubscriptions() {},

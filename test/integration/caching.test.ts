@@ -270,3 +270,95 @@ describe('a change a live poll sees', () => {
     }
   });
 });
+
+describe('a list read often (watched by the live pollers)', () => {
+  const PAGE = 'query ($after: String) { locations(first: 1, after: $after) { nodes { id name } pageInfo { endCursor } } }';
+  const metric = (name: string, labels: Record<string, string> = {}) => counterTotal(subgraph!.server.metrics.registry.getSingleMetric(name) as Counter<string>, labels);
+  const confirmations = () => metric('wfs_cache_confirmations_total', { result: 'extended' });
+  const keptPages = (result: 'hit' | 'miss') => metric('wfs_cache_requests_total', { cache: 'kept_pages', result });
+  /** Reads A's 30 locations a page (of one) at a time, from `cursors` (the walk's own the first time): what each answer said. */
+  async function readAllPages(cursors: Array<string | null>): Promise<Array<{ name: string; maxAge: string }>> {
+    const seen = [];
+    for (let i = 0; i < A.locations.length; i++) {
+      const page = await subgraph!.query(PAGE, { after: cursors[i] }, as(A));
+      expect(page.errors).toBeUndefined();
+      cursors[i + 1] ??= page.data.locations.pageInfo.endCursor;
+      seen.push({ name: page.data.locations.nodes[0].name as string, maxAge: String(cacheControl(page)) });
+    }
+    return seen;
+  }
+  /** Moves the clock by `ms` (less than the window) and waits for a poll that began after it: two confirmations, polls being one after another. */
+  async function advanceConfirmed(ms: number): Promise<void> {
+    clock += ms;
+    const before = await confirmations();
+    await waitFor(async () => (await confirmations()) >= before + 2, 'a poll after the clock moved confirmed what is kept');
+  }
+
+  it('is watched, served past the window while polls confirm it, shares one poller with subscribers, and shows an edit after the next poll', async () => {
+    clock = Date.now();
+    // Window 1 s, polls every 100 ms: a period is 1 s, one walk of the list (one call) costs
+    // 10 calls a period, so 20 misses within a period start the watching.
+    subgraph = await startTestSubgraph({ tenants: [A, B] }, { WFS_FRESHNESS_SECONDS: '1' }, { now, live: { pollIntervalMs: 100 } });
+    const hub = subgraph.server.live;
+    const cursors: Array<string | null> = [null];
+    const started = clock;
+    await readAllPages(cursors);
+    expect(hub.reasonFor(A.tenantId, 'locations')).toBe('watched');
+    expect(await metric('wfs_live_pollers', { reason: 'watched' })).toBe(1);
+    await waitFor(async () => (await confirmations()) >= 2, 'polls confirmed the kept pages');
+
+    // Past the window of the reads, in steps the polls confirm: every page from memory.
+    await advanceConfirmed(600);
+    await advanceConfirmed(600);
+    expect(clock - started).toBeGreaterThan(1_000);
+    const [hits, misses] = [await keptPages('hit'), await keptPages('miss')];
+    const again = await readAllPages(cursors);
+    expect(again.map((page) => page.name)).toEqual(A.locations.map((location) => location.name));
+    expect([await keptPages('hit'), await keptPages('miss')]).toEqual([hits + 30, misses]);
+    // Never more than the window ahead.
+    expect(new Set(again.map((page) => page.maxAge))).toEqual(new Set(['private, max-age=1']));
+
+    // Subscribers too: still one poller, counted as both.
+    const pollsBefore = await livePolls(subgraph.server);
+    const live = liveClient(subgraph.server.url, as(A));
+    try {
+      collect(live, 'subscription { locationChanges { kind } }');
+      await subscribedAndPolled(subgraph.server, pollsBefore);
+      expect([hub.pollers, hub.reasonFor(A.tenantId, 'locations')]).toEqual([1, 'both']);
+      expect(await metric('wfs_live_pollers', { reason: 'both' })).toBe(1);
+    } finally {
+      await live.dispose();
+    }
+    await waitFor(() => hub.reasonFor(A.tenantId, 'locations') === 'watched', 'watched alone once the subscriber left');
+
+    // An upstream edit: the next poll drops what was kept, and the next read shows it.
+    const target = A.locations[4]!;
+    const old = target.name;
+    const drops = await metric('wfs_cache_drops_total', { cause: 'changed' });
+    target.name = `${old} (edited)`;
+    try {
+      await waitFor(async () => (await metric('wfs_cache_drops_total', { cause: 'changed' })) > drops, 'the poll saw the edit');
+      const page = await subgraph.query(PAGE, { after: cursors[4] }, as(A));
+      expect(page.data.locations.nodes[0].name).toBe(target.name);
+    } finally {
+      target.name = old;
+    }
+
+    // Reads stop: within two periods without them, the watching ends and so does the poller.
+    clock += 5_000;
+    await waitFor(() => hub.pollers === 0, 'the watching stopped once reads stopped');
+    expect(await metric('wfs_cache_watching_total', { decision: 'stopped' })).toBe(1);
+  });
+
+  it('is never watched for sparse reads (a page once per 30 s): as many upstream calls as with the window at 0', async () => {
+    // The default interval (15 s) and a 5 s window: a walk costs one call a period of 15 s.
+    await start({ WFS_FRESHNESS_SECONDS: '5' });
+    for (let read = 1; read <= 6; read++) {
+      expect((await subgraph!.query(LOCATIONS, {}, as(A))).errors).toBeUndefined();
+      expect(calls('locations')).toBe(read);
+      clock += 30_000;
+    }
+    expect(subgraph!.server.live.pollers).toBe(0);
+    expect(await metric('wfs_cache_watching_total', { decision: 'started' })).toBe(0);
+  });
+});

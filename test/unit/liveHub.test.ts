@@ -3,10 +3,11 @@ import { LiveHub, LiveLimitError, SlowConsumerError, type LiveEvent, type LiveLi
 import type { ListReader } from '../../src/live/listReader';
 import { PollBudget } from '../../src/live/pollBudget';
 import { diff, diffInSlices, apply, fingerprint, SnapshotMemory } from '../../src/live/snapshot';
-import { NO_OBSERVER } from '../../src/upstream/observer';
+import { NO_OBSERVER, type PollerReason } from '../../src/upstream/observer';
 import { makeTenant, startShiftChurn } from '../../src/emulator';
 import { UpstreamError } from '../../src/upstream/errors';
-import { locations, shifts, type ShiftRecord } from '../../src/upstream/resources';
+import { locations, shifts, type AnyResource, type ShiftRecord } from '../../src/upstream/resources';
+import { Watching, MAX_BACKOFF_PERIODS, type WatchTarget } from '../../src/live/watch';
 import { waitFor } from '../helpers/waitFor';
 
 const shift = (id: string, end = '2026-11-23T17:00:00+01:00', locationId = 'loc_1'): ShiftRecord => ({ id, start: '2026-11-23T09:00:00+01:00', end, locationId, userId: null });
@@ -17,7 +18,7 @@ function fakeList(records: ShiftRecord[]) {
   const read: ListReader = async () => {
     state.reads += 1;
     if (state.failWith) throw state.failWith;
-    return { records: [...state.records], calls: 1 };
+    return { records: [...state.records], calls: 1, askedAt: 0 };
   };
   return { state, read };
 }
@@ -111,6 +112,33 @@ describe('live hub', () => {
     // Time is the subject: over many poll intervals after the last subscriber left, no read.
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(list.state.reads).toBe(reads);
+    await hub.close();
+  });
+
+  it('polls a list watched for queries and subscribed with one poller, counted under its reason, and stops it when it has neither', async () => {
+    const list = fakeList([shift('a')]);
+    const pollers = new Map<string, number>();
+    const quiet: number[] = [];
+    const events = { ...NO_OBSERVER, livePollers: (reason: string, delta: number) => void pollers.set(reason, (pollers.get(reason) ?? 0) + delta) };
+    const hub = new LiveHub(
+      { read: list.read, intervalMs: 20, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5, onQuiet: (_t, _l, read) => void quiet.push(read.calls) },
+      { watchedLists: 1 },
+    );
+    const gauge = () => Object.fromEntries([...pollers].filter(([, n]) => n !== 0));
+    expect(hub.watch('t1', shifts)).toBe(true);
+    expect([hub.pollers, hub.reasonFor('t1', 'shifts'), gauge()]).toEqual([1, 'watched', { watched: 1 }]);
+    // The replica's bound on watched lists: another company's list is refused.
+    expect(hub.watch('t2', shifts)).toBe(false);
+    const subscription = hub.subscribe('t1', shifts);
+    expect([hub.pollers, hub.reasonFor('t1', 'shifts'), gauge()]).toEqual([1, 'both', { both: 1 }]);
+    // A walk that saw no change is told (what is kept of the list may be confirmed by it).
+    await waitFor(() => quiet.length >= 2, 'walks that saw no change');
+    await subscription.return!();
+    expect([hub.pollers, hub.reasonFor('t1', 'shifts'), gauge()]).toEqual([1, 'watched', { watched: 1 }]);
+    const reads = list.state.reads;
+    await waitFor(() => list.state.reads > reads, 'still polled for the watching');
+    hub.unwatch('t1', 'shifts');
+    expect([hub.pollers, hub.watched, gauge()]).toEqual([0, 0, {}]);
     await hub.close();
   });
 
@@ -208,7 +236,7 @@ describe('live hub, one poller per company and list', () => {
     const state = { records: [shiftAt('a', START)] };
     const read: ListReader = async () => {
       walks.push(performance.now());
-      return { records: [...state.records], calls: 1 };
+      return { records: [...state.records], calls: 1, askedAt: 0 };
     };
     const budget = new PollBudget(1_000);
     const hub = new LiveHub({ read, intervalMs: 20, budget, coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5 });
@@ -246,7 +274,7 @@ describe('live hub, one poller per company and list', () => {
   it("charges each poller's snapshot (and a filterable list's kept records) to the memory budget directly, and gives it back when the poller stops", async () => {
     let held = 0;
     const memory = new SnapshotMemory({ charge: (units) => (held += units) });
-    const read: ListReader = async (_tenantId, resource) => ({ records: resource === shifts ? [shiftAt('a', START), shiftAt('b', START), shiftAt('c', START)] : [{ id: 'l1', name: 'One' }], calls: 1 });
+    const read: ListReader = async (_tenantId, resource) => ({ records: resource === shifts ? [shiftAt('a', START), shiftAt('b', START), shiftAt('c', START)] : [{ id: 'l1', name: 'One' }], calls: 1, askedAt: 0 });
     const hub = new LiveHub({ read, intervalMs: 20, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events: NO_OBSERVER, memory, random: () => 0.5 });
     const held1 = hub.subscribe('t1', shifts, { startsFrom: START });
     const held2 = hub.subscribe('t1', locations);
@@ -263,7 +291,7 @@ describe('live hub, one poller per company and list', () => {
     // The big company's lists are long (10 pages a walk), the small one's one page.
     const read: ListReader = async (tenantId) => {
       walks.set(tenantId, (walks.get(tenantId) ?? 0) + 1);
-      return { records: [], calls: tenantId === 'big' ? 10 : 1 };
+      return { records: [], calls: tenantId === 'big' ? 10 : 1, askedAt: 0 };
     };
     // 100 calls a second: the small company wants 50 (one page every 20 ms), the big one 1 000.
     const budget = new PollBudget(100);
@@ -299,5 +327,110 @@ describe('demo churn', () => {
     } finally {
       churn.stop();
     }
+  });
+});
+
+/**
+ * The choice between watching a company's list and letting what is kept of it expire
+ * (src/live/watch.ts, docs/caching.md "Watched lists"), on a frozen clock: the poll
+ * interval is 15 s and the window 5 s, so a period is 15 s and one walk of a one-page
+ * list costs one call a period.
+ */
+
+const INTERVAL = 15_000;
+const WINDOW = 5_000;
+
+function watchingSetUp(options: { refuse?: boolean } = {}) {
+  let now = 1_000_000;
+  const watched = new Set<string>();
+  const decisions: string[] = [];
+  const target: WatchTarget = {
+    watch: (tenantId, resource) => {
+      if (options.refuse) return false;
+      watched.add(`${tenantId}/${resource.name}`);
+      return true;
+    },
+    unwatch: (tenantId, list) => void watched.delete(`${tenantId}/${list}`),
+    reasonFor: (tenantId, list): PollerReason | undefined => (watched.has(`${tenantId}/${list}`) ? 'watched' : undefined),
+  };
+  const watching = new Watching(target, {
+    intervalMs: INTERVAL,
+    windowMs: WINDOW,
+    now: () => now,
+    resourceNamed: (list) => (list === 'locations' ? (locations as AnyResource) : undefined),
+    events: { cacheWatching: (decision) => void decisions.push(decision) },
+  });
+  return {
+    watching,
+    watched,
+    decisions,
+    advance: (ms: number) => void (now += ms),
+    isWatched: () => watched.has('t1/locations'),
+  };
+}
+
+describe('the watching choice', () => {
+  it('watches a list read often, keeps it while the polls save calls, and stops when reads stop', () => {
+    const { watching, advance, isWatched, decisions } = watchingSetUp();
+    watching.read('t1', 'locations', 'miss');
+    expect(isWatched()).toBe(false);
+    // Twice what a period of walks costs: watching now costs clearly less than expiring.
+    watching.read('t1', 'locations', 'miss');
+    expect(isWatched()).toBe(true);
+    watching.ticked('t1', 'locations', 1);
+    // Period after period, pages served only thanks to the polls pay for the walks.
+    for (let period = 0; period < 6; period++) {
+      advance(INTERVAL);
+      watching.read('t1', 'locations', 'saved');
+      watching.read('t1', 'locations', 'saved');
+      watching.ticked('t1', 'locations', 1);
+      expect(isWatched()).toBe(true);
+    }
+    // Reads stop: the polls' turns alone end the watching.
+    advance(INTERVAL);
+    watching.ticked('t1', 'locations', 1);
+    advance(INTERVAL);
+    watching.ticked('t1', 'locations', 1);
+    expect(isWatched()).toBe(false);
+    expect(decisions).toEqual(['started', 'stopped']);
+  });
+
+  it('never watches sparse reads (each page once per 30 s)', () => {
+    const { watching, advance, decisions } = watchingSetUp();
+    for (let round = 0; round < 20; round++) {
+      watching.read('t1', 'locations', 'miss');
+      advance(30_000);
+    }
+    expect(decisions).toEqual([]);
+  });
+
+  it('stops at once when the first walk shows the list costs more than the estimate, and holds it back longer after each such stop', () => {
+    const { watching, advance, isWatched, decisions } = watchingSetUp();
+    const startAndWalk = () => {
+      for (let i = 0; i < 2; i++) watching.read('t1', 'locations', 'miss');
+      if (isWatched()) watching.ticked('t1', 'locations', 10);
+    };
+    startAndWalk();
+    expect(decisions).toEqual(['started', 'stopped']);
+    // Held back for two periods now: the same misses do not start it again.
+    advance(INTERVAL);
+    startAndWalk();
+    expect(decisions).toEqual(['started', 'stopped']);
+    // The next start needs misses worth ten walks (its cost is known now).
+    advance(INTERVAL);
+    for (let i = 0; i < 19; i++) watching.read('t1', 'locations', 'miss');
+    expect(isWatched()).toBe(false);
+    watching.read('t1', 'locations', 'miss');
+    expect(isWatched()).toBe(true);
+    expect(MAX_BACKOFF_PERIODS).toBeGreaterThan(2);
+  });
+
+  it('counts a refusal by the replica bound and tries again a period later', () => {
+    const { watching, advance, decisions } = watchingSetUp({ refuse: true });
+    for (let i = 0; i < 5; i++) watching.read('t1', 'locations', 'miss');
+    expect(decisions).toEqual(['refused']);
+    advance(INTERVAL);
+    for (let i = 0; i < 2; i++) watching.read('t1', 'locations', 'miss');
+    expect(decisions).toEqual(['refused', 'refused']);
   });
 });

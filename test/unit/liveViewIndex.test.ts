@@ -255,7 +255,7 @@ describe('live delivery in slices', () => {
 describe('live hub, distinct filters per company', () => {
   it('refuses a subscription with a new filter past the bound, counted with its reason, and still takes filters in use and other companies', async () => {
     const refused: string[] = [];
-    const read: ListReader = async () => ({ records: [], calls: 1 });
+    const read: ListReader = async () => ({ records: [], calls: 1, askedAt: 0 });
     const hub = new LiveHub(
       { read, intervalMs: 60_000, budget: new PollBudget(1_000), coordinator: LOCAL_COORDINATOR, events: { ...NO_OBSERVER, refused: (reason) => refused.push(reason) }, memory: new SnapshotMemory({ charge: () => undefined }), random: () => 0.5 },
       { filtersPerCompany: 2 },

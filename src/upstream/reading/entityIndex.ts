@@ -11,6 +11,7 @@ import { guardPageChain } from './pageChain';
 import { NO_OBSERVER, type Observer } from '../observer';
 import { NUMERIC_SETTINGS } from '../../config';
 import { fetchedAt } from './keptPages';
+import { confirmSteps, type HeldPage, type WalkedList } from './confirmation';
 
 /** How long, in ms, an index may answer from what it has seen: the default of `WFS_ENTITY_INDEX_TTL_SECONDS` (src/config.ts). */
 export const ENTITY_INDEX_TTL_MS = NUMERIC_SETTINGS.WFS_ENTITY_INDEX_TTL_SECONDS.default * 1_000;
@@ -57,9 +58,20 @@ const MAX_SWEEP_INTERVAL_MS = 5_000;
 
 type FetchPage<T> = (ref: PageRef | null, pageSize: number) => Promise<ListPage<T>>;
 
-/** What an index tells the set that holds it: how many record units (`recordUnits`) it took in (> 0) or let go (< 0). */
+/**
+ * What an index tells the set that holds it: how many record units (`recordUnits`) it
+ * took in (> 0) or let go (< 0), and each page it served only because a poll confirmed
+ * it past the window (`saved`: without the poll it would have been read upstream).
+ */
 interface IndexHolder {
   resized(index: EntityIndex<{ id: string }>, delta: number): void;
+  saved?(index: EntityIndex<{ id: string }>): void;
+}
+
+/** A page kept for queries, with its upstream filter (what `confirm` needs to place it). */
+interface Kept<T> {
+  readonly page: ListPage<T>;
+  readonly filter: string;
 }
 
 /**
@@ -83,7 +95,13 @@ export class EntityIndex<T extends { id: string }> {
   private units = 0;
   private pages = new Map<string, ListPage<T>>();
   /** Pages a request read from the upstream, kept to be served again within the freshness window (keptPages.ts), by `keptKey`. */
-  private kept = new Map<string, ListPage<T>>();
+  private kept = new Map<string, Kept<T>>();
+  /**
+   * Per page held (`k` + kept key, `s` + scanned reference): until when expiring alone
+   * would have kept it, the window after it was read upstream or last counted as saved.
+   * A page served later than that was served only because a poll confirmed it.
+   */
+  private paid = new Map<string, number>();
   /** Where the scan goes on: `undefined` before the first page, `null` when the list is done. */
   private resume: PageRef | null | undefined = undefined;
   private expiresAt: number;
@@ -91,6 +109,8 @@ export class EntityIndex<T extends { id: string }> {
   private startedAt: number;
   /** Changes whenever the index forgets what it held, so a scan under way can tell. */
   private generation = 0;
+  /** Changes whenever what the index holds changes (learnt, forgotten, the scan moved), so a confirmation under way can tell. */
+  private version = 0;
   private released = false;
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -101,6 +121,8 @@ export class EntityIndex<T extends { id: string }> {
     readonly tenantId: string = '',
     private readonly holder?: IndexHolder,
     private readonly observer: Observer = NO_OBSERVER,
+    /** The list this indexes (what a page `saved` is counted for). */
+    readonly list: string = '',
   ) {
     this.startedAt = now();
     this.expiresAt = this.startedAt + ttlMs;
@@ -118,6 +140,11 @@ export class EntityIndex<T extends { id: string }> {
   /** Records held now. */
   get size(): number {
     return this.records.size;
+  }
+
+  /** What this index counts against the budget now, in record units (kept pages included). */
+  get heldUnits(): number {
+    return this.units;
   }
 
   /** True once evicted or swept: it holds and keeps nothing more; ask `EntityIndexes.for` for a fresh one. */
@@ -142,7 +169,9 @@ export class EntityIndex<T extends { id: string }> {
   /** A page kept by `keep` under `key` (keptPages.ts `keptKey`), while the lifetime lasts. */
   keptPage(key: string): ListPage<T> | undefined {
     this.expireIfStale();
-    return this.kept.get(key);
+    const kept = this.kept.get(key)?.page;
+    if (kept) this.served(`k${key}`);
+    return kept;
   }
 
   /**
@@ -151,12 +180,14 @@ export class EntityIndex<T extends { id: string }> {
    * were learnt (`keepPage` or `prime`): every record of a kept page is then held in
    * its version, and a change seen later drops both together.
    */
-  keep(key: string, page: ListPage<T>): void {
+  keep(key: string, page: ListPage<T>, filter: string): void {
     const since = fetchedAt(page);
     if (since === undefined || !this.writable() || !this.current(since) || this.kept.has(key)) return;
     const before = this.units;
     const items = page.items.map((item) => (isMalformed(item) ? item : ownCopy(item)));
-    this.kept.set(key, { ...page, items });
+    this.kept.set(key, { page: { ...page, items }, filter });
+    this.version += 1;
+    this.paid.set(`k${key}`, since + this.ttlMs);
     for (const item of items) if (!isMalformed(item)) this.units += recordUnits(item);
     this.units += pageUnits(page) + 1;
     this.grew(before);
@@ -167,7 +198,74 @@ export class EntityIndex<T extends { id: string }> {
    * saw it, here or on another replica): the next read of any kind goes upstream.
    */
   changed(): void {
+    if (this.units > 0) this.observer.cacheDropped('changed');
     this.clear();
+  }
+
+  /**
+   * A walk of the whole list (a live poll's, whose first page was asked for at
+   * `askedAt`) saw what this index holds: the lifetime starts again at `askedAt`, so
+   * what is held is served until `askedAt` plus the lifetime, never more than that
+   * ahead (docs/caching.md, "Watched lists"). Only when every record and page held is
+   * what the walk saw (confirmation.ts); pages that cannot be checked are dropped. A
+   * page asked for before `askedAt` is not learnt afterwards (`current`).
+   */
+  async confirm(walk: WalkedList<T>, askedAt: number): Promise<boolean> {
+    // Expired meanwhile (or released): nothing held is left to confirm.
+    if (!this.writable() || this.units === 0) return false;
+    // Checked in slices; what is held must not change meanwhile (`version`), or nothing
+    // is confirmed this time: what was learnt during the check was not checked.
+    const version = this.version;
+    const steps = confirmSteps(walk, { records: this.records, pages: [...this.heldPages()], complete: this.resume === null }, sameRecord);
+    let step = steps.next();
+    while (!step.done) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (this.version !== version || !this.writable()) return false;
+      step = steps.next();
+    }
+    const verdict = step.value;
+    const before = this.units;
+    for (const key of verdict.unplaced) this.forgetPage(key);
+    if (this.units < before) this.holder?.resized(this, this.units - before);
+    if (!verdict.confirmed) return false;
+    if (askedAt > this.startedAt) {
+      this.startedAt = askedAt;
+      this.expiresAt = Math.max(this.expiresAt, askedAt + this.ttlMs);
+      // A scan under way may hold pages asked for before `askedAt`, which are no longer
+      // learnt: it must not move the index's scan past them (`scanFor`).
+      this.generation += 1;
+    }
+    return true;
+  }
+
+  /** Every page held, for `confirm`: the scan's (`s` + reference) and the kept ones (`k` + key). */
+  private *heldPages(): Iterable<HeldPage<T>> {
+    for (const [ref, page] of this.pages) yield { kind: 'scanned', key: `s${ref}`, filter: '', page };
+    for (const [key, kept] of this.kept) yield { kind: 'kept', key: `k${key}`, filter: kept.filter, page: kept.page };
+  }
+
+  /** Drops one page held (a `heldPages` key); its records stay, as the index's. */
+  private forgetPage(key: string): void {
+    this.version += 1;
+    this.paid.delete(key);
+    if (key.startsWith('s')) {
+      const page = this.pages.get(key.slice(1));
+      if (page && this.pages.delete(key.slice(1))) this.units -= pageUnits(page);
+      return;
+    }
+    const kept = this.kept.get(key.slice(1));
+    if (!kept || !this.kept.delete(key.slice(1))) return;
+    for (const item of kept.page.items) if (!isMalformed(item)) this.units -= recordUnits(item);
+    this.units -= pageUnits(kept.page) + 1;
+  }
+
+  /** A held page served: counted as `saved` when expiring alone would no longer have kept it (`paid`). */
+  private served(key: string): void {
+    const now = this.now();
+    const paidUntil = this.paid.get(key);
+    if (paidUntil === undefined || now < paidUntil) return;
+    this.paid.set(key, now + this.ttlMs);
+    this.holder?.saved?.(this);
   }
 
   /**
@@ -208,7 +306,9 @@ export class EntityIndex<T extends { id: string }> {
   /** A page this index holds (asked for at UPSTREAM_PAGE_SIZE from `ref`), or undefined. */
   page(ref: PageRef | null, pageSize: number): ListPage<T> | undefined {
     this.expireIfStale();
-    return pageSize === UPSTREAM_PAGE_SIZE ? this.pages.get(ref ?? '') : undefined;
+    const page = pageSize === UPSTREAM_PAGE_SIZE ? this.pages.get(ref ?? '') : undefined;
+    if (page) this.served(`s${ref ?? ''}`);
+    return page;
   }
 
   /**
@@ -235,6 +335,8 @@ export class EntityIndex<T extends { id: string }> {
     if (requestedSize === UPSTREAM_PAGE_SIZE && !held) {
       items = items.map(ownCopy);
       this.pages.set(key, { ...page, items });
+      this.version += 1;
+      this.paid.set(`s${key}`, (since ?? this.now()) + this.ttlMs);
       this.units += pageUnits(page);
     }
     const copied = items !== page.items;
@@ -274,8 +376,10 @@ export class EntityIndex<T extends { id: string }> {
     this.units = 0;
     this.pages = new Map();
     this.kept = new Map();
+    this.paid = new Map();
     this.resume = undefined;
     this.generation += 1;
+    this.version += 1;
     this.startedAt = from;
     this.expiresAt = from + this.ttlMs;
     if (units > 0) this.holder?.resized(this, -units);
@@ -293,6 +397,7 @@ export class EntityIndex<T extends { id: string }> {
   }
 
   private hold(record: T): void {
+    this.version += 1;
     this.records.set(record.id, record);
     this.units += recordUnits(record);
   }
@@ -303,7 +408,9 @@ export class EntityIndex<T extends { id: string }> {
   }
 
   private expireIfStale(): void {
-    if (this.now() >= this.expiresAt) this.clear();
+    if (this.now() < this.expiresAt) return;
+    if (this.units > 0) this.observer.cacheDropped('expired');
+    this.clear();
   }
 
   private async scanFor(ids: readonly string[], fetchPage: FetchPage<T>): Promise<Array<T | null>> {
@@ -329,7 +436,10 @@ export class EntityIndex<T extends { id: string }> {
       if (generation !== this.generation || this.released) continue;
       this.keepPage(page, UPSTREAM_PAGE_SIZE);
       // Keeping the page may have cleared the index (its tenant alone over the budget).
-      if (generation === this.generation) this.resume = ref;
+      if (generation === this.generation) {
+        this.resume = ref;
+        this.version += 1;
+      }
     }
     return ids.map((id) => found.get(id) ?? null);
   }
@@ -387,6 +497,12 @@ export interface EntityIndexesOptions {
   readonly observer?: Observer;
 }
 
+/** What a query's page read was, for a watching choice: read upstream, or served only because a poll confirmed it. */
+export type ReadOutcome = 'miss' | 'saved';
+
+/** Told of the reads a watching choice weighs (`EntityIndexes.listenToReads`). */
+export type ReadListener = (tenantId: string, list: string, outcome: ReadOutcome) => void;
+
 /** The shortest time, in ms, between two `afterLargeRelease` calls. */
 const LARGE_RELEASE_INTERVAL_MS = 60_000;
 
@@ -419,6 +535,7 @@ export class EntityIndexes implements IndexHolder {
   /** Record units sweeps released since the last `afterLargeRelease` call. */
   private releasedSinceCall = 0;
   private readonly observer: Observer;
+  private reads: ReadListener | undefined;
 
   constructor(options: EntityIndexesOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -441,7 +558,7 @@ export class EntityIndexes implements IndexHolder {
     this.tenants.set(tenantId, lists);
     let index = lists.get(list);
     if (!index) {
-      index = new EntityIndex(this.now, this.ttlMs, tenantId, this, this.observer);
+      index = new EntityIndex(this.now, this.ttlMs, tenantId, this, this.observer, list);
       lists.set(list, index);
     }
     return index as unknown as EntityIndex<T>;
@@ -453,6 +570,38 @@ export class EntityIndexes implements IndexHolder {
    */
   changed(tenantId: string, list: string): void {
     this.tenants.get(tenantId)?.get(list)?.changed();
+  }
+
+  /**
+   * A live poll walked `tenantId`'s whole `list` (its first page asked for at
+   * `askedAt`) and saw no change: what the company's index holds of it, if the walk
+   * confirms it, is served for another lifetime from `askedAt` (`EntityIndex.confirm`,
+   * in slices). Whether it was confirmed; an index not held is not made for it.
+   */
+  async confirmed(tenantId: string, list: string, walk: WalkedList<{ id: string }>, askedAt: number): Promise<boolean> {
+    const index = this.tenants.get(tenantId)?.get(list);
+    if (!index || index.isReleased || index.heldUnits === 0) return false;
+    const confirmed = await index.confirm(walk, askedAt);
+    this.observer.cacheConfirmed(confirmed ? 'extended' : 'unconfirmed');
+    return confirmed;
+  }
+
+  /**
+   * Where the reads a watching choice weighs are told (live/watch.ts): each list page
+   * a query asked of the upstream (`miss`), and each page served only because a poll
+   * confirmed it (`saved`). One listener; the live side sets it at start-up.
+   */
+  listenToReads(listener: ReadListener): void {
+    this.reads = listener;
+  }
+
+  /** A query of `tenantId`'s `list` read a page: see `listenToReads`. */
+  noteRead(tenantId: string, list: string, outcome: ReadOutcome): void {
+    this.reads?.(tenantId, list, outcome);
+  }
+
+  saved(index: EntityIndex<{ id: string }>): void {
+    this.reads?.(index.tenantId, index.list, 'saved');
   }
 
   /** Records held by all indexes now, in record units (`recordUnits`: a record of long texts counts as several). */
@@ -472,6 +621,7 @@ export class EntityIndexes implements IndexHolder {
       for (const [list, index] of lists) {
         if (!index.expired()) continue;
         lists.delete(list);
+        if (index.heldUnits > 0) this.observer.cacheDropped('expired');
         index.release();
       }
       if (lists.size === 0) this.tenants.delete(tenantId);

@@ -55,6 +55,8 @@ export interface RequestPagesOptions {
   readonly freshness: Freshness;
   /** Resolves once the company's grant allows the list (the reader's `authorize`). */
   readonly authorize: (resource: Resource) => Promise<void> | undefined;
+  /** Told of each page read from the upstream while pages are kept (`keep`): what a watching choice weighs (live/watch.ts). */
+  readonly missed?: (list: string) => void;
 }
 
 export function createRequestPages(options: RequestPagesOptions): RequestPages {
@@ -130,6 +132,7 @@ class PageCache implements RequestPages {
       } else {
         const since = this.options.now();
         freshness.use(resource.name, since + this.options.windowMs);
+        if (this.options.keep) this.options.missed?.(resource.name);
         page = client.listPage(tenantId, resource, { ref, pageSize, signal, budget: this.budget, ...(query && { query }) }).then((fetched) => {
           markFetched(fetched, since);
           return fetched;

@@ -19,6 +19,8 @@ import { fetchedAt, Freshness, keptKey } from './keptPages';
 import { filterKey } from '../pageKey';
 
 export type { UpstreamQuery } from './pageCache';
+/** When a page a walk returned was asked of the upstream (a live poll dates what it confirms by it, docs/caching.md). */
+export { fetchedAt } from './keptPages';
 
 /**
  * One walk along a list's page chain, page after page from one start: a chain that
@@ -118,7 +120,7 @@ class RequestReader implements TenantReader {
       if (query) index.prime(page.items.filter((item): item is R => !isMalformed(item)), fetchedAt(page));
       else index.keepPage(page, pageSize);
       // Learnt first, then kept: a change the page shows has dropped what was held.
-      if (this.keeps()) index.keep(keptKey(ref, pageSize, filterKey(query)), page);
+      if (this.keeps()) index.keep(keptKey(ref, pageSize, filterKey(query)), page, filterKey(query));
       return page;
     });
   }
@@ -201,6 +203,7 @@ class RequestReader implements TenantReader {
       now: this.services.indexes.now,
       freshness: this.freshness,
       authorize: (resource) => this.authorize(resource as AnyResource),
+      missed: (list) => this.services.indexes.noteRead(this.tenantId, list, 'miss'),
     }));
   }
 }

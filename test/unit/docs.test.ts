@@ -50,6 +50,11 @@ describe('the manual (README.md and docs/*.md)', () => {
     expect(missing).toEqual([]);
   });
 
+  it('holds no merge-conflict markers (a merge that left both sides of a line)', () => {
+    const marked = pages.filter((page) => /^(<{7} |={7}$|>{7} )/m.test(readDoc(page)));
+    expect(marked).toEqual([]);
+  });
+
   it('gives no two sections of one page the same heading', () => {
     for (const page of pages) {
       const headings = [...readDoc(page).replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6}\s+(.+?)\s*$/gm)].map((match) => match[1]!);

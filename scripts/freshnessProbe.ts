@@ -466,6 +466,7 @@ export async function runFreshnessProbe(options: FreshnessProbeOptions): Promise
 
 /** One scenario as a table: a row per target. */
 export function formatScenario(report: ScenarioReport): string {
+  const ms = (value: number) => (Number.isNaN(value) ? '-' : String(value));
   const bound = report.bounds === 'p99' ? `shown p99 <= ${report.boundMs} ms` : `the last stale answer <= ${report.boundMs} ms`;
   const settings = Object.entries(report.settings).map(([name, value]) => `${name}=${value}`).join(' ');
   return [
@@ -476,7 +477,7 @@ export function formatScenario(report: ScenarioReport): string {
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...report.targets.map(
       (t) =>
-        `| ${t.target} | ${t.edits} | ${t.shownMs.p50} | ${t.shownMs.p90} | ${t.shownMs.p99} | ${t.shownMs.max} | ${t.answeredMaxMs} | ${t.staleMs.p99} | ${t.staleMs.max} | ${t.unshown} | ${t.flaps} | ${t.queries} | ${t.errors} | ${t.skipped} |`,
+        `| ${t.target} | ${t.edits} | ${ms(t.shownMs.p50)} | ${ms(t.shownMs.p90)} | ${ms(t.shownMs.p99)} | ${ms(t.shownMs.max)} | ${t.answeredMaxMs} | ${t.staleMs.p99} | ${t.staleMs.max} | ${t.unshown} | ${t.flaps} | ${t.queries} | ${t.errors} | ${t.skipped} |`,
     ),
     ...report.targets.flatMap((t) => t.failures.map((failure) => `failure: ${failure}`)),
   ].join('\n');

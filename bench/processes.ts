@@ -40,7 +40,12 @@ export function pinSelf(): void {
   if (PINNING) execFileSync(PINNING.taskset, ['-a', '-cp', String(PINNING.rest), String(process.pid)], { stdio: 'ignore' });
 }
 
-function startChild(name: string, modulePath: string, args: string[], env: NodeJS.ProcessEnv, execArgv: string[] = [], cpu?: number): Child {
+/**
+ * Forks `modulePath` (a Node script) as a child of the bench: its output's tail kept, stopped
+ * with `stop()`, and killed when this process exits however it ends. `cpu`: the core to pin
+ * it to (PINNING), or none.
+ */
+export function startChild(name: string, modulePath: string, args: string[], env: NodeJS.ProcessEnv, execArgv: string[] = [], cpu?: number): Child {
   // fork() through taskset: taskset execs node in place, so the pid, the pipes and the IPC channel stay the same.
   const pinned = PINNING && cpu !== undefined ? PINNING : null;
   const proc = fork(modulePath, args, {

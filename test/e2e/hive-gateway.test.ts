@@ -312,6 +312,25 @@ describe("Hive Gateway's response cache, per company, fail-closed, told by our i
     expect(((await again.body.json()) as Result).data?.['people'].nodes).toHaveLength(2);
   });
 
+  it('keeps none of such responses either when identical requests arrive together (no request shares another subgraph fetch, whose max-age it would not see)', async () => {
+    // Shared in flight, only the request that made the fetch heard its Cache-Control; the
+    // others were stored for Hive's own TTL (300 s). Several at once, so some overlap.
+    const post = (headers: Record<string, string>) =>
+      request(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...as(WITH_SHIFTS), ...headers }, body: JSON.stringify({ query: 'query GatewayCacheTogether { people(first: 3) { nodes { name } } }' }) });
+    const together = await Promise.all(Array.from({ length: 6 }, () => post({})));
+    const etags = new Set<string>();
+    for (const response of together) {
+      expect(((await response.body.json()) as Result).data?.['people'].nodes).toHaveLength(3);
+      if (typeof response.headers['etag'] === 'string') etags.add(response.headers['etag']);
+    }
+    expect(etags.size).toBeGreaterThan(0);
+    for (const etag of etags) {
+      const again = await post({ 'if-none-match': etag });
+      expect(again.statusCode).toBe(200);
+      await again.body.dump();
+    }
+  });
+
   it("applies our subgraph's invalidation POST (Apollo Router's format, the key in Authorization): the next read goes to the subgraph; refused without the key", async () => {
     // A list's tag empties the cache (router/hiveResponseCache.ts: the gateway cannot tell
     // which entries read the list), so the read after it goes to the subgraph.

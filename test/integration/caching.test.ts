@@ -7,6 +7,7 @@ import { as, testTenant } from '../helpers/fixtures';
 import { collect, liveClient } from '../helpers/liveClient';
 import { livePolls, startTestSubgraph, subscribedAndPolled, type GraphQLResponse, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
+import { measureFreshness, observe, pendingEdit, summarize } from '../../scripts/freshnessProbe';
 
 /**
  * Answers that may be kept (docs/caching.md), over real HTTP against the emulator: a
@@ -360,5 +361,45 @@ describe('a list read often (watched by the live pollers)', () => {
     }
     expect(subgraph!.server.live.pollers).toBe(0);
     expect(await metric('wfs_cache_watching_total', { decision: 'started' })).toBe(0);
+  });
+});
+
+describe('the freshness probe (npm run probe:freshness) measuring', () => {
+  it('files each answer under the edit it may show: the first that shows it, stale answers asked after it, flaps', () => {
+    const edit = pendingEdit(100);
+    const [old, edited] = [1, 2];
+    observe(edit, edited, { sentAt: 80, receivedAt: 95, value: edited }); // before the edit: says nothing of it
+    observe(edit, edited, { sentAt: 90, receivedAt: 110, value: old }); // asked before the edit: not stale
+    expect(edit).toEqual({ editedAt: 100, shownMs: null, answeredMs: null, staleMs: 0, flaps: 0 });
+    observe(edit, edited, { sentAt: 105, receivedAt: 120, value: old });
+    observe(edit, edited, { sentAt: 115, receivedAt: 130, value: edited });
+    // Sent earlier, answered later: the edit showed from its sending on.
+    observe(edit, edited, { sentAt: 110, receivedAt: 135, value: edited });
+    expect(edit).toEqual({ editedAt: 100, shownMs: 10, answeredMs: 30, staleMs: 20, flaps: 0 });
+    observe(edit, edited, { sentAt: 131, receivedAt: 140, value: old });
+    expect(edit).toEqual({ editedAt: 100, shownMs: 10, answeredMs: 30, staleMs: 40, flaps: 1 });
+    // Asked before the edit and showing it: visible at once.
+    const early = pendingEdit(100);
+    observe(early, edited, { sentAt: 95, receivedAt: 105, value: edited });
+    expect(early).toMatchObject({ shownMs: 0, answeredMs: 5 });
+
+    const hundred = Array.from({ length: 100 }, (_, i) => 100 - i);
+    expect(summarize(hundred)).toEqual({ count: 100, p50: 50, p90: 90, p99: 99, max: 100 });
+    expect(summarize([7])).toEqual({ count: 1, p50: 7, p90: 7, p99: 7, max: 7 });
+  });
+
+  it('sees every edit through a subgraph with a window of 1 s, and never an older answer after a newer', async () => {
+    subgraph = await startTestSubgraph({ tenants: [A, B] }, { WFS_FRESHNESS_SECONDS: '1' });
+    const shift = A.shifts[0]!;
+    const end = shift.end;
+    try {
+      const [result] = await measureFreshness({ tenants: [A], targets: [{ name: 'subgraph', url: subgraph.server.url }], edits: 3, cycleMs: 1_000, queryIntervalMs: 25, timeoutMs: 20_000 });
+      expect(result).toMatchObject({ target: 'subgraph', edits: 3, unshown: 0, flaps: 0, errors: 0, shownMs: { count: 3 }, staleMs: { count: 3 } });
+      expect(result!.answeredMaxMs).toBeGreaterThan(0);
+      expect(result!.queries).toBeGreaterThan(3);
+      expect(Date.parse(shift.end)).toBe(Date.parse(end) + 3 * 60_000);
+    } finally {
+      shift.end = end;
+    }
   });
 });

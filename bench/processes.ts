@@ -165,7 +165,20 @@ export interface ServerChild {
   stop(): Promise<void>;
 }
 
-export type ServerTarget = 'naive' | 'apollo' | 'subgraph' | 'floor' | 'proxy';
+export type ServerTarget = 'naive' | 'apollo' | 'subgraph' | 'subgraph-f5' | 'today' | 'today-f5' | 'floor' | 'proxy';
+
+/**
+ * The builds of the subgraph and the window each runs with (docs/caching.md): this
+ * checkout's at 0 (every read upstream) and at 5 s, and today's build (BENCH_BASELINE_DIST)
+ * at its default and at 5 s. `today` gets no setting, so a build from before the window
+ * existed (which refuses unknown `WFS_*` names) can be the baseline too.
+ */
+const SUBGRAPH_BUILDS: Partial<Record<ServerTarget, { readonly build: 'this' | 'today'; readonly freshnessSeconds: string | null }>> = {
+  subgraph: { build: 'this', freshnessSeconds: '0' },
+  'subgraph-f5': { build: 'this', freshnessSeconds: '5' },
+  today: { build: 'today', freshnessSeconds: null },
+  'today-f5': { build: 'today', freshnessSeconds: '5' },
+};
 
 export interface ServerProcessOptions {
   readonly authUrl: string;
@@ -174,6 +187,8 @@ export interface ServerProcessOptions {
   readonly profileDir: string | null;
   /** The subgraph's entry point; default dist/index.js. */
   readonly subgraphEntry?: string | null;
+  /** Today's build's entry point (targets `today`, `today-f5`); null: none. */
+  readonly baselineEntry?: string | null;
   /** The subgraph's NODE_COMPILE_CACHE directory (one per bench run). */
   readonly compileCacheDir?: string | null;
   /** Extra V8/Node flags for the server (e.g. --trace-gc). */
@@ -205,13 +220,20 @@ function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessE
 
 /** How to run each server: its module, its extra environment, how it says it is ready. */
 function serverSpec(target: ServerTarget, options: ServerProcessOptions): { module: string; env: NodeJS.ProcessEnv; ready: 'ipc' | 'health' } {
+  const subgraph = SUBGRAPH_BUILDS[target];
+  if (subgraph) {
+    const entry = subgraph.build === 'this' ? (options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')) : options.baselineEntry;
+    if (!entry) throw new Error(`${target}: no build of today to run (set BENCH_BASELINE_DIST)`);
+    return {
+      module: resolve(entry),
+      env: {
+        ...(options.compileCacheDir && { NODE_COMPILE_CACHE: options.compileCacheDir }),
+        ...(subgraph.freshnessSeconds !== null && { WFS_FRESHNESS_SECONDS: subgraph.freshnessSeconds }),
+      },
+      ready: 'health',
+    };
+  }
   switch (target) {
-    case 'subgraph':
-      return {
-        module: resolve(options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')),
-        env: options.compileCacheDir ? { NODE_COMPILE_CACHE: options.compileCacheDir } : {},
-        ready: 'health',
-      };
     case 'naive':
       return { module: join(__dirname, 'naive', 'server.js'), env: {}, ready: 'ipc' };
     case 'apollo':
@@ -219,6 +241,8 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
     case 'floor':
     case 'proxy':
       return { module: join(__dirname, 'floor', 'server.js'), env: { BENCH_FLOOR_MODE: target === 'floor' ? 'graphql' : 'proxy' }, ready: 'ipc' };
+    default:
+      throw new Error(`unknown server ${target}`);
   }
 }
 

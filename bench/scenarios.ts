@@ -286,7 +286,7 @@ const noSharing: Scenario = {
 const WINDOWS: readonly TargetName[] = ['direct', 'today', 'subgraph', 'today-f5', 'subgraph-f5'];
 
 /**
- * Repeated reads (issue 44): `companies` companies, each paging through its locations
+ * Repeated reads: `companies` companies, each paging through its locations
  * list again and again as no-sharing does; with a window, only the first read of a page
  * within it needs an upstream call.
  */
@@ -309,7 +309,7 @@ const SPARSE_LISTS = [
 ];
 
 /**
- * Sparse reads (issue 44: each page read once per 30 s): 200 companies, each walked
+ * Sparse reads (each page read once per 30 s): 200 companies, each walked
  * through its locations list and then its shifts list, and no page read twice. A run is
  * a few seconds of the 30 s in which every page is read once, so a window saves nothing
  * here and every call above one per request is one added (bench/README.md, "Cache scenarios").

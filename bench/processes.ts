@@ -13,7 +13,7 @@ export interface Child {
   readonly process: ChildProcess;
   /** The last 64 KiB of stdout and stderr. */
   output(): string;
-  /** SIGTERM, then SIGKILL after 5 s; resolves when the process is gone. */
+  /** Its stop signal (SIGTERM, the subgraph's SIGINT), then SIGKILL after 5 s; resolves when the process is gone. */
   stop(): Promise<void>;
 }
 
@@ -40,7 +40,7 @@ export function pinSelf(): void {
   if (PINNING) execFileSync(PINNING.taskset, ['-a', '-cp', String(PINNING.rest), String(process.pid)], { stdio: 'ignore' });
 }
 
-function startChild(name: string, modulePath: string, args: string[], env: NodeJS.ProcessEnv, execArgv: string[] = [], cpu?: number): Child {
+function startChild(name: string, modulePath: string, args: string[], env: NodeJS.ProcessEnv, execArgv: string[] = [], cpu?: number, stopSignal: NodeJS.Signals = 'SIGTERM'): Child {
   // fork() through taskset: taskset execs node in place, so the pid, the pipes and the IPC channel stay the same.
   const pinned = PINNING && cpu !== undefined ? PINNING : null;
   const proc = fork(modulePath, args, {
@@ -61,7 +61,7 @@ function startChild(name: string, modulePath: string, args: string[], env: NodeJ
     output: () => tail,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
+        proc.kill(stopSignal);
         const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
         await exited;
         clearTimeout(timer);
@@ -219,7 +219,7 @@ function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessE
 }
 
 /** How to run each server: its module, its extra environment, how it says it is ready. */
-function serverSpec(target: ServerTarget, options: ServerProcessOptions): { module: string; env: NodeJS.ProcessEnv; ready: 'ipc' | 'health' } {
+function serverSpec(target: ServerTarget, options: ServerProcessOptions): { module: string; env: NodeJS.ProcessEnv; ready: 'ipc' | 'health'; stopSignal?: NodeJS.Signals } {
   const subgraph = SUBGRAPH_BUILDS[target];
   if (subgraph) {
     const entry = subgraph.build === 'this' ? (options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')) : options.baselineEntry;
@@ -231,6 +231,9 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
         ...(subgraph.freshnessSeconds !== null && { WFS_FRESHNESS_SECONDS: subgraph.freshnessSeconds }),
       },
       ready: 'health',
+      // SIGTERM would drain for WFS_DRAIN_SECONDS (src/main.ts) and meet the SIGKILL 5 s
+      // later, losing a CPU profile; SIGINT stops at once.
+      stopSignal: 'SIGINT',
     };
   }
   switch (target) {
@@ -250,7 +253,7 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
 export async function startServerProcess(target: ServerTarget, options: ServerProcessOptions): Promise<ServerChild> {
   const port = await freePort();
   const spec = serverSpec(target, options);
-  const child = startChild(target, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [...profileArgs(target, options.profileDir), ...(options.execArgv ?? [])], PINNING?.subject);
+  const child = startChild(target, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [...profileArgs(target, options.profileDir), ...(options.execArgv ?? [])], PINNING?.subject, spec.stopSignal);
   const base = `http://127.0.0.1:${port}`;
   if (spec.ready === 'health') await untilReady(child, waitForHealth(`${base}/health`, child));
   else await untilReady(child, firstMessage<{ url: string }>(child, 'ready'));
@@ -267,7 +270,7 @@ export async function measureColdStart(target: ServerTarget, options: ServerProc
   const spec = serverSpec(target, options);
   const url = `http://127.0.0.1:${port}/graphql`;
   const started = performance.now();
-  const child = startChild(`${target} (cold start)`, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [], PINNING?.subject);
+  const child = startChild(`${target} (cold start)`, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [], PINNING?.subject, spec.stopSignal);
   try {
     const deadline = started + 30_000;
     for (;;) {

@@ -38,6 +38,8 @@ export interface UpstreamCounters {
   readonly tokenRequests: number;
   readonly locations: number;
   readonly shifts: number;
+  /** List calls of every list the emulator serves, whoever made them (queries and live polls alike). */
+  readonly lists: number;
 }
 
 export function benchTenantId(index: number): string {
@@ -63,6 +65,7 @@ async function main(): Promise<void> {
     tokenRequests: emulator.counters.tokenRequests,
     locations: emulator.counters.listRequests.locations,
     shifts: emulator.counters.listRequests.shifts,
+    lists: Object.values(emulator.counters.listRequests).reduce((sum, calls) => sum + calls, 0),
   });
 
   process.on('message', (message: { id: number; op: string }) => {

@@ -13,7 +13,7 @@ export interface Child {
   readonly process: ChildProcess;
   /** The last 64 KiB of stdout and stderr. */
   output(): string;
-  /** SIGTERM, then SIGKILL after 5 s; resolves when the process is gone. */
+  /** Its stop signal (SIGTERM, the subgraph's SIGINT), then SIGKILL after 5 s; resolves when the process is gone. */
   stop(): Promise<void>;
 }
 
@@ -42,10 +42,10 @@ export function pinSelf(): void {
 
 /**
  * Forks `modulePath` (a Node script) as a child of the bench: its output's tail kept, stopped
- * with `stop()`, and killed when this process exits however it ends. `cpu`: the core to pin
- * it to (PINNING), or none.
+ * with `stop()` (by `stopSignal`), and killed when this process exits however it ends. `cpu`:
+ * the core to pin it to (PINNING), or none.
  */
-export function startChild(name: string, modulePath: string, args: string[], env: NodeJS.ProcessEnv, execArgv: string[] = [], cpu?: number): Child {
+export function startChild(name: string, modulePath: string, args: string[], env: NodeJS.ProcessEnv, execArgv: string[] = [], cpu?: number, stopSignal: NodeJS.Signals = 'SIGTERM'): Child {
   // fork() through taskset: taskset execs node in place, so the pid, the pipes and the IPC channel stay the same.
   const pinned = PINNING && cpu !== undefined ? PINNING : null;
   const proc = fork(modulePath, args, {
@@ -66,7 +66,7 @@ export function startChild(name: string, modulePath: string, args: string[], env
     output: () => tail,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
+        proc.kill(stopSignal);
         const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
         await exited;
         clearTimeout(timer);
@@ -170,7 +170,20 @@ export interface ServerChild {
   stop(): Promise<void>;
 }
 
-export type ServerTarget = 'naive' | 'apollo' | 'subgraph' | 'floor' | 'proxy';
+export type ServerTarget = 'naive' | 'apollo' | 'subgraph' | 'subgraph-f5' | 'today' | 'today-f5' | 'floor' | 'proxy';
+
+/**
+ * The builds of the subgraph and the window each runs with (docs/caching.md): this
+ * checkout's at 0 (every read upstream) and at 5 s, and today's build (BENCH_BASELINE_DIST)
+ * at its default and at 5 s. `today` gets no setting, so a build from before the window
+ * existed (which refuses unknown `WFS_*` names) can be the baseline too.
+ */
+const SUBGRAPH_BUILDS: Partial<Record<ServerTarget, { readonly build: 'this' | 'today'; readonly freshnessSeconds: string | null }>> = {
+  subgraph: { build: 'this', freshnessSeconds: '0' },
+  'subgraph-f5': { build: 'this', freshnessSeconds: '5' },
+  today: { build: 'today', freshnessSeconds: null },
+  'today-f5': { build: 'today', freshnessSeconds: '5' },
+};
 
 export interface ServerProcessOptions {
   readonly authUrl: string;
@@ -179,6 +192,8 @@ export interface ServerProcessOptions {
   readonly profileDir: string | null;
   /** The subgraph's entry point; default dist/index.js. */
   readonly subgraphEntry?: string | null;
+  /** Today's build's entry point (targets `today`, `today-f5`); null: none. */
+  readonly baselineEntry?: string | null;
   /** The subgraph's NODE_COMPILE_CACHE directory (one per bench run). */
   readonly compileCacheDir?: string | null;
   /** Extra V8/Node flags for the server (e.g. --trace-gc). */
@@ -209,14 +224,24 @@ function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessE
 }
 
 /** How to run each server: its module, its extra environment, how it says it is ready. */
-function serverSpec(target: ServerTarget, options: ServerProcessOptions): { module: string; env: NodeJS.ProcessEnv; ready: 'ipc' | 'health' } {
+function serverSpec(target: ServerTarget, options: ServerProcessOptions): { module: string; env: NodeJS.ProcessEnv; ready: 'ipc' | 'health'; stopSignal?: NodeJS.Signals } {
+  const subgraph = SUBGRAPH_BUILDS[target];
+  if (subgraph) {
+    const entry = subgraph.build === 'this' ? (options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')) : options.baselineEntry;
+    if (!entry) throw new Error(`${target}: no build of today to run (set BENCH_BASELINE_DIST)`);
+    return {
+      module: resolve(entry),
+      env: {
+        ...(options.compileCacheDir && { NODE_COMPILE_CACHE: options.compileCacheDir }),
+        ...(subgraph.freshnessSeconds !== null && { WFS_FRESHNESS_SECONDS: subgraph.freshnessSeconds }),
+      },
+      ready: 'health',
+      // SIGTERM would drain for WFS_DRAIN_SECONDS (src/main.ts) and meet the SIGKILL 5 s
+      // later, losing a CPU profile; SIGINT stops at once.
+      stopSignal: 'SIGINT',
+    };
+  }
   switch (target) {
-    case 'subgraph':
-      return {
-        module: resolve(options.subgraphEntry ?? join(repoRoot(), 'dist', 'index.js')),
-        env: options.compileCacheDir ? { NODE_COMPILE_CACHE: options.compileCacheDir } : {},
-        ready: 'health',
-      };
     case 'naive':
       return { module: join(__dirname, 'naive', 'server.js'), env: {}, ready: 'ipc' };
     case 'apollo':
@@ -224,6 +249,8 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
     case 'floor':
     case 'proxy':
       return { module: join(__dirname, 'floor', 'server.js'), env: { BENCH_FLOOR_MODE: target === 'floor' ? 'graphql' : 'proxy' }, ready: 'ipc' };
+    default:
+      throw new Error(`unknown server ${target}`);
   }
 }
 
@@ -231,7 +258,7 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
 export async function startServerProcess(target: ServerTarget, options: ServerProcessOptions): Promise<ServerChild> {
   const port = await freePort();
   const spec = serverSpec(target, options);
-  const child = startChild(target, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [...profileArgs(target, options.profileDir), ...(options.execArgv ?? [])], PINNING?.subject);
+  const child = startChild(target, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [...profileArgs(target, options.profileDir), ...(options.execArgv ?? [])], PINNING?.subject, spec.stopSignal);
   const base = `http://127.0.0.1:${port}`;
   if (spec.ready === 'health') await untilReady(child, waitForHealth(`${base}/health`, child));
   else await untilReady(child, firstMessage<{ url: string }>(child, 'ready'));
@@ -248,7 +275,7 @@ export async function measureColdStart(target: ServerTarget, options: ServerProc
   const spec = serverSpec(target, options);
   const url = `http://127.0.0.1:${port}/graphql`;
   const started = performance.now();
-  const child = startChild(`${target} (cold start)`, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [], PINNING?.subject);
+  const child = startChild(`${target} (cold start)`, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [], PINNING?.subject, spec.stopSignal);
   try {
     const deadline = started + 30_000;
     for (;;) {

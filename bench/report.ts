@@ -24,8 +24,11 @@ export interface Measurement {
   readonly stoppedBy: 'count' | 'time';
   readonly requestsPerSecond: number;
   readonly latencyMs: { readonly p50: number; readonly p95: number; readonly p99: number; readonly mean: number; readonly max: number };
-  /** Upstream calls per request during the measured run (emulator counters). */
-  readonly upstreamPerRequest: { readonly token: number; readonly list: number; readonly locations: number; readonly shifts: number };
+  /**
+   * Upstream calls per request during the measured run (emulator counters): every call the
+   * emulator answered, live polls and token requests included, in `calls`.
+   */
+  readonly upstreamPerRequest: { readonly calls: number; readonly token: number; readonly list: number; readonly locations: number; readonly shifts: number };
   /**
    * CPU time per request, in ms, during the measured run: of the GraphQL server (null
    * for direct, or where /proc is missing), of the emulator, and of the load generator.
@@ -41,7 +44,8 @@ export interface Measurement {
   readonly tokenRequestsInScenario: number;
   /**
    * req/s of this target divided by floor's, naive's, direct's and apollo's; p50 likewise;
-   * p50 minus the floor's; CPU per request against the floor's and apollo's; p99 against apollo's.
+   * p50 minus the floor's; CPU per request against the floor's and apollo's; p99 against apollo's;
+   * req/s and upstream calls per request against today's build's (`today`, BENCH_BASELINE_DIST).
    */
   readonly ratios: {
     readonly rpsVsFloor: number | null;
@@ -51,6 +55,8 @@ export interface Measurement {
     readonly p99VsApollo: number | null;
     readonly rpsVsNaive: number | null;
     readonly rpsVsDirect: number | null;
+    readonly rpsVsToday: number | null;
+    readonly callsVsToday: number | null;
     readonly p50VsNaive: number | null;
     readonly p50VsDirect: number | null;
     readonly p50OverFloorMs: number | null;
@@ -98,8 +104,9 @@ export function measure(facts: RunFacts, load: LoadResult, counters: UpstreamCou
       max: round(sorted.length ? sorted[sorted.length - 1]! : Number.NaN, 2),
     },
     upstreamPerRequest: {
+      calls: round((counters.tokenRequests + counters.lists) / sent, 4),
       token: round(counters.tokenRequests / sent, 3),
-      list: round((counters.locations + counters.shifts) / sent, 3),
+      list: round(counters.lists / sent, 3),
       locations: round(counters.locations / sent, 3),
       shifts: round(counters.shifts / sent, 3),
     },
@@ -119,6 +126,7 @@ export function withRatios(rows: ReadonlyArray<Omit<Measurement, 'ratios'>>): Me
     const naive = of('naive');
     const direct = of('direct');
     const apollo = of('apollo');
+    const today = of('today');
     const cpu = (m: Omit<Measurement, 'ratios'> | undefined) => m?.cpuMsPerRequest.server ?? undefined;
     const ratio = (a: number, b: number | undefined) => (b && Number.isFinite(a) && Number.isFinite(b) && b > 0 ? round(a / b, 2) : null);
     return {
@@ -131,6 +139,8 @@ export function withRatios(rows: ReadonlyArray<Omit<Measurement, 'ratios'>>): Me
         p99VsApollo: ratio(row.latencyMs.p99, apollo?.latencyMs.p99),
         rpsVsNaive: ratio(row.requestsPerSecond, naive?.requestsPerSecond),
         rpsVsDirect: ratio(row.requestsPerSecond, direct?.requestsPerSecond),
+        rpsVsToday: ratio(row.requestsPerSecond, today?.requestsPerSecond),
+        callsVsToday: ratio(row.upstreamPerRequest.calls, today?.upstreamPerRequest.calls),
         p50VsNaive: ratio(row.latencyMs.p50, naive?.latencyMs.p50),
         p50VsDirect: ratio(row.latencyMs.p50, direct?.latencyMs.p50),
         p50OverFloorMs: floor && Number.isFinite(floor.latencyMs.p50) ? round(row.latencyMs.p50 - floor.latencyMs.p50, 2) : null,
@@ -157,6 +167,8 @@ const COLUMNS: ReadonlyArray<{ title: string; align: 'l' | 'r'; cell(m: Measurem
   { title: 'p99 ms', align: 'r', cell: (m) => m.latencyMs.p99.toFixed(1) },
   { title: 'token/req', align: 'r', cell: (m) => m.upstreamPerRequest.token.toFixed(2) },
   { title: 'list/req', align: 'r', cell: (m) => m.upstreamPerRequest.list.toFixed(2) },
+  // Every upstream call (token, list, live polls) per request: what a cache saves or adds.
+  { title: 'calls/req', align: 'r', cell: (m) => m.upstreamPerRequest.calls.toFixed(m.upstreamPerRequest.calls < 0.1 ? 4 : 2) },
   // Direct has no server process: its client runs in the load generator, whose CPU per request it shows (marked `c`).
   { title: 'cpu ms/req', align: 'r', cell: (m) => (m.cpuMsPerRequest.server !== null ? m.cpuMsPerRequest.server.toFixed(2) : m.target === 'direct' ? `${m.cpuMsPerRequest.loadGenerator.toFixed(2)}c` : '-') },
   { title: 'load cpu ms/req', align: 'r', cell: (m) => m.cpuMsPerRequest.loadGenerator.toFixed(2) },
@@ -166,6 +178,8 @@ const COLUMNS: ReadonlyArray<{ title: string; align: 'l' | 'r'; cell(m: Measurem
   { title: 'req/s vs naive', align: 'r', cell: (m) => times(m.ratios.rpsVsNaive) },
   { title: 'req/s vs direct', align: 'r', cell: (m) => times(m.ratios.rpsVsDirect) },
   { title: 'req/s vs apollo', align: 'r', cell: (m) => times(m.ratios.rpsVsApollo) },
+  { title: 'req/s vs today', align: 'r', cell: (m) => times(m.ratios.rpsVsToday) },
+  { title: 'calls vs today', align: 'r', cell: (m) => times(m.ratios.callsVsToday) },
   { title: 'cpu vs floor', align: 'r', cell: (m) => times(m.ratios.cpuVsFloor) },
   { title: 'cpu vs apollo', align: 'r', cell: (m) => times(m.ratios.cpuVsApollo) },
   { title: 'p99 vs apollo', align: 'r', cell: (m) => times(m.ratios.p99VsApollo) },

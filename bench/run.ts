@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the same scenarios against six targets, side by side.
+ * `npm run bench`: the same scenarios against up to nine targets, side by side.
  *
  * - direct:   a client calling the upstream REST API itself (token once, then list calls).
  * - floor:    bench/floor/server.ts: node:http + undici + graphql-js on a cached document, nothing else.
@@ -7,7 +7,9 @@
  * - naive:    bench/naive/server.ts, the straightforward GraphQL server (token per request, N+1).
  * - apollo:   the same server made lean (token kept per company, Apollo's per-field plugins off):
  *             the least Apollo Server does for the answer (no-sharing only).
- * - subgraph: the product, `node dist/index.js`, configured as deployed.
+ * - subgraph: the product, `node dist/index.js`, configured as deployed (window 0: WFS_FRESHNESS_SECONDS).
+ * - subgraph-f5: the same with a window of 5 s (the cache scenarios only).
+ * - today, today-f5: today's build (BENCH_BASELINE_DIST) at its default window and at 5 s.
  *
  * The servers run pinned to core 0 and the emulator and this load generator to core 1
  * (taskset), each a separate process on loopback. Then cold starts (spawn to first
@@ -26,10 +28,17 @@ import { DirectClient, LOCATIONS_PATH } from './rest';
 import { COLD_START_QUERY, SCENARIOS, type DigestJob, type GraphQLCaller, type Scenario } from './scenarios';
 import { readSettings, repoRoot, type BenchSettings } from './settings';
 
-const TARGETS: readonly TargetName[] = ['direct', 'floor', 'proxy', 'naive', 'apollo', 'subgraph'];
-const SERVERS: readonly ServerTarget[] = ['floor', 'proxy', 'naive', 'apollo', 'subgraph'];
+const TARGETS: readonly TargetName[] = ['direct', 'floor', 'proxy', 'naive', 'apollo', 'today', 'subgraph', 'today-f5', 'subgraph-f5'];
+const SERVERS: readonly ServerTarget[] = ['floor', 'proxy', 'naive', 'apollo', 'today', 'subgraph', 'today-f5', 'subgraph-f5'];
+/** Today's build, measured only with BENCH_BASELINE_DIST. */
+const BASELINE_TARGETS: readonly TargetName[] = ['today', 'today-f5'];
+/** Servers whose cold start is measured: one per module and build (apollo is naive's, an -f5 target its build's). */
+const COLD_STARTED: readonly ServerTarget[] = ['floor', 'proxy', 'naive', 'today', 'subgraph'];
+/** A cache scenario's measured run ends on BENCH_DURATION_S alone (Scenario.cache): a count it never reaches. */
+const CACHE_RUN_MAX_REQUESTS = 500_000;
 /** Warm-up is bounded by time too, so a slow target does not eat the budget. */
 const WARMUP_MAX_MS = 2_000;
+const COMPANIES_WARMUP_MAX_MS = 10_000;
 /** Apollo's start-up notice on a subgraph that did not configure inline tracing itself (the naive server). */
 const KNOWN_NOISE = /^Enabling inline tracing for this subgraph/;
 
@@ -66,7 +75,7 @@ async function coldStarts(settings: BenchSettings, options: ServerProcessOptions
   const probeAgent = new Agent({ connections: 1, keepAliveTimeout: 1_000 });
   try {
     // `apollo` is the naive server's module with other settings: the same start.
-    for (const target of SERVERS.filter((t) => targets.includes(t) && t !== 'apollo')) {
+    for (const target of COLD_STARTED.filter((t) => targets.includes(t))) {
       const call = (url: string) => graphQLCaller(url, probeAgent);
       results[target] = [];
       for (let i = 0; i < settings.coldStarts; i++) {
@@ -91,6 +100,25 @@ async function coldStarts(settings: BenchSettings, options: ServerProcessOptions
     await probeAgent.close();
   }
   return results;
+}
+
+/**
+ * A scenario's targets: its own, and today's build wherever the subgraph runs (so every
+ * scenario compares the subgraph with today's).
+ */
+function targetsOf(scenario: Scenario): readonly TargetName[] {
+  return scenario.targets.includes('subgraph') && !scenario.targets.includes('today') ? [...scenario.targets, 'today'] : scenario.targets;
+}
+
+/**
+ * The companies a worker reads (Scenario.companies): company w mod n with fewer
+ * companies than workers, else companies w, w + workers, w + 2 workers...
+ */
+function companiesOf(worker: number, workers: number, companies: readonly BenchTenant[]): BenchTenant[] {
+  if (companies.length <= workers) return [companies[worker % companies.length]!];
+  const own: BenchTenant[] = [];
+  for (let index = worker; index < companies.length; index += workers) own.push(companies[index]!);
+  return own;
 }
 
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
@@ -155,7 +183,8 @@ async function main(): Promise<void> {
   const subgraphEntry = settings.subgraphEntry ?? join(root, 'dist', 'index.js');
   if (!existsSync(subgraphEntry)) throw new Error(`${subgraphEntry} is missing: run \`npm run build\` first (npm run bench does)`);
   const scenarios = SCENARIOS.filter((s) => !settings.scenarios || settings.scenarios.includes(s.name));
-  const targets = TARGETS.filter((t) => !settings.targets || settings.targets.includes(t));
+  const targets = TARGETS.filter((t) => (!settings.targets || settings.targets.includes(t)) && (settings.baselineEntry !== null || !BASELINE_TARGETS.includes(t)));
+  if (settings.baselineEntry === null && BASELINE_TARGETS.some((t) => settings.targets?.includes(t))) throw new Error("BENCH_TARGETS names today's build: set BENCH_BASELINE_DIST to its dist/ folder");
   if (scenarios.length === 0 || targets.length === 0) throw new Error(`nothing to run: scenarios ${SCENARIOS.map((s) => s.name).join(',')}; targets ${TARGETS.join(',')}`);
   pinSelf();
   const pinning = PINNING ? `servers on cpu ${PINNING.subject}; emulator and load generator on cpu ${PINNING.rest} (${PINNING.taskset})` : 'not pinned (no taskset or fewer than 2 cores)';
@@ -167,8 +196,13 @@ async function main(): Promise<void> {
       `${settings.tenants} tenants x ${settings.locationsPerTenant} locations, ${settings.shiftsPerTenant} shifts; servers run with NODE_OPTIONS=${settings.nodeOptions ?? '(none)'}`,
   );
 
-  // A company per worker where a scenario asks for it (no-sharing), at least BENCH_TENANTS.
-  const companies = Math.max(settings.tenants, ...scenarios.filter((s) => s.tenants === 'per-worker').map((s) => s.concurrency ?? settings.concurrency));
+  // A company per worker where a scenario asks for it (no-sharing), a scenario's companies
+  // and one more (its same-data check reads a company its load does not), at least BENCH_TENANTS.
+  const companies = Math.max(
+    settings.tenants,
+    ...scenarios.filter((s) => s.tenants === 'per-worker').map((s) => s.concurrency ?? settings.concurrency),
+    ...scenarios.map((s) => (s.companies ?? 0) + 1),
+  );
   const emulator = await startEmulatorProcess({
     latencyMs: settings.latencyMs,
     tenants: companies,
@@ -184,14 +218,23 @@ async function main(): Promise<void> {
   writeFileSync(tenantsFile, JSON.stringify(allTenants.map(({ tenantId, clientId, clientSecret, scope }) => ({ tenantId, clientId, clientSecret, scope }))), { mode: 0o600 });
   const profileDir = settings.cpuProfile ? join(root, 'dist', 'bench', 'profiles') : null;
   // A compile cache of this run's own: the first cold start fills it, the later ones use it.
-  const serverOptions: ServerProcessOptions = { authUrl: emulator.ready.authUrl, tenantsFile, profileDir, subgraphEntry, compileCacheDir: join(workDir, 'compile-cache'), nodeOptions: settings.nodeOptions };
+  const serverOptions: ServerProcessOptions = {
+    authUrl: emulator.ready.authUrl,
+    tenantsFile,
+    profileDir,
+    subgraphEntry,
+    baselineEntry: settings.baselineEntry,
+    compileCacheDir: join(workDir, 'compile-cache'),
+    nodeOptions: settings.nodeOptions,
+  };
   const agent = new Agent({ connections: Math.max(settings.concurrency, 64), keepAliveTimeout: 10_000, pipelining: 1 });
   const direct = new DirectClient(emulator.ready.authUrl, agent);
 
   try {
     const coldStartMs = settings.coldStarts > 0 ? await coldStarts(settings, serverOptions, tenants[0]!, emulator.ready.authUrl, targets) : {};
+    // A server that serves more than one scenario runs for the whole bench; a cache scenario starts its own.
     for (const target of SERVERS) {
-      if (targets.includes(target) && scenarios.some((s) => s.targets.includes(target))) servers[target] = await startServerProcess(target, serverOptions);
+      if (targets.includes(target) && scenarios.some((s) => !s.cache && targetsOf(s).includes(target))) servers[target] = await startServerProcess(target, serverOptions);
     }
     const callers: Partial<Record<TargetName, GraphQLCaller>> = {};
     for (const target of SERVERS) {
@@ -200,64 +243,101 @@ async function main(): Promise<void> {
     }
     const jobFor = (scenario: Scenario, target: TargetName, tenant: BenchTenant): DigestJob =>
       target === 'direct' ? scenario.direct(direct, tenant) : scenario.graphql(callers[target]!, tenant);
-    // Workers are spread over the scenario's tenants, each worker staying with one.
+    // Workers are spread over the scenario's tenants, each worker staying with one, or
+    // over its companies, each worker reading its own in turn. A cache scenario's workers
+    // keep their jobs, so the measured run goes on where the warm-up stopped.
     const makeJob = (scenario: Scenario, target: TargetName) => {
       const spread = scenario.tenants === 'per-worker' ? allTenants : scenario.tenants === 0 ? tenants : tenants.slice(0, scenario.tenants ?? 2);
+      const workers = scenario.concurrency ?? settings.concurrency;
+      const kept = new Map<number, Job>();
       return (worker: number): Job => {
-        const job = jobFor(scenario, target, spread[worker % spread.length]!);
-        return async () => {
-          await job();
+        const known = kept.get(worker);
+        if (known) return known;
+        const read = scenario.companies ? companiesOf(worker, workers, allTenants.slice(0, scenario.companies)) : [spread[worker % spread.length]!];
+        const jobs = read.map((tenant) => jobFor(scenario, target, tenant));
+        let turn = 0;
+        const job: Job = async () => {
+          await jobs[turn++ % jobs.length]!();
         };
+        if (scenario.cache) kept.set(worker, job);
+        return job;
       };
     };
 
+    // A scenario with companies of its own reads each of them at least twice in the warm-up
+    // (more time allowed for it), so the tokens of 200 companies are not counted as calls
+    // of the measured run, for one target and not another.
+    const warmup = (scenario: Scenario) => ({
+      concurrency: scenario.concurrency ?? settings.concurrency,
+      maxRequests: Math.max(settings.warmupRequests, 2 * (scenario.companies ?? 0)),
+      maxDurationMs: scenario.companies ? COMPANIES_WARMUP_MAX_MS : WARMUP_MAX_MS,
+    });
     const rows: Array<Omit<Measurement, 'ratios'>> = [];
+    /** What the servers cache scenarios started for themselves logged (level error and above). */
+    const ownLogs: Record<string, string> = {};
     const tokenRequestsPerTarget: Record<string, number> = {};
     for (const scenario of scenarios) {
       log(`bench: ${scenario.name}: ${scenario.description}`);
       const concurrency = scenario.concurrency ?? settings.concurrency;
-      // Same data from every target? The first answer of a fresh job, for the first tenant.
-      const reference = targets.includes('direct') ? await jobFor(scenario, 'direct', tenants[0]!)() : null;
-      for (const target of targets.filter((t) => scenario.targets.includes(t))) {
-        const tokensBefore = (await emulator.counters()).tokenRequests;
-        const sameData = target === 'direct' || reference === null ? null : (await jobFor(scenario, target, tenants[0]!)()) === reference;
-        await runLoad(makeJob(scenario, target), { concurrency, maxRequests: settings.warmupRequests, maxDurationMs: WARMUP_MAX_MS });
-        const warmupTokens = (await emulator.counters()).tokenRequests - tokensBefore;
-        await emulator.resetCounters();
-        const serverPid = target === 'direct' ? undefined : servers[target]?.child.process.pid;
-        const cpuBefore = { server: cpuTimeMs(serverPid), emulator: cpuTimeMs(emulator.child.process.pid), loadGenerator: process.cpuUsage() };
-        const load = await runLoad(makeJob(scenario, target), { concurrency, maxRequests: settings.maxRequests, maxDurationMs: settings.maxDurationMs });
-        const counters = await emulator.counters();
-        const since = (before: number | null, after: number | null) => (before === null || after === null ? null : after - before);
-        const loadCpu = process.cpuUsage(cpuBefore.loadGenerator);
-        const cpu = {
-          server: since(cpuBefore.server, cpuTimeMs(serverPid)),
-          emulator: since(cpuBefore.emulator, cpuTimeMs(emulator.child.process.pid)),
-          loadGenerator: (loadCpu.user + loadCpu.system) / 1000,
-        };
-        const tokenRequestsInScenario = warmupTokens + counters.tokenRequests;
-        tokenRequestsPerTarget[target] = (tokenRequestsPerTarget[target] ?? 0) + tokenRequestsInScenario;
-        const row = measure(
-          { scenario: scenario.name, baseline: scenario.baseline ?? scenario.name, target, concurrency, sameDataAsDirect: sameData, peakRssMiB: peakRssMiB(serverPid), tokenRequestsInScenario },
-          load,
-          counters,
-          cpu,
-        );
-        rows.push(row);
-        log(
-          `bench:   ${target.padEnd(8)} ${row.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${row.latencyMs.p50.toFixed(1)} ms` +
-            `  p99 ${row.latencyMs.p99.toFixed(1)} ms  ${row.upstreamPerRequest.token.toFixed(2)} token + ${row.upstreamPerRequest.list.toFixed(2)} list calls/req` +
-            `  cpu ms/req: server ${row.cpuMsPerRequest.server?.toFixed(2) ?? '-'}, emulator ${row.cpuMsPerRequest.emulator?.toFixed(2) ?? '-'}, load ${row.cpuMsPerRequest.loadGenerator.toFixed(2)}` +
-            (row.coreBusy === null ? '' : `  server core busy ${Math.round(row.coreBusy * 100)} %`) +
-            `  tokens in scenario ${tokenRequestsInScenario}` +
-            (row.errors ? `  ${row.errors} errors, first: ${row.firstError}` : ''),
-        );
+      // Same data from every target? The first answer of a fresh job, for the first tenant
+      // (in a scenario with companies of its own: the one after them, which its load never reads).
+      const checked = scenario.companies ? allTenants[scenario.companies]! : tenants[0]!;
+      const reference = targets.includes('direct') ? await jobFor(scenario, 'direct', checked)() : null;
+      for (const target of targets.filter((t) => targetsOf(scenario).includes(t))) {
+        // A cache scenario's own server for this target: fresh, and stopped before the next target runs.
+        const own = scenario.cache && target !== 'direct' ? await startServerProcess(target as ServerTarget, serverOptions) : null;
+        const shared = callers[target];
+        if (own) callers[target] = graphQLCaller(own.url, agent);
+        try {
+          const tokensBefore = (await emulator.counters()).tokenRequests;
+          const sameData = target === 'direct' || reference === null ? null : (await jobFor(scenario, target, checked)()) === reference;
+          const job = makeJob(scenario, target);
+          await runLoad(job, warmup(scenario));
+          const warmupTokens = (await emulator.counters()).tokenRequests - tokensBefore;
+          await emulator.resetCounters();
+          const serverPid = target === 'direct' ? undefined : (own ?? servers[target])?.child.process.pid;
+          const cpuBefore = { server: cpuTimeMs(serverPid), emulator: cpuTimeMs(emulator.child.process.pid), loadGenerator: process.cpuUsage() };
+          const maxRequests = scenario.cache ? CACHE_RUN_MAX_REQUESTS : settings.maxRequests;
+          const load = await runLoad(job, { concurrency, maxRequests, maxDurationMs: settings.maxDurationMs });
+          const counters = await emulator.counters();
+          const since = (before: number | null, after: number | null) => (before === null || after === null ? null : after - before);
+          const loadCpu = process.cpuUsage(cpuBefore.loadGenerator);
+          const cpu = {
+            server: since(cpuBefore.server, cpuTimeMs(serverPid)),
+            emulator: since(cpuBefore.emulator, cpuTimeMs(emulator.child.process.pid)),
+            loadGenerator: (loadCpu.user + loadCpu.system) / 1000,
+          };
+          const tokenRequestsInScenario = warmupTokens + counters.tokenRequests;
+          tokenRequestsPerTarget[target] = (tokenRequestsPerTarget[target] ?? 0) + tokenRequestsInScenario;
+          const row = measure(
+            { scenario: scenario.name, baseline: scenario.baseline ?? scenario.name, target, concurrency, sameDataAsDirect: sameData, peakRssMiB: peakRssMiB(serverPid), tokenRequestsInScenario },
+            load,
+            counters,
+            cpu,
+          );
+          rows.push(row);
+          log(
+            `bench:   ${target.padEnd(11)} ${row.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${row.latencyMs.p50.toFixed(1)} ms` +
+              `  p99 ${row.latencyMs.p99.toFixed(1)} ms  ${row.upstreamPerRequest.token.toFixed(2)} token + ${row.upstreamPerRequest.list.toFixed(2)} list calls/req` +
+              `  cpu ms/req: server ${row.cpuMsPerRequest.server?.toFixed(2) ?? '-'}, emulator ${row.cpuMsPerRequest.emulator?.toFixed(2) ?? '-'}, load ${row.cpuMsPerRequest.loadGenerator.toFixed(2)}` +
+              (row.coreBusy === null ? '' : `  server core busy ${Math.round(row.coreBusy * 100)} %`) +
+              `  tokens in scenario ${tokenRequestsInScenario}` +
+              (row.errors ? `  ${row.errors} errors, first: ${row.firstError}` : ''),
+          );
+        } finally {
+          if (own) {
+            await own.stop();
+            ownLogs[`${target} (${scenario.name})`] = own.child.output();
+            if (shared) callers[target] = shared;
+            else delete callers[target];
+          }
+        }
       }
     }
 
     const heap = settings.heapSeconds > 0 ? await heapRun(settings, serverOptions, tenants) : null;
     const measurements = withRatios(rows);
-    const serverLogs: Record<string, string> = {};
+    const serverLogs: Record<string, string> = { ...ownLogs };
     for (const [name, server] of Object.entries(servers)) await server.stop().then(() => (serverLogs[name] = server.child.output()));
     const report = {
       timestamp,

@@ -5,7 +5,7 @@ import { LOCATIONS_PATH, SHIFTS_PATH, locationIdOf, type DirectClient, type Upst
 export type GraphQLCaller = (tenantId: string, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>) => Promise<any>;
 
 /** Every target a scenario can run against. */
-export type TargetName = 'direct' | 'floor' | 'proxy' | 'naive' | 'apollo' | 'subgraph';
+export type TargetName = 'direct' | 'floor' | 'proxy' | 'naive' | 'apollo' | 'subgraph' | 'subgraph-f5' | 'today' | 'today-f5';
 
 /**
  * One timed request. It resolves to a digest of the answer (what the caller would
@@ -26,6 +26,22 @@ export interface Scenario {
    * one company of its own per worker, so nothing can be shared between requests).
    */
   readonly tenants?: number | 'per-worker';
+  /**
+   * Read exactly the emulator's first this many companies (it then holds at least one more,
+   * for the same-data check), each by its own workers: with fewer companies than workers,
+   * worker w reads company w mod this; with more, worker w reads companies w, w + n, w + 2n...
+   * (n in flight) in turn, so no two workers share a company.
+   */
+  readonly companies?: number;
+  /**
+   * A scenario about what a server keeps between requests (docs/caching.md). Each server
+   * target is started for it alone and stopped after it, so nothing kept from another
+   * scenario serves it and no poller of a server keeps calling the upstream while another
+   * target is measured; a worker keeps its place from the warm-up into the measured run;
+   * and the measured run lasts BENCH_DURATION_S whatever BENCH_REQUESTS says (a run cut
+   * short would end before the window expires what it kept, and count too few calls).
+   */
+  readonly cache?: true;
   /** Ratios against floor, naive and direct come from this scenario's rows (default: its own). */
   readonly baseline?: string;
   /** The job a worker runs against a GraphQL server (naive or subgraph). */
@@ -173,33 +189,70 @@ const entities: Scenario = {
 
 const WALK_QUERY = 'query BenchWalk($after: String) { locations(first: 10, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }';
 
+/** One list as a worker pages through it: the GraphQL query and field, the REST path, and a digest of a page's items from either side. */
+interface PagedList {
+  readonly field: string;
+  /** A query with `$after`, returning the field's `nodes` and `pageInfo { hasNextPage endCursor }`. */
+  readonly query: string;
+  readonly path: string;
+  digestNodes(nodes: any[]): string;
+  digestItems(items: any[]): string;
+}
+
+const locationsList = (query: string): PagedList => ({
+  field: 'locations',
+  query,
+  path: LOCATIONS_PATH,
+  digestNodes: digestLocations,
+  digestItems: (items: UpstreamLocation[]) => digestLocations(items),
+});
+
+const shiftsList = (query: string): PagedList => ({
+  field: 'shifts',
+  query,
+  path: SHIFTS_PATH,
+  digestNodes: (nodes: Array<{ id: string; start: string | null; end: string | null }>) => JSON.stringify(nodes.map((s) => [s.id, s.start, s.end])),
+  digestItems: (items: UpstreamShift[]) => JSON.stringify(items.map((s) => [String(s.id), s.start ?? null, s.end ?? null])),
+});
+
+type PageRead = (list: PagedList, after: string | null) => Promise<{ items: number; next: string | null; digest: string }>;
+
 /**
- * A worker that pages through its company's locations list, `pageSize` records a
- * request, following `endCursor` (or, direct, `next`) and starting over at the end:
- * the GraphQL job and the direct client's job of the same walk.
+ * A worker that pages through its company's lists, `pageSize` records a request,
+ * following `endCursor` (or, direct, `next`), one list after the other, and starting
+ * over at the end (`once`: failing instead, so no page is read twice): the GraphQL job
+ * and the direct client's job of the same walk.
  */
-function pagingJobs(scenario: string, query: string, pageSize: number): Pick<Scenario, 'graphql' | 'direct'> {
+function pagingJobs(scenario: string, lists: readonly PagedList[], pageSize: number, once = false): Pick<Scenario, 'graphql' | 'direct'> {
+  const walker = (tenant: BenchTenant, read: PageRead): DigestJob => {
+    let list = 0;
+    let after: string | null = null;
+    let done = false;
+    return async () => {
+      if (done) throw new Error(`${scenario}: every page of company ${tenant.tenantId} has been read once (more requests than pages: add companies)`);
+      const current = lists[list]!;
+      const page = await read(current, after);
+      if (page.items === 0 || page.items > pageSize) throw new Error(`${scenario}: a page of ${page.items} ${current.field}`);
+      after = page.next;
+      if (after === null) {
+        list = (list + 1) % lists.length;
+        done = once && list === 0;
+      }
+      return page.digest;
+    };
+  };
   return {
-    graphql: (call, tenant) => {
-      let after: string | null = null;
-      return async () => {
-        const data = await call(tenant.tenantId, query, { after });
-        const connection = data?.locations;
+    graphql: (call, tenant) =>
+      walker(tenant, async (list, after) => {
+        const connection = (await call(tenant.tenantId, list.query, { after }))?.[list.field];
         const nodes = connection?.nodes ?? [];
-        if (nodes.length === 0 || nodes.length > pageSize) throw new Error(`${scenario}: a page of ${nodes.length} items`);
-        after = connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null;
-        return digestLocations(nodes);
-      };
-    },
-    direct: (client, tenant) => {
-      let ref: string | null = null;
-      return async () => {
-        const page = await client.page<UpstreamLocation>(tenant, LOCATIONS_PATH, pageSize, ref);
-        if (page.data.length === 0 || page.data.length > pageSize) throw new Error(`${scenario}: a page of ${page.data.length} items`);
-        ref = page.has_more ? page.next : null;
-        return digestLocations(page.data);
-      };
-    },
+        return { items: nodes.length, next: connection?.pageInfo?.hasNextPage ? connection.pageInfo.endCursor : null, digest: list.digestNodes(nodes) };
+      }),
+    direct: (client, tenant) =>
+      walker(tenant, async (list, ref) => {
+        const page = await client.page<any>(tenant, list.path, pageSize, ref);
+        return { items: page.data.length, next: page.has_more ? page.next : null, digest: list.digestItems(page.data) };
+      }),
   };
 }
 
@@ -211,7 +264,7 @@ const walk: Scenario = {
   name: 'walk',
   description: 'every page of locations(first: 10, after: $endCursor), one page per request',
   targets: GRAPHQL_SERVERS,
-  ...pagingJobs('walk', WALK_QUERY, 10),
+  ...pagingJobs('walk', [locationsList(WALK_QUERY)], 10),
 };
 
 const PAGES_QUERY = 'query BenchPages($after: String) { locations(first: 100, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }';
@@ -226,10 +279,65 @@ const noSharing: Scenario = {
   // `apollo`: what Apollo Server alone costs on this load, the ceiling of any subgraph built on it.
   targets: ['direct', 'floor', 'naive', 'apollo', 'subgraph'],
   tenants: 'per-worker',
-  ...pagingJobs('no-sharing', PAGES_QUERY, 100),
+  ...pagingJobs('no-sharing', [locationsList(PAGES_QUERY)], 100),
 };
 
-export const SCENARIOS: readonly Scenario[] = [locations, locationsHot, locationsOne, traced, shifts, tenantsMixed, entities, walk, noSharing];
+/** The cache scenarios' targets: the direct client, and today's build and this checkout's at windows 0 and 5 s. */
+const WINDOWS: readonly TargetName[] = ['direct', 'today', 'subgraph', 'today-f5', 'subgraph-f5'];
+
+/**
+ * Repeated reads: `companies` companies, each paging through its locations
+ * list again and again as no-sharing does; with a window, only the first read of a page
+ * within it needs an upstream call.
+ */
+function repeatedReads(companies: number): Scenario {
+  return {
+    name: `repeated-${companies}`,
+    description: `${companies === 1 ? 'one company' : `${companies} companies`}, each paging through its list again and again: locations(first: 100, after: $endCursor)`,
+    targets: WINDOWS,
+    companies,
+    cache: true,
+    ...pagingJobs(`repeated-${companies}`, [locationsList(PAGES_QUERY)], 100),
+  };
+}
+
+/** Small pages, so 200 companies hold more pages than a run reads: 200 x (40 + 100) = 28,000. */
+const SPARSE_PAGE_SIZE = 5;
+const SPARSE_LISTS = [
+  locationsList(`query BenchSparseLocations($after: String) { locations(first: ${SPARSE_PAGE_SIZE}, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } } }`),
+  shiftsList(`query BenchSparseShifts($after: String) { shifts(first: ${SPARSE_PAGE_SIZE}, after: $after) { nodes { id start end } pageInfo { hasNextPage endCursor } } }`),
+];
+
+/**
+ * Sparse reads (each page read once per 30 s): 200 companies, each walked
+ * through its locations list and then its shifts list, and no page read twice. A run is
+ * a few seconds of the 30 s in which every page is read once, so a window saves nothing
+ * here and every call above one per request is one added (bench/README.md, "Cache scenarios").
+ */
+const sparse: Scenario = {
+  name: 'sparse',
+  description: `200 companies, each page read once: locations, then shifts (first: ${SPARSE_PAGE_SIZE}, after: $endCursor)`,
+  targets: WINDOWS,
+  companies: 200,
+  cache: true,
+  ...pagingJobs('sparse', SPARSE_LISTS, SPARSE_PAGE_SIZE, true),
+};
+
+export const SCENARIOS: readonly Scenario[] = [
+  locations,
+  locationsHot,
+  locationsOne,
+  traced,
+  shifts,
+  tenantsMixed,
+  entities,
+  walk,
+  noSharing,
+  repeatedReads(1),
+  repeatedReads(20),
+  repeatedReads(200),
+  sparse,
+];
 
 /** The request a cold start waits for: the locations list, correct. */
 export const COLD_START_QUERY = LOCATIONS_QUERY;

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
 /** Everything a run can be tuned with, read once from BENCH_* variables. */
 export interface BenchSettings {
@@ -25,6 +25,11 @@ export interface BenchSettings {
   readonly cpuProfile: boolean;
   /** The subgraph's entry point (default dist/index.js), e.g. another build to compare. */
   readonly subgraphEntry: string | null;
+  /**
+   * Today's build, measured beside the subgraph as the targets `today` and `today-f5`
+   * (BENCH_BASELINE_DIST: a build's `dist/` folder or its entry file); null: not measured.
+   */
+  readonly baselineEntry: string | null;
   /** Cold starts measured per server (spawn to first correct answer). */
   readonly coldStarts: number;
   /** Seconds of the heap run (mixed load on a fresh subgraph with --trace-gc); 0: off. */
@@ -65,10 +70,19 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): BenchSetting
     targets: list(env, 'BENCH_TARGETS'),
     cpuProfile: ['1', 'true', 'yes'].includes((env.BENCH_CPU_PROFILE ?? '').trim().toLowerCase()),
     subgraphEntry: env.BENCH_SUBGRAPH_ENTRY?.trim() || null,
+    baselineEntry: baselineEntry(env.BENCH_BASELINE_DIST?.trim() || null),
     coldStarts: integer(env, 'BENCH_COLD_STARTS', 3, 0, 20),
     heapSeconds: integer(env, 'BENCH_HEAP_S', 0, 0, 3600),
     nodeOptions: env.BENCH_NODE_OPTIONS === undefined ? DEPLOYED_NODE_OPTIONS : env.BENCH_NODE_OPTIONS.trim() || null,
   });
+}
+
+/** A `dist/` folder stands for its `index.js`; a file is the entry itself. */
+function baselineEntry(path: string | null): string | null {
+  if (path === null) return null;
+  const entry = existsSync(path) && statSync(path).isDirectory() ? join(path, 'index.js') : path;
+  if (!existsSync(entry)) throw new Error(`BENCH_BASELINE_DIST: ${entry} is missing (run \`npm run build\` in that checkout first)`);
+  return resolve(entry);
 }
 
 /**

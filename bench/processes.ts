@@ -200,7 +200,7 @@ export interface ServerProcessOptions {
   readonly execArgv?: readonly string[];
   /** NODE_OPTIONS for every server (the deployment's runtime flags), or null. */
   readonly nodeOptions?: string | null;
-  /** More settings for the server (`WFS_*`), on top of the common ones. */
+  /** More settings for the server (`WFS_*`), on top of the common ones and the target's own (a caller's window wins over the target's). */
   readonly env?: Readonly<Record<string, string>>;
 }
 
@@ -219,7 +219,6 @@ function serverEnv(port: number, options: ServerProcessOptions): NodeJS.ProcessE
     WFS_TRUSTED_NETWORK: 'true',
     LOG_LEVEL: 'error',
     ...(options.nodeOptions && { NODE_OPTIONS: options.nodeOptions }),
-    ...options.env,
   };
 }
 
@@ -258,7 +257,7 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
 export async function startServerProcess(target: ServerTarget, options: ServerProcessOptions): Promise<ServerChild> {
   const port = await freePort();
   const spec = serverSpec(target, options);
-  const child = startChild(target, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [...profileArgs(target, options.profileDir), ...(options.execArgv ?? [])], PINNING?.subject, spec.stopSignal);
+  const child = startChild(target, spec.module, [], { ...serverEnv(port, options), ...spec.env, ...options.env }, [...profileArgs(target, options.profileDir), ...(options.execArgv ?? [])], PINNING?.subject, spec.stopSignal);
   const base = `http://127.0.0.1:${port}`;
   if (spec.ready === 'health') await untilReady(child, waitForHealth(`${base}/health`, child));
   else await untilReady(child, firstMessage<{ url: string }>(child, 'ready'));
@@ -275,7 +274,7 @@ export async function measureColdStart(target: ServerTarget, options: ServerProc
   const spec = serverSpec(target, options);
   const url = `http://127.0.0.1:${port}/graphql`;
   const started = performance.now();
-  const child = startChild(`${target} (cold start)`, spec.module, [], { ...serverEnv(port, options), ...spec.env }, [], PINNING?.subject, spec.stopSignal);
+  const child = startChild(`${target} (cold start)`, spec.module, [], { ...serverEnv(port, options), ...spec.env, ...options.env }, [], PINNING?.subject, spec.stopSignal);
   try {
     const deadline = started + 30_000;
     for (;;) {

@@ -47,7 +47,7 @@ async function startTarget({ dist, tenants, emulator, target }) {
     const { createLogger } = require(path.join(dist, 'observability', 'logger'));
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wfs-in-process-')), 'tenants.json');
     fs.writeFileSync(file, JSON.stringify(credentials));
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'in-process-cursor-secret-0123456789abcdef', WFS_TRUSTED_NETWORK: 'true', WFS_API_BASE_ALLOW: '127.0.0.1', LOG_LEVEL: 'error', NODE_ENV: 'production' });
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', WFS_AUTH_URL: emulator.authUrl, WFS_TENANTS_FILE: file, WFS_CURSOR_SECRET: 'in-process-cursor-secret-0123456789abcdef', WFS_TRUSTED_NETWORK: 'true', WFS_API_BASE_ALLOW: '127.0.0.1', LOG_LEVEL: 'error', NODE_ENV: 'production', ...(process.env.FRESHNESS && { WFS_FRESHNESS_SECONDS: process.env.FRESHNESS }) });
     server = await startServer(config, { logger: createLogger('error') });
   }
   return server;

@@ -13,7 +13,9 @@
 //
 // Settings (environment): COMPANIES (50, also the requests in flight: one worker per
 // company), PAGES (5 pages of 100 locations per company), ROUNDS (7), PER_ROUND (2,000
-// requests per target and round), LATENCY (the emulator's delay per response in ms, 0).
+// requests per target and round), LATENCY (the emulator's delay per response in ms, 0),
+// FRESHNESS (the subgraph's WFS_FRESHNESS_SECONDS, none: e.g. FRESHNESS=5 PAGES=2, and
+// after the first round every request is answered from kept pages).
 // A target is `subgraph`, `apollo` or `floor:<mode>`, optionally `@<dist folder>` (default
 // this checkout's dist/); the emulator comes from the first target's build.
 'use strict';

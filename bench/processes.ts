@@ -170,7 +170,7 @@ export interface ServerChild {
   stop(): Promise<void>;
 }
 
-export type ServerTarget = 'naive' | 'apollo' | 'subgraph' | 'subgraph-f5' | 'today' | 'today-f5' | 'floor' | 'proxy';
+export type ServerTarget = 'naive' | 'apollo' | 'subgraph' | 'subgraph-f5' | 'today' | 'today-f5' | 'floor' | 'floor-f5' | 'proxy';
 
 /**
  * The builds of the subgraph and the window each runs with (docs/caching.md): this
@@ -248,6 +248,8 @@ function serverSpec(target: ServerTarget, options: ServerProcessOptions): { modu
     case 'floor':
     case 'proxy':
       return { module: join(__dirname, 'floor', 'server.js'), env: { BENCH_FLOOR_MODE: target === 'floor' ? 'graphql' : 'proxy' }, ready: 'ipc' };
+    case 'floor-f5':
+      return { module: join(__dirname, 'floor', 'server.js'), env: { BENCH_FLOOR_MODE: 'graphql', BENCH_FLOOR_KEEP_MS: '5000' }, ready: 'ipc' };
     default:
       throw new Error(`unknown server ${target}`);
   }

@@ -9,6 +9,7 @@
  *             the least Apollo Server does for the answer (no-sharing only).
  * - subgraph: the product, `node dist/index.js`, configured as deployed (window 0: WFS_FRESHNESS_SECONDS).
  * - subgraph-f5: the same with a window of 5 s (the cache scenarios only).
+ * - floor-f5: the floor keeping each page it read for 5 s (the repeated-read scenarios only).
  * - today, today-f5: today's build (BENCH_BASELINE_DIST) at its default window and at 5 s.
  *
  * The servers run pinned to core 0 and the emulator and this load generator to core 1
@@ -28,8 +29,8 @@ import { DirectClient, LOCATIONS_PATH } from './rest';
 import { COLD_START_QUERY, SCENARIOS, type DigestJob, type GraphQLCaller, type Scenario } from './scenarios';
 import { readSettings, repoRoot, type BenchSettings } from './settings';
 
-const TARGETS: readonly TargetName[] = ['direct', 'floor', 'proxy', 'naive', 'apollo', 'today', 'subgraph', 'today-f5', 'subgraph-f5'];
-const SERVERS: readonly ServerTarget[] = ['floor', 'proxy', 'naive', 'apollo', 'today', 'subgraph', 'today-f5', 'subgraph-f5'];
+const TARGETS: readonly TargetName[] = ['direct', 'floor', 'proxy', 'naive', 'apollo', 'today', 'subgraph', 'today-f5', 'subgraph-f5', 'floor-f5'];
+const SERVERS: readonly ServerTarget[] = ['floor', 'proxy', 'naive', 'apollo', 'today', 'subgraph', 'today-f5', 'subgraph-f5', 'floor-f5'];
 /** Today's build, measured only with BENCH_BASELINE_DIST. */
 const BASELINE_TARGETS: readonly TargetName[] = ['today', 'today-f5'];
 /** Servers whose cold start is measured: one per module and build (apollo is naive's, an -f5 target its build's). */

@@ -7,6 +7,10 @@
  *                             a token fetched once per tenant and kept. Nothing else:
  *                             no Apollo Server, no plugins, no limits, no metrics, no
  *                             cursors, no validation of the upstream's answer.
+ *   BENCH_FLOOR_KEEP_MS=5000  "floor-f5": the floor serving a page it read within that many
+ *                             ms again from memory (by tenant, size and reference), as the
+ *                             subgraph's window does: the least a Node GraphQL server pays
+ *                             for an answer from kept pages (the cache scenarios).
  *   BENCH_FLOOR_MODE=proxy    "proxy": no GraphQL at all. It reads and parses the JSON
  *                             body, calls the upstream once and writes the same answer
  *                             shape: the cost of the HTTP hop and JSON alone.
@@ -43,16 +47,30 @@ function send(res: ServerResponse, status: number, text: string): void {
   res.end(text);
 }
 
-export async function startFloorServer(options: { mode: 'graphql' | 'proxy'; authUrl: string; tenants: RestCredentials[]; port: number; host: string }) {
+export async function startFloorServer(options: { mode: 'graphql' | 'proxy'; authUrl: string; tenants: RestCredentials[]; port: number; host: string; keepMs?: number }) {
   const agent = new Agent({ connections: 64, pipelining: 1, keepAliveTimeout: 30_000 });
   const upstream = new DirectClient(options.authUrl, agent);
   const tenants = new Map(options.tenants.map((tenant) => [tenant.tenantId, tenant]));
   const schema: GraphQLSchema = buildSchema(SDL);
   const documents = new Map<string, DocumentNode>();
+  const keepMs = options.keepMs ?? 0;
+  /** Pages read within `keepMs`, by tenant, size and reference (floor-f5), with when they were asked for. */
+  const kept = new Map<string, { readonly at: number; readonly page: ReturnType<typeof upstream.page<UpstreamLocation>> }>();
+  const read = (tenant: RestCredentials, first: number, after: string | null) => {
+    if (keepMs <= 0) return upstream.page<UpstreamLocation>(tenant, LOCATIONS_PATH, first, after);
+    const key = `${tenant.tenantId}\u0000${first}\u0000${after ?? ''}`;
+    const now = Date.now();
+    const held = kept.get(key);
+    if (held && now - held.at < keepMs) return held.page;
+    const page = upstream.page<UpstreamLocation>(tenant, LOCATIONS_PATH, first, after);
+    kept.set(key, { at: now, page });
+    page.catch(() => kept.delete(key));
+    return page;
+  };
   const rootValue = {
     // The cursor is the upstream's own page reference (no signing, no checks: the floor).
     locations: async ({ first, after }: { first: number; after?: string | null }, context: Context) => {
-      const page = await upstream.page<UpstreamLocation>(context.tenant, LOCATIONS_PATH, first, after ?? null);
+      const page = await read(context.tenant, first, after ?? null);
       return { nodes: page.data.slice(0, first), pageInfo: { hasNextPage: page.has_more, endCursor: page.next } };
     },
   };
@@ -94,5 +112,6 @@ export async function startFloorServer(options: { mode: 'graphql' | 'proxy'; aut
 
 if (require.main === module) {
   const mode = process.env.BENCH_FLOOR_MODE === 'proxy' ? 'proxy' : 'graphql';
-  serveAsChild(`floor server (${mode})`, startFloorServer({ mode, ...childSettings<RestCredentials>(4003) }));
+  const keepMs = Number(process.env.BENCH_FLOOR_KEEP_MS ?? 0);
+  serveAsChild(`floor server (${mode}${keepMs > 0 ? `, pages kept ${keepMs} ms` : ''})`, startFloorServer({ mode, keepMs, ...childSettings<RestCredentials>(4003) }));
 }

@@ -120,6 +120,23 @@ describe('Relay connections over upstream pages', () => {
     await expect(resolveConnection(looping, checkConnectionArgs({ last: 3 }))).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
   });
 
+  it('refuses a repeated record whenever the same page objects come again (pages kept in memory)', async () => {
+    // The same page objects on every walk, as kept pages are served: a page a walk
+    // checked must still be checked against the pages before it on a later walk.
+    const first: ListPage<Item> = { ref: null, pageSize: 3, items: [{ id: 'a' }, { id: 'b' }, { id: 'c' }], hasMore: true, next: 'p=1', previous: null };
+    const overlaps: ListPage<Item> = { ref: 'p=1', pageSize: 3, items: [{ id: 'd' }, { id: 'c' }], hasMore: false, next: null, previous: null };
+    const repeatsOwn: ListPage<Item> = { ...overlaps, items: [{ id: 'd' }, { id: 'd' }] };
+    const { src } = source(0, 3);
+    const walk = (...pages: Array<ListPage<Item>>): ConnectionSource<Item> => ({ ...src, fetchPage: async (ref) => pages[ref === null ? 0 : 1]! });
+    for (let round = 0; round < 2; round += 1) {
+      expect(ids(await resolveConnection(walk(overlaps), checkConnectionArgs({ first: 3 })))).toEqual(['d', 'c']);
+      expect(ids(await resolveConnection(walk(first, overlaps), checkConnectionArgs({ first: 3 })))).toEqual(['a', 'b', 'c']);
+      await expect(resolveConnection(walk(first, overlaps), checkConnectionArgs({ first: 6 }))).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+      await expect(resolveConnection(walk(first, repeatsOwn), checkConnectionArgs({ first: 6 }))).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+      await expect(resolveConnection(walk(repeatsOwn), checkConnectionArgs({ first: 3 }))).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+    }
+  });
+
   it.each([
     [{ first: 0 }], [{ first: -1 }], [{ first: 101 }], [{ last: 0 }], [{ first: 5, last: 5 }],
     [{ after: 'a', before: 'b' }], [{ first: 1, before: 'b' }], [{ last: 1, after: 'a' }],

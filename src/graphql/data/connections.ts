@@ -195,20 +195,45 @@ class StopEdge<T extends { id: string }> implements Edge<null> {
  * UPSTREAM_BAD_RESPONSE, never a duplicate edge.
  */
 class SeenRecords {
-  private readonly ids = new Set<string>();
+  /** The walk's first page, its ids not yet in `ids`: most walks read one page, and need no set. */
+  private first: ListPage<{ id: string }> | undefined;
+  private ids: Set<string> | undefined;
 
   /** The page, once none of its records was seen before on this walk. */
   check<T extends { id: string }>(page: ListPage<T>): ListPage<T> {
+    if (this.ids === undefined && this.first === undefined) {
+      if (!repeatsNoId.has(page)) {
+        this.add(page, new Set());
+        repeatsNoId.add(page);
+      }
+      this.first = page;
+      return page;
+    }
+    if (this.ids === undefined) {
+      this.ids = new Set();
+      this.add(this.first!, this.ids);
+    }
+    return this.add(page, this.ids);
+  }
+
+  private add<T extends { id: string }>(page: ListPage<T>, ids: Set<string>): ListPage<T> {
     for (const item of page.items) {
       if (isMalformed(item)) continue;
-      if (this.ids.has(item.id)) {
+      if (ids.has(item.id)) {
         throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `the upstream returned record ${item.id.slice(0, 80)} twice while following page references (a loop)`, { cause: 'broken_page_chain' });
       }
-      this.ids.add(item.id);
+      ids.add(item.id);
     }
     return page;
   }
 }
+
+/**
+ * Pages checked to repeat no id within themselves. Pages are never changed once read
+ * (a kept page is served as it is to every request within the window), so a kept
+ * page's first walk checks it for all the requests after: a set of 100 ids fewer each.
+ */
+const repeatsNoId = new WeakSet<object>();
 
 interface Slice<T extends { id: string }> {
   items: PageEdge<T>[];

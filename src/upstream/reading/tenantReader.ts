@@ -115,6 +115,10 @@ class RequestReader implements TenantReader {
     const index = this.indexOf(resource);
     return guardPageChain(async (ref, pageSize) => {
       const page = await this.pages().fresh(resource as Resource<R>, ref, pageSize, query);
+      // A page from memory (a kept page: most reads within a window) was learnt and kept
+      // when it came from the upstream, and a kept page's records are only ever dropped
+      // with it: learning it again would find every record held, on every request.
+      if (fetchedAt(page) === undefined) return page;
       // The request's DataLoader is not primed: it would allocate a promise per
       // record for lookups that the index answers anyway.
       if (query) index.prime(page.items.filter((item): item is R => !isMalformed(item)), fetchedAt(page));

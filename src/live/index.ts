@@ -94,7 +94,7 @@ export function createLive(parts: LiveParts): Live {
 function watchReads(hub: LiveHub, parts: LiveParts, intervalMs: number, windowMs: number): Watching {
   const byName = new Map<string, AnyResource>(RESOURCES.map((resource) => [resource.name, resource]));
   const watching = new Watching(hub, { intervalMs, windowMs, now: parts.reading.indexes.now, resourceNamed: (list) => byName.get(list), events: parts.events });
-  parts.reading.indexes.listenToReads((tenantId, list, outcome) => watching.read(tenantId, list, outcome));
+  parts.reading.indexes.listenToReads((tenantId, list, outcome, key) => watching.read(tenantId, list, outcome, key));
   hub.onTicks((tenantId, list, calls) => watching.ticked(tenantId, list, calls));
   return watching;
 }

@@ -500,8 +500,8 @@ export interface EntityIndexesOptions {
 /** What a query's page read was, for a watching choice: read upstream, or served only because a poll confirmed it. */
 export type ReadOutcome = 'miss' | 'saved';
 
-/** Told of the reads a watching choice weighs (`EntityIndexes.listenToReads`). */
-export type ReadListener = (tenantId: string, list: string, outcome: ReadOutcome) => void;
+/** Told of the reads a watching choice weighs (`EntityIndexes.listenToReads`); a miss names its page (`keptKey`). */
+export type ReadListener = (tenantId: string, list: string, outcome: ReadOutcome, key?: string) => void;
 
 /** The shortest time, in ms, between two `afterLargeRelease` calls. */
 const LARGE_RELEASE_INTERVAL_MS = 60_000;
@@ -588,16 +588,17 @@ export class EntityIndexes implements IndexHolder {
 
   /**
    * Where the reads a watching choice weighs are told (live/watch.ts): each list page
-   * a query asked of the upstream (`miss`), and each page served only because a poll
-   * confirmed it (`saved`). One listener; the live side sets it at start-up.
+   * a query asked of the upstream (`miss`, with the page's `keptKey`), and each page
+   * served only because a poll confirmed it (`saved`). One listener; the live side sets
+   * it at start-up.
    */
   listenToReads(listener: ReadListener): void {
     this.reads = listener;
   }
 
   /** A query of `tenantId`'s `list` read a page: see `listenToReads`. */
-  noteRead(tenantId: string, list: string, outcome: ReadOutcome): void {
-    this.reads?.(tenantId, list, outcome);
+  noteRead(tenantId: string, list: string, outcome: ReadOutcome, key?: string): void {
+    this.reads?.(tenantId, list, outcome, key);
   }
 
   saved(index: EntityIndex<{ id: string }>): void {

@@ -10,12 +10,13 @@
  * whether the list is watched or not, so a miss of a page not read before weighs
  * nothing: a person paging through a long list, or many filters each read once, start
  * no poller. Watching costs one walk of the whole list per poll interval (the poller's
- * page calls, known after its first walk) and saves the pages served only because a
- * poll confirmed them (`saved`). A confirmation serves what is kept for one window from
- * its walk, so with an interval longer than the window at most a window's share of the
- * re-reads is saved (the rest still expire between polls): the start weighs that share
- * alone. Both are counted over periods of the window or the interval, whichever is
- * longer:
+ * page calls, known after its first walk; before it, at least the pages of 100 records
+ * that the most the replica held of the list fills) and saves the pages served only
+ * because a poll confirmed them (`saved`). A confirmation serves what is kept for one
+ * window from its walk, so with an interval longer than the window at most a window's
+ * share of the re-reads is saved (the rest still expire between polls): the start
+ * weighs that share alone. Both are counted over periods of the window or the
+ * interval, whichever is longer:
  *
  * - a list starts being watched once the share of its re-reads within a period that a
  *   poll could save reaches START_FACTOR times what the walks of a period cost
@@ -46,6 +47,7 @@
 import { createHash } from 'node:crypto';
 import type { PollerReason } from '../upstream/observer';
 import type { AnyResource } from '../upstream/resources';
+import { POLL_PAGE_SIZE } from './listReader';
 import type { LiveEvents } from './metrics';
 
 /** Re-reads within a period that a poll could save, as a multiple of a period's walk calls, that start watching. */
@@ -76,6 +78,8 @@ export interface WatchingOptions {
   /** The entity indexes' clock. */
   readonly now: () => number;
   readonly resourceNamed: (list: string) => AnyResource | undefined;
+  /** Records this replica holds of a company's list: what a walk costs at least, before the first walk says. */
+  readonly recordsHeld?: (tenantId: string, list: string) => number;
   readonly events: Pick<LiveEvents, 'cacheWatching'>;
 }
 
@@ -88,8 +92,10 @@ interface Demand {
   /** The last full period: its start (undefined before one ended) and the pages it saved. */
   lastStart: number | undefined;
   lastSaved: number;
-  /** Page calls of the list's last walk (undefined: not walked yet; 1 is assumed). */
+  /** Page calls of the list's last walk (undefined: not walked yet; `recordsSeen` says at least how many). */
   walkCalls: number | undefined;
+  /** The most records the replica held of the list at a read, before a first walk. */
+  recordsSeen: number;
   /** Watched since (ms), or undefined. */
   watchedSince: number | undefined;
   /** The re-reads that started the watching, held against the first walk's real cost. */
@@ -143,6 +149,7 @@ export class Watching {
     let demand = this.lists.get(key);
     if (!demand) this.lists.set(key, (demand = fresh(now)));
     this.roll(demand, now);
+    if (demand.walkCalls === undefined && this.options.recordsHeld) demand.recordsSeen = Math.max(demand.recordsSeen, this.options.recordsHeld(tenantId, list));
     if (outcome === 'saved') demand.saved += 1;
     else if (page !== undefined && this.readAgain(demand, page, now)) demand.reReads += 1;
     if (demand.watchedSince === undefined) this.maybeStart(tenantId, list, demand, now);
@@ -159,12 +166,19 @@ export class Watching {
     if (demand.watchedSince !== undefined) this.maybeStop(tenantId, list, demand, now);
   }
 
-  /** What a period of walks costs: the last walk's calls (at least 1) per interval, over a period. */
+  /**
+   * What a period of walks costs: the last walk's calls (at least 1) per interval, over
+   * a period. Before a first walk, the pages of POLL_PAGE_SIZE records that the most
+   * the replica was seen holding of the list fills: a walk costs at least that, so a
+   * list whose queries read all of it (2 pages of 100, say) is not started on a guess
+   * of 1 call.
+   */
   private cost(demand: Demand): number {
-    return Math.max(1, demand.walkCalls ?? 1) * (this.periodMs / this.options.intervalMs);
+    const calls = demand.walkCalls ?? Math.ceil(demand.recordsSeen / POLL_PAGE_SIZE);
+    return Math.max(1, calls) * (this.periodMs / this.options.intervalMs);
   }
 
-  /** Whether `demand` starting on `reReads` is worth its walks: what polls could save of them against START_FACTOR walks. */
+  /** Whether watching on `reReads` is worth its walks: what polls could save of them against START_FACTOR walks. */
   private pays(demand: Demand, reReads: number): boolean {
     return reReads * this.saveable >= START_FACTOR * this.cost(demand);
   }
@@ -256,5 +270,5 @@ export class Watching {
 }
 
 function fresh(now: number): Demand {
-  return { periodStart: now, reReads: 0, saved: 0, lastStart: undefined, lastSaved: 0, walkCalls: undefined, watchedSince: undefined, startedOn: 0, recent: new Map(), backoff: 1, notBefore: 0 };
+  return { periodStart: now, reReads: 0, saved: 0, lastStart: undefined, lastSaved: 0, walkCalls: undefined, recordsSeen: 0, watchedSince: undefined, startedOn: 0, recent: new Map(), backoff: 1, notBefore: 0 };
 }

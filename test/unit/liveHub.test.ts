@@ -341,7 +341,7 @@ describe('demo churn', () => {
 const INTERVAL = 15_000;
 const WINDOW = 5_000;
 
-function watchingSetUp(options: { refuse?: boolean } = {}) {
+function watchingSetUp(options: { refuse?: boolean; recordsHeld?: number } = {}) {
   let now = 1_000_000;
   const watched = new Set<string>();
   const decisions: string[] = [];
@@ -359,6 +359,7 @@ function watchingSetUp(options: { refuse?: boolean } = {}) {
     windowMs: WINDOW,
     now: () => now,
     resourceNamed: (list) => (list === 'locations' ? (locations as AnyResource) : undefined),
+    recordsHeld: () => options.recordsHeld ?? 0,
     events: { cacheWatching: (decision) => void decisions.push(decision) },
   });
   /** Misses of t1's locations pages `pages` (kept keys), in a burst. */
@@ -428,6 +429,21 @@ describe('the watching choice', () => {
     }
     expect(decisions).toEqual([]);
     expect(watching.tracked).toBe(1);
+  });
+
+  it('takes a walk to cost at least the pages of 100 records the replica holds of the list: 2 pages of 100 read again every window are not watched', () => {
+    // The bench's repeated-200: a company's 2 pages are its whole list, so a walk (2 calls)
+    // costs what re-reading them does, and a poll could save one window's re-reads in three.
+    const readEveryWindow = (setUp: ReturnType<typeof watchingSetUp>) => {
+      for (let round = 0; round < 12; round++) {
+        setUp.miss(pages(2));
+        setUp.advance(WINDOW);
+      }
+      return setUp.decisions;
+    };
+    expect(readEveryWindow(watchingSetUp({ recordsHeld: 200 }))).toEqual([]);
+    // Taken for a one-call walk (nothing held), the same reads would start a watcher.
+    expect(readEveryWindow(watchingSetUp())[0]).toBe('started');
   });
 
   it('remembers pages read for RECENT_PERIODS periods and RECENT_PAGES_PER_LIST per list, RECENT_PAGES_PER_REPLICA in all', () => {

@@ -605,6 +605,11 @@ export class EntityIndexes implements IndexHolder {
     this.reads?.(index.tenantId, index.list, 'saved');
   }
 
+  /** Records the index of `tenantId`'s `list` holds now (0: none held); does not mark the tenant as used. */
+  heldOf(tenantId: string, list: string): number {
+    return this.tenants.get(tenantId)?.get(list)?.size ?? 0;
+  }
+
   /** Records held by all indexes now, in record units (`recordUnits`: a record of long texts counts as several). */
   get records(): number {
     return this.held;

@@ -10,8 +10,8 @@
  * whether the list is watched or not, so a miss of a page not read before weighs
  * nothing: a person paging through a long list, or many filters each read once, start
  * no poller. Watching costs one walk of the whole list per poll interval (the poller's
- * page calls, known after its first walk; before it, at least the pages of 100 records
- * that the most the replica held of the list fills) and saves the pages served only
+ * page calls, known after its first walk; before it, the pages of 100 records that the
+ * most the replica held of the list would fill) and saves the pages served only
  * because a poll confirmed them (`saved`). A confirmation serves what is kept for one
  * window from its walk, so with an interval longer than the window at most a window's
  * share of the re-reads is saved (the rest still expire between polls): the start
@@ -78,7 +78,7 @@ export interface WatchingOptions {
   /** The entity indexes' clock. */
   readonly now: () => number;
   readonly resourceNamed: (list: string) => AnyResource | undefined;
-  /** Records this replica holds of a company's list: what a walk costs at least, before the first walk says. */
+  /** Records this replica holds of a company's list (EntityIndexes.heldOf), for a walk's cost before the first walk says. */
   readonly recordsHeld?: (tenantId: string, list: string) => number;
   readonly events: Pick<LiveEvents, 'cacheWatching'>;
 }
@@ -169,9 +169,10 @@ export class Watching {
   /**
    * What a period of walks costs: the last walk's calls (at least 1) per interval, over
    * a period. Before a first walk, the pages of POLL_PAGE_SIZE records that the most
-   * the replica was seen holding of the list fills: a walk costs at least that, so a
-   * list whose queries read all of it (2 pages of 100, say) is not started on a guess
-   * of 1 call.
+   * records the replica was seen holding of the list would fill, so that a list
+   * whose queries read all of it (2 pages of 100, say) is not started on a guess of 1
+   * call. Kept copies of one record (several filters or page sizes) count each: the
+   * guess errs high, which can only hold a list back until its first walk.
    */
   private cost(demand: Demand): number {
     const calls = demand.walkCalls ?? Math.ceil(demand.recordsSeen / POLL_PAGE_SIZE);

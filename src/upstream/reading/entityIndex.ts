@@ -142,6 +142,17 @@ export class EntityIndex<T extends { id: string }> {
     return this.records.size;
   }
 
+  /**
+   * Records held now, as many as its own or as its kept pages hold, whichever is more
+   * (a record kept under several filters or page sizes counts each time): what a walk
+   * of the list reads at least, give or take those copies. Goes through the kept pages.
+   */
+  recordsHeld(): number {
+    let kept = 0;
+    for (const { page } of this.kept.values()) kept += page.items.length;
+    return Math.max(this.records.size, kept);
+  }
+
   /** What this index counts against the budget now, in record units (kept pages included). */
   get heldUnits(): number {
     return this.units;
@@ -605,9 +616,9 @@ export class EntityIndexes implements IndexHolder {
     this.reads?.(index.tenantId, index.list, 'saved');
   }
 
-  /** Records the index of `tenantId`'s `list` holds now (0: none held); does not mark the tenant as used. */
+  /** Records the index of `tenantId`'s `list` holds now (`EntityIndex.recordsHeld`; 0: none held); does not mark the tenant as used. */
   heldOf(tenantId: string, list: string): number {
-    return this.tenants.get(tenantId)?.get(list)?.size ?? 0;
+    return this.tenants.get(tenantId)?.get(list)?.recordsHeld() ?? 0;
   }
 
   /** Records held by all indexes now, in record units (`recordUnits`: a record of long texts counts as several). */

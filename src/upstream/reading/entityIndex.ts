@@ -96,6 +96,9 @@ export class EntityIndex<T extends { id: string }> {
   private pages = new Map<string, ListPage<T>>();
   /** Pages a request read from the upstream, kept to be served again within the freshness window (keptPages.ts), by `keptKey`. */
   private kept = new Map<string, Kept<T>>();
+  /** Records in `kept`, each copy counted; and the most the index held in any lifetime (`recordsHeld`). */
+  private keptRecords = 0;
+  private peakRecords = 0;
   /**
    * Per page held (`k` + kept key, `s` + scanned reference): until when expiring alone
    * would have kept it, the window after it was read upstream or last counted as saved.
@@ -143,14 +146,14 @@ export class EntityIndex<T extends { id: string }> {
   }
 
   /**
-   * Records held now, as many as its own or as its kept pages hold, whichever is more
-   * (a record kept under several filters or page sizes counts each time): what a walk
-   * of the list reads at least, give or take those copies. Goes through the kept pages.
+   * The most records this index held in any of its lifetimes, as many as its own or as
+   * its kept pages held, whichever was more (a record kept under several filters or page
+   * sizes counts each time): what a walk of the list reads at least, give or take those
+   * copies. Over lifetimes, since a read that misses finds the index refilling after
+   * its expiry, with a part of what the reads keep.
    */
   recordsHeld(): number {
-    let kept = 0;
-    for (const { page } of this.kept.values()) kept += page.items.length;
-    return Math.max(this.records.size, kept);
+    return Math.max(this.peakRecords, this.keptRecords, this.records.size);
   }
 
   /** What this index counts against the budget now, in record units (kept pages included). */
@@ -197,6 +200,8 @@ export class EntityIndex<T extends { id: string }> {
     const before = this.units;
     const items = page.items.map((item) => (isMalformed(item) ? item : ownCopy(item)));
     this.kept.set(key, { page: { ...page, items }, filter });
+    this.keptRecords += items.length;
+    this.peakRecords = Math.max(this.peakRecords, this.keptRecords, this.records.size);
     this.version += 1;
     this.paid.set(`k${key}`, since + this.ttlMs);
     for (const item of items) if (!isMalformed(item)) this.units += recordUnits(item);
@@ -266,6 +271,7 @@ export class EntityIndex<T extends { id: string }> {
     }
     const kept = this.kept.get(key.slice(1));
     if (!kept || !this.kept.delete(key.slice(1))) return;
+    this.keptRecords -= kept.page.items.length;
     for (const item of kept.page.items) if (!isMalformed(item)) this.units -= recordUnits(item);
     this.units -= pageUnits(kept.page) + 1;
   }
@@ -386,7 +392,9 @@ export class EntityIndex<T extends { id: string }> {
     this.records = new Map();
     this.units = 0;
     this.pages = new Map();
+    this.peakRecords = Math.max(this.peakRecords, this.keptRecords, this.records.size);
     this.kept = new Map();
+    this.keptRecords = 0;
     this.paid = new Map();
     this.resume = undefined;
     this.generation += 1;

@@ -93,8 +93,8 @@ export function createLive(parts: LiveParts): Live {
 /** The watching choice over `hub`, told of the reads of the indexes and of the pollers' turns. */
 function watchReads(hub: LiveHub, parts: LiveParts, intervalMs: number, windowMs: number): Watching {
   const byName = new Map<string, AnyResource>(RESOURCES.map((resource) => [resource.name, resource]));
-  const watching = new Watching(hub, { intervalMs, windowMs, now: parts.reading.indexes.now, resourceNamed: (list) => byName.get(list), events: parts.events });
-  parts.reading.indexes.listenToReads((tenantId, list, outcome) => watching.read(tenantId, list, outcome));
+  const watching = new Watching(hub, { intervalMs, windowMs, now: parts.reading.indexes.now, resourceNamed: (list) => byName.get(list), recordsHeld: (tenantId, list) => parts.reading.indexes.heldOf(tenantId, list), events: parts.events });
+  parts.reading.indexes.listenToReads((tenantId, list, outcome, key) => watching.read(tenantId, list, outcome, key));
   hub.onTicks((tenantId, list, calls) => watching.ticked(tenantId, list, calls));
   return watching;
 }

@@ -298,10 +298,14 @@ describe('a list read often (watched by the live pollers)', () => {
   it('is watched, served past the window while polls confirm it, shares one poller with subscribers, and shows an edit after the next poll', async () => {
     clock = Date.now();
     // Window 1 s, polls every 100 ms: a period is 1 s, one walk of the list (one call) costs
-    // 10 calls a period, so 20 misses within a period start the watching.
+    // 10 calls a period, so 20 pages read again after the window within a period start
+    // the watching. The first reads weigh nothing: they cost their calls watched or not.
     subgraph = await startTestSubgraph({ tenants: [A, B] }, { WFS_FRESHNESS_SECONDS: '1' }, { now, live: { pollIntervalMs: 100 } });
     const hub = subgraph.server.live;
     const cursors: Array<string | null> = [null];
+    await readAllPages(cursors);
+    expect(hub.pollers).toBe(0);
+    clock += 1_100;
     const started = clock;
     await readAllPages(cursors);
     expect(hub.reasonFor(A.tenantId, 'locations')).toBe('watched');
@@ -351,12 +355,28 @@ describe('a list read often (watched by the live pollers)', () => {
     expect(await metric('wfs_cache_watching_total', { decision: 'stopped' })).toBe(1);
   });
 
-  it('is never watched for sparse reads (a page once per 30 s): as many upstream calls as with the window at 0', async () => {
+  it('is never watched for sparse reads (pages each read once in bursts, period after period; a page once per 30 s): as many upstream calls as with the window at 0', async () => {
     // The default interval (15 s) and a 5 s window: a walk costs one call a period of 15 s.
     await start({ WFS_FRESHNESS_SECONDS: '5' });
+    // As the bench's sparse load: the list paged through in pages of 1, then 2, then 3, a
+    // burst a window, each page read once: one upstream call a query, as at window 0.
+    const SIZED = 'query ($first: Int!, $after: String) { locations(first: $first, after: $after) { nodes { id } pageInfo { endCursor hasNextPage } } }';
+    const readSized = (first: number, after: string | null) => subgraph!.query(SIZED, { first, after }, as(A));
+    let queries = 0;
+    for (let size = 1; size <= 3; size++) {
+      let after: string | null = null;
+      for (let more = true; more; queries++) {
+        const page = await readSized(size, after);
+        expect(page.errors).toBeUndefined();
+        ({ endCursor: after, hasNextPage: more } = page.data.locations.pageInfo);
+      }
+      expect(calls('locations')).toBe(queries);
+      clock += 5_000;
+    }
+    expect(queries).toBeGreaterThan(50);
     for (let read = 1; read <= 6; read++) {
       expect((await subgraph!.query(LOCATIONS, {}, as(A))).errors).toBeUndefined();
-      expect(calls('locations')).toBe(read);
+      expect(calls('locations')).toBe(queries + read);
       clock += 30_000;
     }
     expect(subgraph!.server.live.pollers).toBe(0);

@@ -7,7 +7,7 @@ import { NO_OBSERVER, type PollerReason } from '../../src/upstream/observer';
 import { makeTenant, startShiftChurn } from '../../src/emulator';
 import { UpstreamError } from '../../src/upstream/errors';
 import { locations, shifts, type AnyResource, type ShiftRecord } from '../../src/upstream/resources';
-import { Watching, MAX_BACKOFF_PERIODS, type WatchTarget } from '../../src/live/watch';
+import { Watching, MAX_BACKOFF_PERIODS, RECENT_PAGES_PER_LIST, RECENT_PAGES_PER_REPLICA, RECENT_PERIODS, type WatchTarget } from '../../src/live/watch';
 import { waitFor } from '../helpers/waitFor';
 
 const shift = (id: string, end = '2026-11-23T17:00:00+01:00', locationId = 'loc_1'): ShiftRecord => ({ id, start: '2026-11-23T09:00:00+01:00', end, locationId, userId: null });
@@ -333,14 +333,15 @@ describe('demo churn', () => {
 /**
  * The choice between watching a company's list and letting what is kept of it expire
  * (src/live/watch.ts, docs/caching.md "Watched lists"), on a frozen clock: the poll
- * interval is 15 s and the window 5 s, so a period is 15 s and one walk of a one-page
- * list costs one call a period.
+ * interval is 15 s and the window 5 s, so a period is 15 s, one walk of a one-page
+ * list costs one call a period, and a poll could save a third of a period's re-reads
+ * (those within a window of it): 6 re-reads within a period start the watching.
  */
 
 const INTERVAL = 15_000;
 const WINDOW = 5_000;
 
-function watchingSetUp(options: { refuse?: boolean } = {}) {
+function watchingSetUp(options: { refuse?: boolean; recordsHeld?: number } = {}) {
   let now = 1_000_000;
   const watched = new Set<string>();
   const decisions: string[] = [];
@@ -358,24 +359,36 @@ function watchingSetUp(options: { refuse?: boolean } = {}) {
     windowMs: WINDOW,
     now: () => now,
     resourceNamed: (list) => (list === 'locations' ? (locations as AnyResource) : undefined),
+    recordsHeld: () => options.recordsHeld ?? 0,
     events: { cacheWatching: (decision) => void decisions.push(decision) },
   });
+  /** Misses of t1's locations pages `pages` (kept keys), in a burst. */
+  const miss = (pages: string[]) => pages.forEach((page) => watching.read('t1', 'locations', 'miss', page));
   return {
     watching,
     watched,
     decisions,
+    miss,
     advance: (ms: number) => void (now += ms),
     isWatched: () => watched.has('t1/locations'),
   };
 }
 
+/** `n` page keys, `from` on. */
+const pages = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `page ${from + i}`);
+
 describe('the watching choice', () => {
-  it('watches a list read often, keeps it while the polls save calls, and stops when reads stop', () => {
-    const { watching, advance, isWatched, decisions } = watchingSetUp();
-    watching.read('t1', 'locations', 'miss');
+  it('watches a list whose pages are read again after the window, keeps it while the polls save calls, and stops when reads stop', () => {
+    const { watching, advance, isWatched, decisions, miss } = watchingSetUp();
+    // First reads cost their calls watched or not: they weigh nothing.
+    miss(pages(6));
     expect(isWatched()).toBe(false);
-    // Twice what a period of walks costs: watching now costs clearly less than expiring.
-    watching.read('t1', 'locations', 'miss');
+    // Read again after their kept copies expired: what polls could save of that is twice
+    // what a period of walks costs, so watching now costs clearly less than expiring.
+    advance(WINDOW);
+    miss(pages(5));
+    expect(isWatched()).toBe(false);
+    miss(pages(1, 5));
     expect(isWatched()).toBe(true);
     watching.ticked('t1', 'locations', 1);
     // Period after period, pages served only thanks to the polls pay for the walks.
@@ -395,42 +408,103 @@ describe('the watching choice', () => {
     expect(decisions).toEqual(['started', 'stopped']);
   });
 
-  it('never watches sparse reads (each page once per 30 s)', () => {
-    const { watching, advance, decisions } = watchingSetUp();
+  it('never watches many pages each read once in a burst, burst after burst (the bench\'s sparse load), nor a page read again once per 30 s', () => {
+    const { watching, advance, decisions, miss } = watchingSetUp();
+    // A person paging through a long list, a new stretch of 140 pages every window.
+    for (let burst = 0; burst < 12; burst++) {
+      miss(pages(140, burst * 140));
+      advance(WINDOW);
+    }
+    // One page read every 30 s: a re-read each time, one in two periods.
     for (let round = 0; round < 20; round++) {
-      watching.read('t1', 'locations', 'miss');
+      miss(['page 0']);
       advance(30_000);
     }
     expect(decisions).toEqual([]);
+    // Nor a one-page list read again every window: a poll could save only the re-read in
+    // the window after it, one a period, under the two walks' worth that start watching.
+    for (let round = 0; round < 12; round++) {
+      miss(['page 0']);
+      advance(WINDOW);
+    }
+    expect(decisions).toEqual([]);
+    expect(watching.tracked).toBe(1);
+  });
+
+  it('takes a walk to cost at least the pages of 100 records the replica holds of the list: 2 pages of 100 read again every window are not watched', () => {
+    // The bench's repeated-200: a company's 2 pages are its whole list, so a walk (2 calls)
+    // costs what re-reading them does, and a poll could save one window's re-reads in three.
+    const readEveryWindow = (setUp: ReturnType<typeof watchingSetUp>) => {
+      for (let round = 0; round < 12; round++) {
+        setUp.miss(pages(2));
+        setUp.advance(WINDOW);
+      }
+      return setUp.decisions;
+    };
+    expect(readEveryWindow(watchingSetUp({ recordsHeld: 200 }))).toEqual([]);
+    // Taken for a one-call walk (nothing held), the same reads would start a watcher.
+    expect(readEveryWindow(watchingSetUp())[0]).toBe('started');
+  });
+
+  it('remembers pages read for RECENT_PERIODS periods and RECENT_PAGES_PER_LIST per list, RECENT_PAGES_PER_REPLICA in all', () => {
+    const { watching, advance, isWatched, miss } = watchingSetUp();
+    // Read again only past the horizon: first reads again.
+    miss(pages(6));
+    advance(RECENT_PERIODS * INTERVAL);
+    miss(pages(6));
+    expect(isWatched()).toBe(false);
+    // A list's least recently read pages go first: the first 6 of a long burst are forgotten.
+    advance(WINDOW);
+    miss(pages(RECENT_PAGES_PER_LIST, 6));
+    expect(watching.rememberedPages).toBe(RECENT_PAGES_PER_LIST);
+    miss(pages(6));
+    expect(isWatched()).toBe(false);
+    miss(pages(6, RECENT_PAGES_PER_LIST));
+    expect(isWatched()).toBe(true);
+    // The replica's bound: other companies' pages fill it, and past it nothing new is remembered.
+    for (let company = 0; watching.rememberedPages < RECENT_PAGES_PER_REPLICA; company++) {
+      pages(RECENT_PAGES_PER_LIST).forEach((page) => watching.read(`c${company}`, 'locations', 'miss', page));
+    }
+    watching.read('other', 'locations', 'miss', 'page 0');
+    expect(watching.rememberedPages).toBe(RECENT_PAGES_PER_REPLICA);
+    // Until they age out: the sweep forgets them, and the lists idle since.
+    advance(RECENT_PERIODS * INTERVAL);
+    watching.read('other', 'locations', 'miss', 'page 0');
+    expect([watching.rememberedPages, watching.tracked]).toEqual([1, 2]);
   });
 
   it('stops at once when the first walk shows the list costs more than the estimate, and holds it back longer after each such stop', () => {
-    const { watching, advance, isWatched, decisions } = watchingSetUp();
+    const { watching, advance, isWatched, decisions, miss } = watchingSetUp();
+    miss(pages(60));
+    advance(WINDOW);
     const startAndWalk = () => {
-      for (let i = 0; i < 2; i++) watching.read('t1', 'locations', 'miss');
+      miss(pages(6));
       if (isWatched()) watching.ticked('t1', 'locations', 10);
     };
     startAndWalk();
     expect(decisions).toEqual(['started', 'stopped']);
-    // Held back for two periods now: the same misses do not start it again.
+    // Held back for two periods now: the same re-reads do not start it again.
     advance(INTERVAL);
     startAndWalk();
     expect(decisions).toEqual(['started', 'stopped']);
-    // The next start needs misses worth ten walks (its cost is known now).
+    // The next start needs re-reads worth ten walks (its cost is known now).
     advance(INTERVAL);
-    for (let i = 0; i < 19; i++) watching.read('t1', 'locations', 'miss');
+    miss(pages(59));
     expect(isWatched()).toBe(false);
-    watching.read('t1', 'locations', 'miss');
+    miss(pages(1, 59));
     expect(isWatched()).toBe(true);
     expect(MAX_BACKOFF_PERIODS).toBeGreaterThan(2);
   });
 
   it('counts a refusal by the replica bound and tries again a period later', () => {
-    const { watching, advance, decisions } = watchingSetUp({ refuse: true });
-    for (let i = 0; i < 5; i++) watching.read('t1', 'locations', 'miss');
+    const { advance, decisions, miss } = watchingSetUp({ refuse: true });
+    miss(pages(6));
+    expect(decisions).toEqual([]);
+    advance(WINDOW);
+    miss(pages(6));
     expect(decisions).toEqual(['refused']);
     advance(INTERVAL);
-    for (let i = 0; i < 2; i++) watching.read('t1', 'locations', 'miss');
+    miss(pages(6));
     expect(decisions).toEqual(['refused', 'refused']);
   });
 });

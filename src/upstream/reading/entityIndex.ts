@@ -96,6 +96,9 @@ export class EntityIndex<T extends { id: string }> {
   private pages = new Map<string, ListPage<T>>();
   /** Pages a request read from the upstream, kept to be served again within the freshness window (keptPages.ts), by `keptKey`. */
   private kept = new Map<string, Kept<T>>();
+  /** Records in `kept`, each copy counted; and the most the index held in any lifetime (`recordsHeld`). */
+  private keptRecords = 0;
+  private peakRecords = 0;
   /**
    * Per page held (`k` + kept key, `s` + scanned reference): until when expiring alone
    * would have kept it, the window after it was read upstream or last counted as saved.
@@ -142,6 +145,17 @@ export class EntityIndex<T extends { id: string }> {
     return this.records.size;
   }
 
+  /**
+   * The most records this index held in any of its lifetimes, as many as its own or as
+   * its kept pages held, whichever was more (a record kept under several filters or page
+   * sizes counts each time): what a walk of the list reads at least, give or take those
+   * copies. Over lifetimes, since a read that misses finds the index refilling after
+   * its expiry, with a part of what the reads keep.
+   */
+  recordsHeld(): number {
+    return Math.max(this.peakRecords, this.keptRecords, this.records.size);
+  }
+
   /** What this index counts against the budget now, in record units (kept pages included). */
   get heldUnits(): number {
     return this.units;
@@ -186,6 +200,8 @@ export class EntityIndex<T extends { id: string }> {
     const before = this.units;
     const items = page.items.map((item) => (isMalformed(item) ? item : ownCopy(item)));
     this.kept.set(key, { page: { ...page, items }, filter });
+    this.keptRecords += items.length;
+    this.peakRecords = Math.max(this.peakRecords, this.keptRecords, this.records.size);
     this.version += 1;
     this.paid.set(`k${key}`, since + this.ttlMs);
     for (const item of items) if (!isMalformed(item)) this.units += recordUnits(item);
@@ -255,6 +271,7 @@ export class EntityIndex<T extends { id: string }> {
     }
     const kept = this.kept.get(key.slice(1));
     if (!kept || !this.kept.delete(key.slice(1))) return;
+    this.keptRecords -= kept.page.items.length;
     for (const item of kept.page.items) if (!isMalformed(item)) this.units -= recordUnits(item);
     this.units -= pageUnits(kept.page) + 1;
   }
@@ -375,7 +392,9 @@ export class EntityIndex<T extends { id: string }> {
     this.records = new Map();
     this.units = 0;
     this.pages = new Map();
+    this.peakRecords = Math.max(this.peakRecords, this.keptRecords, this.records.size);
     this.kept = new Map();
+    this.keptRecords = 0;
     this.paid = new Map();
     this.resume = undefined;
     this.generation += 1;
@@ -500,8 +519,8 @@ export interface EntityIndexesOptions {
 /** What a query's page read was, for a watching choice: read upstream, or served only because a poll confirmed it. */
 export type ReadOutcome = 'miss' | 'saved';
 
-/** Told of the reads a watching choice weighs (`EntityIndexes.listenToReads`). */
-export type ReadListener = (tenantId: string, list: string, outcome: ReadOutcome) => void;
+/** Told of the reads a watching choice weighs (`EntityIndexes.listenToReads`); a miss names its page (`keptKey`). */
+export type ReadListener = (tenantId: string, list: string, outcome: ReadOutcome, key?: string) => void;
 
 /** The shortest time, in ms, between two `afterLargeRelease` calls. */
 const LARGE_RELEASE_INTERVAL_MS = 60_000;
@@ -588,20 +607,26 @@ export class EntityIndexes implements IndexHolder {
 
   /**
    * Where the reads a watching choice weighs are told (live/watch.ts): each list page
-   * a query asked of the upstream (`miss`), and each page served only because a poll
-   * confirmed it (`saved`). One listener; the live side sets it at start-up.
+   * a query asked of the upstream (`miss`, with the page's `keptKey`), and each page
+   * served only because a poll confirmed it (`saved`). One listener; the live side sets
+   * it at start-up.
    */
   listenToReads(listener: ReadListener): void {
     this.reads = listener;
   }
 
   /** A query of `tenantId`'s `list` read a page: see `listenToReads`. */
-  noteRead(tenantId: string, list: string, outcome: ReadOutcome): void {
-    this.reads?.(tenantId, list, outcome);
+  noteRead(tenantId: string, list: string, outcome: ReadOutcome, key?: string): void {
+    this.reads?.(tenantId, list, outcome, key);
   }
 
   saved(index: EntityIndex<{ id: string }>): void {
     this.reads?.(index.tenantId, index.list, 'saved');
+  }
+
+  /** Records the index of `tenantId`'s `list` holds now (`EntityIndex.recordsHeld`; 0: none held); does not mark the tenant as used. */
+  heldOf(tenantId: string, list: string): number {
+    return this.tenants.get(tenantId)?.get(list)?.recordsHeld() ?? 0;
   }
 
   /** Records held by all indexes now, in record units (`recordUnits`: a record of long texts counts as several). */

@@ -55,8 +55,8 @@ export interface RequestPagesOptions {
   readonly freshness: Freshness;
   /** Resolves once the company's grant allows the list (the reader's `authorize`). */
   readonly authorize: (resource: Resource) => Promise<void> | undefined;
-  /** Told of each page read from the upstream while pages are kept (`keep`): what a watching choice weighs (live/watch.ts). */
-  readonly missed?: (list: string) => void;
+  /** Told of each page read from the upstream while pages are kept (`keep`), with its `keptKey`: what a watching choice weighs (live/watch.ts). */
+  readonly missed?: (list: string, key: string) => void;
 }
 
 export function createRequestPages(options: RequestPagesOptions): RequestPages {
@@ -110,7 +110,8 @@ class PageCache implements RequestPages {
     observer.cacheLookup('request_pages', page ? 1 : 0, page ? 0 : 1);
     if (!page) {
       const index = fromIndex || this.options.keep ? indexOf(resource) : undefined;
-      const held = fromIndex ? index!.page(ref, pageSize) : this.options.keep ? index!.keptPage(keptKey(ref, pageSize, filter)) : undefined;
+      const kept = this.options.keep && !fromIndex ? keptKey(ref, pageSize, filter) : undefined;
+      const held = fromIndex ? index!.page(ref, pageSize) : kept !== undefined ? index!.keptPage(kept) : undefined;
       if (!fromIndex && this.options.keep) observer.cacheLookup('kept_pages', held ? 1 : 0, held ? 0 : 1);
       if (held) {
         freshness.use(resource.name, index!.freshUntil);
@@ -132,7 +133,7 @@ class PageCache implements RequestPages {
       } else {
         const since = this.options.now();
         freshness.use(resource.name, since + this.options.windowMs);
-        if (this.options.keep) this.options.missed?.(resource.name);
+        if (kept !== undefined) this.options.missed?.(resource.name, kept);
         page = client.listPage(tenantId, resource, { ref, pageSize, signal, budget: this.budget, ...(query && { query }) }).then((fetched) => {
           markFetched(fetched, since);
           return fetched;

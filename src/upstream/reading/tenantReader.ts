@@ -207,7 +207,7 @@ class RequestReader implements TenantReader {
       now: this.services.indexes.now,
       freshness: this.freshness,
       authorize: (resource) => this.authorize(resource as AnyResource),
-      missed: (list) => this.services.indexes.noteRead(this.tenantId, list, 'miss'),
+      missed: (list, key) => this.services.indexes.noteRead(this.tenantId, list, 'miss', key),
     }));
   }
 }

@@ -24,15 +24,20 @@ const ROUTER_SECRET = 'router-secret-for-the-grafbase-test-0123456789';
 
 const { withShifts: WITH_SHIFTS, other: OTHER, noShifts: NO_SHIFTS } = gatewayTenants();
 
-/** The platform package's binary (what the `grafbase` package's postinstall links), else that link. */
+/**
+ * The platform package's binary: where scripts/test.sh installs it (a folder of its own under
+ * node_modules/.cache), or in node_modules itself (docs/supergraph.md's `npm install
+ * --no-save`); else the link the `grafbase` package's postinstall makes.
+ */
 function grafbaseBinary(): string {
   const triple = { x64: 'x86_64', arm64: 'aarch64' }[process.arch as 'x64' | 'arm64'];
+  const platformPackage = process.platform === 'linux' && triple ? path.join('@grafbase', `cli-${triple}-unknown-linux-musl`, 'grafbase') : undefined;
   const candidates = [
-    ...(process.platform === 'linux' && triple ? [path.join(repoRoot, 'node_modules', '@grafbase', `cli-${triple}-unknown-linux-musl`, 'grafbase')] : []),
+    ...(platformPackage ? [path.join(repoRoot, 'node_modules', '.cache', 'grafbase-cli', 'node_modules', platformPackage), path.join(repoRoot, 'node_modules', platformPackage)] : []),
     path.join(repoRoot, 'node_modules', 'grafbase', 'grafbase'),
   ];
   const found = candidates.find((candidate) => existsSync(candidate));
-  if (!found) throw new Error(`no grafbase binary in node_modules (looked at ${candidates.join(', ')}): run npm ci`);
+  if (!found) throw new Error(`no grafbase binary (looked at ${candidates.join(', ')}): run the test line (scripts/test.sh installs it), or docs/supergraph.md's npm install --no-save`);
   return found;
 }
 

@@ -48,7 +48,7 @@ export PATH="$PWD/node_modules/.bin:$PATH"
 
 stages=$(mktemp -d)
 # On exit, whatever still runs in the background (a check, the install below) stops too.
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$stages" "${snapshot:-}" "$cpu_times"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$stages" "${snapshot:-}" "$cpu_times"' EXIT
 
 # Grafbase Gateway (test/e2e/grafbase.test.ts) ships its binary in a platform package of
 # its own; only the Linux x64 one is on the registry at this version, so it is not a

@@ -3,6 +3,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parse, validate } from 'graphql';
 import ts from 'typescript';
+import { sharedCompilerHosts } from '../helpers/sharedCompilerHosts';
 
 /**
  * Frontend teams consume operations/__generated__ (TypedDocumentNodes from the codegen
@@ -47,17 +48,8 @@ const clientProgram = (() => {
     const { options } = loadFrontendConfig();
     const client = readFileSync(clientPath, 'utf8');
     const overrides = new Map(Object.values(brokenClients).map(({ file, appended }) => [file, `${client}\n${appended}\n`]));
-    const host = ts.createCompilerHost(options);
-    const readFile = host.readFile.bind(host);
-    const getSourceFile = host.getSourceFile.bind(host);
-    host.fileExists = (file) => overrides.has(path.resolve(file)) || ts.sys.fileExists(file);
-    host.readFile = (file) => overrides.get(path.resolve(file)) ?? readFile(file);
-    host.getSourceFile = (file, languageVersion, onError, shouldCreate) => {
-      const text = overrides.get(path.resolve(file));
-      return text === undefined
-        ? getSourceFile(file, languageVersion, onError, shouldCreate)
-        : ts.createSourceFile(file, text, languageVersion, true);
-    };
+    // The broken variants served from memory (test/helpers/sharedCompilerHosts.ts).
+    const host = sharedCompilerHosts()(options, overrides);
     const program = ts.createProgram({ rootNames: [clientPath, ...overrides.keys()], options, host });
     byFile = new Map();
     for (const diagnostic of ts.getPreEmitDiagnostics(program)) {

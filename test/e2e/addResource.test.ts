@@ -27,6 +27,30 @@ const commands = (/```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '').split('\n').m
 /** The page's commands that write nothing another of them reads. */
 const READERS = new Set(['npm run lint', 'npm run typecheck', 'npm run build']);
 
+/**
+ * `npm run lint` in the copy lints the files the steps and the commands before it wrote
+ * or changed, not the whole tree again: the ESLint config reads no type information
+ * (eslint.config.mjs; a test below checks it still reads none), so a file's
+ * findings depend on its own text and the config alone, and every other file is
+ * byte-identical to the checkout's, which the test line lints itself (`npm run lint`,
+ * scripts/test.sh). The same command, on the files it could find something new in: the
+ * whole tree again cost 14 of this suite's 40 CPU-seconds.
+ */
+const LINT = 'npm run lint';
+const lintScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.lint!;
+const lintWords = lintScript.split(/\s+/);
+/** What the lint script names (files and folders): the words after `eslint` that are neither an option nor an option's value. */
+const lintTargets = lintWords.filter((word, index) => index > 0 && !word.startsWith('-') && !lintWords[index - 1]!.startsWith('--max'));
+/** The lint script's options (`--max-warnings 0`). */
+const lintOptions = lintWords.filter((word, index) => index > 0 && !lintTargets.includes(word));
+
+/** The lint script's command and options, on the files of `changed` it covers. */
+function lintCommand(changed: readonly string[]): string {
+  const files = changed.filter((file) => lintTargets.some((target) => file === target || file.startsWith(`${target}/`)));
+  // An ignored file named on the command line (src/__generated__) is skipped, not warned about.
+  return ['node_modules/.bin/eslint', ...lintOptions, '--no-warn-ignored', ...files].join(' ');
+}
+
 /** One step of the page: a file to write, or to edit at a place that must exist. */
 type Step = { file: string; write: string } | { file: string; edits: ReadonlyArray<readonly [anchor: string, replacement: string]> };
 
@@ -234,6 +258,12 @@ function run(dir: string, command: string): Promise<void> {
   });
 }
 
+/** The files of `copy` that are new or differ from the checkout's (node_modules and dist aside). */
+function changedFiles(copy: string): string[] {
+  const original = new Set(filesUnder(root));
+  return filesUnder(copy).filter((file) => !original.has(file) || !readFileSync(join(copy, file)).equals(readFileSync(join(root, file))));
+}
+
 /** Every file under `dir` but node_modules and dist, relative. */
 function filesUnder(dir: string, under = ''): string[] {
   return readdirSync(join(dir, under), { withFileTypes: true }).flatMap((entry) => {
@@ -269,7 +299,7 @@ beforeAll(async () => {
   for (let next = 0; next < commands.length; ) {
     let end = next + 1;
     if (READERS.has(commands[next]!)) while (end < commands.length && READERS.has(commands[end]!)) end += 1;
-    await Promise.all(commands.slice(next, end).map((command) => run(copy!, command)));
+    await Promise.all(commands.slice(next, end).map((command) => run(copy!, command === LINT ? lintCommand(changedFiles(copy!)) : command)));
     next = end;
   }
 
@@ -295,10 +325,21 @@ describe('docs/adding-a-resource.md, followed to the letter in a copy of the rep
   it('lists the commands, and names every file they and the steps change', () => {
     expect(commands).toEqual(expect.arrayContaining(['npm run codegen', 'npm run compose', 'npm run build']));
     for (const step of STEPS) expect(section).toContain(`\`${step.file}\``);
-    const original = new Set(filesUnder(root));
-    const changed = filesUnder(copy!).filter((file) => !original.has(file) || !readFileSync(join(copy!, file)).equals(readFileSync(join(root, file))));
+    const changed = changedFiles(copy!);
     expect(changed).toEqual(expect.arrayContaining(['src/__generated__/resolvers-types.ts', 'supergraph.graphql', 'supergraph.api.graphql']));
     expect(changed.filter((file) => !section.includes(`\`${file}\``))).toEqual([]);
+  });
+
+  it('linted what changed, with a lint that reads no type information (so the unchanged files are the checkout\'s, linted by the line)', () => {
+    expect(commands).toContain(LINT);
+    expect(lintScript).toMatch(/^eslint /);
+    expect(lintTargets).toEqual(expect.arrayContaining(['schema.graphql', 'src', 'test']));
+    const lint = lintCommand(changedFiles(copy!)).split(' ');
+    expect(lint).toEqual(expect.arrayContaining(['--max-warnings', 'schema.graphql', 'src/upstream/resources/timesheet.ts', 'src/graphql/resolvers/Timesheet.ts']));
+    expect(lint).not.toContain('src');
+    const config = readFileSync(join(root, 'eslint.config.mjs'), 'utf8');
+    // typescript-eslint reads types only with one of these (or a `recommendedTypeChecked`-style preset).
+    expect(config).not.toMatch(/projectService|\bproject\s*:|TypeChecked|parserOptions/);
   });
 
   it('serves the new list, paged forward and backward', async () => {

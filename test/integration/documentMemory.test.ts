@@ -1,9 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { parse, type DocumentNode } from 'graphql';
+import { parse } from 'graphql';
 import { request } from 'undici';
 import { makeTenant } from '../../src/emulator';
 import { DOCUMENT_STORE_BYTES, createDocumentStore, documentBytes } from '../../src/graphql/server/documentStore';
@@ -53,10 +54,6 @@ async function post(body: unknown): Promise<{ status: number; json: any }> {
   return { status: response.statusCode, json: await response.body.json() };
 }
 
-// Measured first: the per-shape heap figures below read the heap between shapes, and
-// the 900 KB documents of the next describe (and the connections that carried them)
-// are let go over several collections afterwards, which once made a shape measure less
-// than nothing.
 describe('documentBytes', () => {
   const operationsDir = join(__dirname, '..', '..', 'operations');
   const shapes: Array<[string, string]> = [
@@ -69,31 +66,18 @@ describe('documentBytes', () => {
       .map((file): [string, string] => [`operations/${file}`, readFileSync(join(operationsDir, file), 'utf8')]),
   ];
 
-  /**
-   * The heap one parsed copy of each shape holds, measured over 100 copies (each with its
-   * own comment, as distinct documents are). In one pass: each shape's copies stay kept
-   * while the next shape's are parsed, so the heap read after one shape is the one read
-   * before the next, one pair of full GCs a shape instead of two (each pair is a full
-   * collection of the whole jest worker's heap, most of this describe's cost).
-   */
-  const held = new Map<string, number>();
-  beforeAll(async () => {
-    const kept: DocumentNode[][] = [];
-    let before = await heapUsed();
-    for (const [name, text] of shapes) {
-      const copies: DocumentNode[] = [];
-      for (let i = 0; i < 100; i++) copies.push(parse(`${text} # ${i}`, { maxTokens: 5_000 }));
-      kept.push(copies);
-      const after = await heapUsed();
-      held.set(name, (after - before) / copies.length);
-      before = after;
-    }
+  /** The heap one parsed copy of each shape holds (test/helpers/heldBytes.js measures it in a small process of its own). */
+  let held: Record<string, number>;
+  beforeAll(() => {
+    const run = spawnSync(process.execPath, ['--expose-gc', join(__dirname, '..', 'helpers', 'heldBytes.js')], { input: JSON.stringify(shapes), encoding: 'utf8', timeout: 60_000 });
+    if (run.status !== 0) throw new Error(`test/helpers/heldBytes.js failed (${run.signal ?? `exit ${run.status}`}): ${run.stderr}`);
+    held = JSON.parse(run.stdout) as Record<string, number>;
   });
 
   it.each(shapes)('is at least what %s holds, and at most 6 times it', (name, text) => {
     const estimate = documentBytes(parse(`${text} # 0`, { maxTokens: 5_000 }));
-    expect(estimate).toBeGreaterThanOrEqual(held.get(name)!);
-    expect(estimate).toBeLessThanOrEqual(6 * held.get(name)!);
+    expect(estimate).toBeGreaterThanOrEqual(held[name]!);
+    expect(estimate).toBeLessThanOrEqual(6 * held[name]!);
   });
 
   it('evicts the least recently used documents once their bytes pass the bound', async () => {

@@ -36,6 +36,7 @@ async function start(env: Record<string, string> = {}, defaultTenant?: string): 
   return subgraph;
 }
 
+const wholeAnswers = (result: 'hit' | 'miss') => counterTotal(subgraph!.server.metrics.registry.getSingleMetric('wfs_cache_requests_total') as Counter<string>, { cache: 'whole_answers', result });
 const calls = (list: 'locations' | 'shifts') => subgraph!.emulator.counters.listRequests[list];
 const cacheControl = (response: GraphQLResponse) => response.headers?.['cache-control'];
 const names = (response: GraphQLResponse<any>) => response.data.locations.nodes.map((node: { name: string }) => node.name);
@@ -49,12 +50,19 @@ describe('a page read again within the window', () => {
     const again = await subgraph!.query(LOCATIONS, {}, as(A));
     expect(again.data).toEqual(first.data);
     expect(calls('locations')).toBe(1);
+    // The second read was answered whole, before execution.
+    expect([await wholeAnswers('hit'), await wholeAnswers('miss')]).toEqual([1, 1]);
 
-    // Company B asks the same: its own page, from the upstream.
+    // Company B asks the same, byte for byte: its own page, from the upstream, never A's answer kept whole.
     const other = await subgraph!.query(LOCATIONS, {}, as(B));
     expect(calls('locations')).toBe(2);
     expect(names(other)).toEqual(B.locations.slice(0, 10).map((l) => l.name));
     expect(names(other)).not.toEqual(names(first));
+    expect([await wholeAnswers('hit'), await wholeAnswers('miss')]).toEqual([1, 2]);
+    // An identity refused gets its refusal, not an answer kept.
+    const refused = await subgraph!.query(LOCATIONS, {}, { 'x-tenant-id': 'nobody' });
+    expect(refused.errors?.[0]?.extensions?.code).toBeDefined();
+    expect(refused.data?.locations ?? null).toBeNull();
     // Other arguments are another page.
     await subgraph!.query('{ locations(first: 11) { nodes { id } } }', {}, as(A));
     expect(calls('locations')).toBe(3);
@@ -145,6 +153,11 @@ describe('the cache policy of each kind of answer', () => {
     expect(cacheControl(unnamed)).toBe('no-store');
     expect(unnamed.extensions?.apolloCacheTags).toBeUndefined();
     expect(cacheControl(await subgraph!.query(LOCATIONS, {}, as(A)))).toBe('private, max-age=30');
+    // The named company's answer is kept whole now; a request naming none still never gets it.
+    expect(cacheControl(await subgraph!.query(LOCATIONS, {}, as(A)))).toBe('private, max-age=30');
+    expect(await wholeAnswers('hit')).toBe(1);
+    expect(cacheControl(await subgraph!.query(LOCATIONS))).toBe('no-store');
+    expect(await wholeAnswers('hit')).toBe(1);
   });
 });
 
@@ -190,6 +203,7 @@ describe('one record read five ways', () => {
     try {
       for (let edit = 1; edit <= names.length + 1; edit++) {
         target.name = `${original} (edit ${edit})`;
+        const hitsBefore = await wholeAnswers('hit');
         // Within the window, from memory: every way still agrees on the version shown last.
         expect(new Set((await readAll(names)).map(([, name]) => name))).toEqual(new Set([shown]));
         const first = names[(edit - 1) % names.length]!;
@@ -197,6 +211,9 @@ describe('one record read five ways', () => {
           // The window passes: the first way to read (each in turn) goes upstream and shows the edit.
           clock += windowMs + 1;
         } else {
+          // Every way was just answered whole, kept before this edit (answers kept whole
+          // are on with any window): the change a page read shows must end them too.
+          expect(await wholeAnswers('hit')).toBeGreaterThanOrEqual(hitsBefore + names.length);
           // Within the window: a read the memory cannot answer (another page size) goes upstream and shows it.
           const fresh = await subgraph!.query('{ locations(first: 20) { nodes { id name } } }', {}, as(A));
           expect(fresh.data?.locations.nodes[2].name).toBe(target.name);

@@ -1,11 +1,16 @@
+import { createDecipheriv, hkdfSync } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from 'graphql-ws';
 import type { Counter } from 'prom-client';
+import { unpack } from '../../src/graphql/data/cursorPayload';
 import { encodeNodeId } from '../../src/graphql/data/node';
+import { createSubgraphSchema } from '../../src/graphql/server/schema';
 import { as, testTenant } from '../helpers/fixtures';
 import { collect, liveClient } from '../helpers/liveClient';
-import { livePolls, startTestSubgraph, subscribedAndPolled, type GraphQLResponse, type TestSubgraph } from '../helpers/subgraph';
+import { randomDocument } from '../helpers/randomDocument';
+import { seeded } from '../helpers/seeded';
+import { livePolls, startTestSubgraph, subscribedAndPolled, TEST_CURSOR_SECRET, type GraphQLResponse, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 import { measureFreshness, observe, pendingEdit, summarize } from '../../scripts/freshnessProbe';
 
@@ -229,6 +234,92 @@ describe('one record read five ways', () => {
     }
   });
 });
+
+describe('answers kept whole', () => {
+  /**
+   * The differential test of answers kept whole (http/wholeAnswers.ts) against the plain
+   * path: DOCUMENTS random documents and variables (test/helpers/randomDocument.ts, the
+   * compiled-execution differential's generator, seed fixed), each asked of a subgraph
+   * with a window of 30 s (answers kept whole on) twice for its company, and once in
+   * between for the other company, byte for byte the same request; and of a subgraph
+   * with the window at 0 (nothing kept) on the same emulator, the same upstream state.
+   * Data and errors must be the same (errors sorted, as graphql-js may list them in
+   * another order), cursors opened to their positions: each answer seals its own with a
+   * fresh nonce, and a kept one repeats the ones it was written with. Every answer the
+   * cache policy marked `private` must be a hit the second time.
+   */
+  const DOCUMENTS = 100;
+  it(`answers ${DOCUMENTS} generated documents, for two companies, as the plain path does, the second time from memory`, async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const plain = await startTestSubgraph({}, { WFS_FRESHNESS_SECONDS: '0' }, {}, subgraph!.emulator);
+    try {
+      const schema = createSubgraphSchema();
+      const cursors = await subgraph!.query('{ locations(first: 2) { pageInfo { startCursor endCursor } } shifts(first: 3) { edges { cursor } } }', {}, as(A));
+      const values = { cursors: [cursors.data.locations.pageInfo.startCursor, cursors.data.locations.pageInfo.endCursor, ...cursors.data.shifts.edges.map((edge: { cursor: string }) => edge.cursor)] };
+      const domain = {
+        locationIds: [...A.locations.slice(0, 4), ...B.locations.slice(0, 2)].map((l) => l.id),
+        shiftIds: [...A.shifts.slice(0, 6), ...B.shifts.slice(0, 2)].map((s) => s.id),
+        tenants: [A.tenantId, A.tenantId, B.tenantId, B.tenantId, 'nobody', ''],
+      };
+      const headersOf = (tenant: string): Record<string, string> => (tenant ? { 'x-tenant-id': tenant } : {});
+      const random = seeded(20261128);
+      const differences: string[] = [];
+      let kept = 0;
+      for (let i = 0; i < DOCUMENTS; i++) {
+        const { query, variables, tenant } = randomDocument(schema, random, values, domain);
+        const other = tenant === A.tenantId ? B.tenantId : tenant === B.tenantId ? A.tenantId : undefined;
+        const first = await subgraph!.query(query, variables, headersOf(tenant));
+        const otherFirst = other === undefined ? undefined : await subgraph!.query(query, variables, headersOf(other));
+        const hits = await wholeAnswers('hit');
+        const second = await subgraph!.query(query, variables, headersOf(tenant));
+        const cacheable = cacheControl(first)?.startsWith('private') === true;
+        if (cacheable) kept++;
+        if ((await wholeAnswers('hit')) !== hits + (cacheable ? 1 : 0)) differences.push(`document ${i}: the second read ${cacheable ? 'was not' : 'was'} answered whole\n${query}`);
+        const otherSecond = other === undefined ? undefined : await subgraph!.query(query, variables, headersOf(other));
+        const expected = comparable(await plain.query(query, variables, headersOf(tenant)));
+        for (const [label, answer] of [['first', first], ['second', second]] as const) {
+          if (comparable(answer) !== expected) differences.push(`document ${i} (${label}, tenant "${tenant}"):\n${query}\nvariables ${JSON.stringify(variables)}\nkept:  ${comparable(answer)}\nplain: ${expected}`);
+        }
+        if (other === undefined) continue;
+        const expectedOther = comparable(await plain.query(query, variables, headersOf(other)));
+        for (const [label, answer] of [['first', otherFirst], ['second', otherSecond]] as const) {
+          if (comparable(answer!) !== expectedOther) differences.push(`document ${i} (${label}, other company):\n${query}\nkept:  ${comparable(answer!)}\nplain: ${expectedOther}`);
+        }
+      }
+      expect(differences.slice(0, 3)).toEqual([]);
+      // Both paths were taken often: answers kept and answered whole, and answers never kept (errors, refused identities).
+      expect(kept).toBeGreaterThan(DOCUMENTS * 0.25);
+      expect(kept).toBeLessThan(DOCUMENTS * 0.9);
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
+/** The key cursors are sealed with (src/graphql/data/cursor.ts, from the test's WFS_CURSOR_SECRET). */
+const cursorKey = Buffer.from(hkdfSync('sha256', Buffer.from(TEST_CURSOR_SECRET, 'utf8'), 'wfs-cursor', 'aes-256-gcm v1', 32));
+
+/**
+ * A cursor opened to its position, or undefined for a string that is none. AES-GCM is a
+ * stream cipher: the text opens without its tag (which binds tenant, list and scope, and
+ * is not checked here); the position inside is what a cursor means.
+ */
+function openCursor(text: string): string | undefined {
+  if (!/^[\w-]{16}\.[\w-]{17,}$/.test(text)) return undefined;
+  const whole = Buffer.from(text.replace('.', ''), 'base64url');
+  const decipher = createDecipheriv('aes-256-gcm', cursorKey, whole.subarray(0, 12), { authTagLength: 12 });
+  try {
+    return `cursor ${JSON.stringify(unpack(decipher.update(whole.subarray(12, whole.length - 12))))}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Data and errors of an answer as compared: cursors opened, errors sorted. */
+function comparable(answer: GraphQLResponse): string {
+  const opened = JSON.parse(JSON.stringify({ data: answer.data ?? null, errors: answer.errors ?? [] }), (_key, value: unknown) => (typeof value === 'string' ? (openCursor(value) ?? value) : value)) as { data: unknown; errors: unknown[] };
+  return JSON.stringify({ data: opened.data, errors: opened.errors.map((error) => JSON.stringify(error)).sort() });
+}
 
 describe('a change a live poll sees', () => {
   it("drops the company's kept pages at once and is POSTed to the invalidation endpoints, with the key", async () => {

@@ -55,8 +55,14 @@ describe('a page read again within the window', () => {
     const again = await subgraph!.query(LOCATIONS, {}, as(A));
     expect(again.data).toEqual(first.data);
     expect(calls('locations')).toBe(1);
-    // The second read was answered whole, before execution.
+    // The second read was answered whole, before execution; still counted and logged as a request.
     expect([await wholeAnswers('hit'), await wholeAnswers('miss')]).toEqual([1, 1]);
+    expect(await counterTotal(subgraph!.server.metrics.registry.getSingleMetric('wfs_graphql_requests_total') as Counter<string>, { operation_type: 'query' })).toBe(2);
+    const lines = subgraph!.logs.map((line) => JSON.parse(line) as { event?: string; wholeAnswer?: boolean; tenantId?: string }).filter((line) => line.event === 'graphql_request');
+    expect(lines.map((line) => [line.tenantId, line.wholeAnswer ?? false])).toEqual([
+      [A.tenantId, false],
+      [A.tenantId, true],
+    ]);
 
     // Company B asks the same, byte for byte: its own page, from the upstream, never A's answer kept whole.
     const other = await subgraph!.query(LOCATIONS, {}, as(B));
@@ -81,6 +87,8 @@ describe('a page read again within the window', () => {
     const later = await subgraph!.query(LOCATIONS, {}, as(A));
     expect(calls('locations')).toBe(1);
     expect(cacheControl(later)).toBe('private, max-age=19');
+    // Answered whole: its max-age counted from the kept answer's own end.
+    expect(await wholeAnswers('hit')).toBe(1);
     clock += 19_600;
     const expired = await subgraph!.query(LOCATIONS, {}, as(A));
     expect(calls('locations')).toBe(2);

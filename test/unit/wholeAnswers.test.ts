@@ -17,7 +17,7 @@ const WINDOW_SECONDS = 10;
 
 /** An index as an answer sees it (keptPages.ts, `IndexEpoch`). */
 function index() {
-  return { epoch: 0, isReleased: false, expiresAt: clock + WINDOW_SECONDS * 1000, expired() { return clock >= this.expiresAt; } };
+  return { epoch: 0, isReleased: false, lifetimeStart: clock, expiresAt: clock + WINDOW_SECONDS * 1000, expired() { return clock >= this.expiresAt; } };
 }
 
 function store(maxBytes = 1_000_000): WholeAnswers {

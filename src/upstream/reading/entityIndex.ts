@@ -168,6 +168,11 @@ export class EntityIndex<T extends { id: string }> {
     return this.units;
   }
 
+  /** When the current lifetime began (`startedAt`): a page asked for before is not learnt. */
+  get lifetimeStart(): number {
+    return this.startedAt;
+  }
+
   /** See `forgotten`: the same number while the index has forgotten nothing. */
   get epoch(): number {
     return this.forgotten;

@@ -57,10 +57,18 @@ export class Freshness {
   readonly lists = new Set<string>();
   /** Per list, the company's index the request first reached it through, and that index's epoch then. */
   private sources: Map<string, AnswerSource> | undefined;
+  /** Per list, when the earliest page the request read of it from the upstream was asked for. */
+  private earliest: Map<string, number> | undefined;
 
   use(list: string, until: number): void {
     this.lists.add(list);
     if (until < this.until) this.until = until;
+  }
+
+  /** A page of `list` the request read came from the upstream, asked for at `at` (its earliest caller's start, `fetchedAt`). */
+  asked(list: string, at: number): void {
+    const earliest = (this.earliest ??= new Map());
+    if (!(at >= (earliest.get(list) ?? Infinity))) earliest.set(list, at);
   }
 
   /**
@@ -74,16 +82,20 @@ export class Freshness {
 
   /**
    * What the answer was made of, if it may be kept whole: every list it used was reached
-   * through an index that has forgotten nothing since (`stillCurrent`). Undefined when
-   * one has (a change seen during the request: part of the answer may be older than
-   * what another request has shown since), or when a list was read some other way.
+   * through an index that has forgotten nothing since (`stillCurrent`), and every page it
+   * read of it from the upstream was asked for within the index's current lifetime, as
+   * the index requires of a page it learns. Undefined when an index has forgotten (a
+   * change seen during the request: part of the answer may be older than what another
+   * request has shown since), when a page is older than the lifetime (one that joined a
+   * call started before a change was seen, which the index refused to learn and nothing
+   * else would serve again), or when a list was read some other way.
    */
   answerSources(): AnswerSources | undefined {
     if (this.lists.size === 0 || !this.sources) return undefined;
     const sources: AnswerSource[] = [];
     for (const list of this.lists) {
       const source = this.sources.get(list);
-      if (!source) return undefined;
+      if (!source || source.index.lifetimeStart > (this.earliest?.get(list) ?? Infinity)) return undefined;
       sources.push(source);
     }
     return stillCurrent(sources) ? sources : undefined;
@@ -95,6 +107,8 @@ export interface IndexEpoch {
   /** Changes whenever the index forgets what it held. */
   readonly epoch: number;
   readonly isReleased: boolean;
+  /** When its current lifetime began: it learns no page asked for before. */
+  readonly lifetimeStart: number;
   /** Its lifetime has ended (what it holds would be read upstream again). */
   expired(): boolean;
 }

@@ -68,6 +68,8 @@ export interface MemoryProbeReport {
   readonly browseSeconds: number;
   /** Kept-page lookups (`wfs_cache_requests_total{cache="kept_pages"}`) and upstream list calls, over the run. */
   readonly keptPages: { readonly hits: number; readonly misses: number };
+  /** Requests answered whole from memory or executed (`wfs_cache_requests_total{cache="whole_answers"}`), over the run: a read repeated within the window is answered whole, and makes no kept-page lookup. */
+  readonly wholeAnswers: { readonly hits: number; readonly misses: number };
   readonly upstreamCalls: number;
   readonly before: MemoryReading;
   /** Highest readings during the browse; `rssMiB` is the kernel's high-water mark (VmHWM) when readable. */
@@ -252,12 +254,16 @@ function counterSum(text: string, name: string, labels: string[] = []): number {
   return sum;
 }
 
-async function readCounts(metricsUrl: string): Promise<Pick<MemoryProbeReport, 'keptPages' | 'upstreamCalls'>> {
+async function readCounts(metricsUrl: string): Promise<Pick<MemoryProbeReport, 'keptPages' | 'wholeAnswers' | 'upstreamCalls'>> {
   const text = await (await request(metricsUrl)).body.text();
   return {
     keptPages: {
       hits: counterSum(text, 'wfs_cache_requests_total', ['cache="kept_pages"', 'result="hit"']),
       misses: counterSum(text, 'wfs_cache_requests_total', ['cache="kept_pages"', 'result="miss"']),
+    },
+    wholeAnswers: {
+      hits: counterSum(text, 'wfs_cache_requests_total', ['cache="whole_answers"', 'result="hit"']),
+      misses: counterSum(text, 'wfs_cache_requests_total', ['cache="whole_answers"', 'result="miss"']),
     },
     upstreamCalls: counterSum(text, 'wfs_upstream_calls_total'),
   };
@@ -283,7 +289,7 @@ export function formatReport(report: MemoryProbeReport): string {
     `memory probe: ${o.companies} companies × (${o.locations} locations, ${o.shifts} shifts), ${o.reads} reads each, concurrency ${o.concurrency}, ` +
       `WFS_FRESHNESS_SECONDS=${o.freshnessSeconds ?? 'default'}, WFS_ENTITY_INDEX_MAX_RECORDS=${o.maxRecords ?? 'default'}, WFS_ENTITY_INDEX_TTL_SECONDS=${o.ttlSeconds ?? 'default'}, NODE_OPTIONS=${o.nodeOptions ?? DEPLOYED_NODE_OPTIONS}`,
     `${report.queries} queries in ${report.browseSeconds.toFixed(1)} s, ${report.errors} errors; ${report.upstreamCalls} upstream calls, ` +
-      `kept pages ${report.keptPages.hits} hits / ${report.keptPages.misses} misses`,
+      `kept pages ${report.keptPages.hits} hits / ${report.keptPages.misses} misses, answers kept whole ${report.wholeAnswers.hits} hits / ${report.wholeAnswers.misses} misses`,
     '',
     '| moment | RSS MiB | heap used MiB |',
     '|---|---|---|',

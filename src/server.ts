@@ -19,6 +19,7 @@ import { createRoutes, DRAINING_REASON } from './http/routes';
 import { createLive, type Live, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
+import { UNIT_BYTES, WholeAnswers } from './http/wholeAnswers';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
 import { cachePolicyPlugin } from './graphql/server/cachePolicy';
 import { CacheTags } from './upstream/cacheTags';
@@ -98,12 +99,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     refused: (reason) => observability.observer.refused(reason),
   });
   const sharing = new SharedRequests(observability.observer);
+  const whole = wholeAnswersOf(config, options, app, observability);
   const cacheTags = new CacheTags(config.cursorSecret);
   // The schema copy Apollo Server never instruments, built when first needed: by a
   // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
   let uninstrumented: GraphQLSchema | undefined;
   const executionSchema = (): GraphQLSchema => (uninstrumented ??= createSubgraphSchema());
-  const apollo = createApollo({ config, options, app, observability, httpServer, limits, sharing, cacheTags, executionSchema, logger });
+  const apollo = createApollo({ config, options, app, observability, httpServer, limits, sharing, whole, cacheTags, executionSchema, logger });
   // Redis (when configured) connects while Apollo Server starts, not after it. The token
   // endpoint check runs on its own: /ready says "checking" until its first answer, and the
   // first query does not wait for it (it asks the endpoint for a token anyway).
@@ -126,7 +128,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
           onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
           onRefused: (reason) => observability.observer.refused(reason),
         },
-        createGraphQLHandler({ apollo, services: app.services, sharing }),
+        createGraphQLHandler({ apollo, services: app.services, sharing, ...(whole && { whole, answeredWhole: observability.answeredWhole }) }),
       ),
       metrics,
       logger,
@@ -159,6 +161,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await liveSocket.close();
       await live.close();
       invalidation?.close();
+      whole?.close();
       await apollo.stop();
       await app.close();
       await observability.close();
@@ -175,11 +178,12 @@ function createApollo(parts: {
   httpServer: Server;
   limits: Limits;
   sharing: SharedRequests;
+  whole: WholeAnswers | undefined;
   cacheTags: CacheTags;
   executionSchema: () => GraphQLSchema;
   logger: Logger;
 }): ReturnType<typeof createApolloServer> {
-  const { config, options, app, observability, httpServer, limits, sharing, cacheTags, executionSchema, logger } = parts;
+  const { config, options, app, observability, httpServer, limits, sharing, whole, cacheTags, executionSchema, logger } = parts;
   return createApolloServer({
     executionSchema,
     ...(options.compileAfter !== undefined && { compileAfter: options.compileAfter }),
@@ -191,7 +195,8 @@ function createApollo(parts: {
     refused: (reason) => observability.observer.refused(reason),
     stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it;
-    // the cache policy is set before the shared-requests plugin hands it to joiners.
+    // the cache policy is set before the shared-requests plugin hands it to joiners, and
+    // before the whole answers' plugin reads it.
     plugins: [
       cachePolicyPlugin({
         freshnessSeconds: config.freshnessSeconds,
@@ -202,10 +207,30 @@ function createApollo(parts: {
         now: app.services.indexes.now,
       }),
       sharing.plugin(),
+      ...(whole ? [whole.plugin()] : []),
       ...(observability.plugins as ReadonlyArray<ApolloServerPlugin<GraphQLContext>>),
       ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
       ...(options.plugins ?? []),
     ],
+  });
+}
+
+/**
+ * Answers kept whole (http/wholeAnswers.ts), with a window above 0 only: a quarter of
+ * the replica's memory budget (`WFS_ENTITY_INDEX_MAX_RECORDS`, at 300 bytes a record
+ * unit: 15 MB at its default), counted in it.
+ */
+function wholeAnswersOf(config: Config, options: ServerOptions, app: App, observability: Observability): WholeAnswers | undefined {
+  if (config.freshnessSeconds === 0) return undefined;
+  const indexes = app.services.indexes;
+  return new WholeAnswers({
+    freshnessSeconds: config.freshnessSeconds,
+    now: indexes.now,
+    maxBytes: Math.floor(indexes.maxRecords / 4) * UNIT_BYTES,
+    charge: (units) => indexes.charge(units),
+    tenantHeader: config.tenantHeader,
+    defaultTenant: options.defaultTenant,
+    observer: observability.observer,
   });
 }
 

@@ -1,26 +1,33 @@
 /**
  * Apollo Server's documented integration path, as one function a request runs through
  * from top to bottom once the bounds let it in (http/requestBounds.ts, `boundRequests`):
- * parse the body, build the request's context, execute (sharing an identical request's
- * execution), write the answer.
+ * parse the body, build the request's context, answer whole from memory if an identical
+ * request's answer is kept (wholeAnswers.ts), else execute (sharing an identical
+ * request's execution), write the answer.
  */
 import type { IncomingMessage } from 'node:http';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { createContext, type ContextServices, type GraphQLContext } from '../graphql/data/context';
+import type { RequestRecord } from '../upstream/observer';
 import type { AdmittedHandler } from './requestBounds';
 import { sendGraphQLError } from './respond';
 import type { SharedRequests } from './sharedRequests';
+import type { WholeAnswers } from './wholeAnswers';
 
 export interface GraphQLHandlerOptions {
   readonly apollo: ApolloServer<GraphQLContext>;
   readonly services: ContextServices;
   /** Identical requests in flight share one execution (its plugin must be among Apollo's). */
   readonly sharing?: SharedRequests;
+  /** Answers kept whole, served before Apollo Server runs (its plugin must be among Apollo's, after the cache policy's). */
+  readonly whole?: WholeAnswers;
+  /** Counts and logs a request answered whole, as Apollo's plugins do an executed one (observability's `answeredWhole`). */
+  readonly answeredWhole?: (record: RequestRecord | undefined, operationName: string | null) => void;
 }
 
 /** The GraphQL handler the request bounds wrap. */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHandler {
-  const { apollo, services, sharing } = options;
+  const { apollo, services, sharing, whole, answeredWhole } = options;
   return async function handle(req, res, { text, signal }, record) {
     let body: unknown;
     if (text !== null) {
@@ -35,7 +42,17 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHa
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const context = createContext(services, req.headers, signal, record);
-    const shared = sharing && text !== null && query === -1 && typeof body === 'object' && !Array.isArray(body) ? await sharing.begin(context, text, req.headers) : undefined;
+    // One JSON object POSTed without a query string: the requests that may share an execution or an answer kept whole.
+    const single = text !== null && query === -1 && typeof body === 'object' && body !== null && !Array.isArray(body);
+    const hit = whole && single ? await whole.lookup(context, text, req.headers) : undefined;
+    if (hit) {
+      answeredWhole?.(record, hit.operationName);
+      res.writeHead(200, hit.headers);
+      res.end(hit.body);
+      context.release();
+      return;
+    }
+    const shared = sharing && single ? await sharing.begin(context, text, req.headers) : undefined;
     let response;
     try {
       response = await apollo.executeHTTPGraphQLRequest({
@@ -57,6 +74,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHa
       headers['content-length'] = String(Buffer.byteLength(text));
       res.writeHead(response.status ?? 200, headers);
       res.end(text);
+      whole?.keep(signal, response.status, headers, text);
       return;
     }
     try {

@@ -5,7 +5,7 @@ import { inlineTrace } from './inlineTrace';
 import { logObserver } from './logObserver';
 import type { Logger } from './logger';
 import { metricsObserver, type Metrics } from './metrics';
-import { operationObserver } from './operationPlugin';
+import { operationRecorder, type OperationRecorder } from './operationPlugin';
 import { startTracing } from './otel';
 import { traceRequest, tracingObserver } from './otel/observer';
 import { operationSpanPlugin } from './otel/operationSpanPlugin';
@@ -27,6 +27,8 @@ export interface Observability {
   readonly observer: Observer;
   /** The Apollo Server plugins: the federated trace (`ftv1`) when asked; RED metrics, error codes and the debug line per operation; the operation's span name. */
   readonly plugins: ReadonlyArray<ApolloServerPlugin>;
+  /** A query answered whole before Apollo Server runs (http/wholeAnswers.ts): counted and logged as the plugins count and log an executed one. */
+  readonly answeredWhole: OperationRecorder['answeredWhole'];
   /**
    * Serves one GraphQL request inside its record (request id on every log line, abort
    * accounting, the in-flight gauge) and, with tracing on, its span; `handler` gets the
@@ -56,9 +58,11 @@ export async function createObservability(options: ObservabilityOptions): Promis
     upstream,
     ...(tracing ? [tracingObserver(tracing)] : []),
   ]);
+  const operations = operationRecorder(metrics, logger, upstream);
   return {
     observer,
-    plugins: [inlineTrace(), operationObserver(metrics, logger, upstream), ...(tracing ? [operationSpanPlugin(tracing)] : [])],
+    plugins: [inlineTrace(), operations.plugin, ...(tracing ? [operationSpanPlugin(tracing)] : [])],
+    answeredWhole: operations.answeredWhole,
     serve(req, res, handler) {
       metrics.graphqlInFlight.inc();
       const onEnd = (record: RequestRecord) => {

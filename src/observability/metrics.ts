@@ -102,7 +102,7 @@ export function createMetrics(): Metrics {
     }),
     cacheRequests: new Counter({
       name: 'wfs_cache_requests_total',
-      help: 'Cache lookups by cache (request_pages, entity_index, kept_pages) and result (hit, miss)',
+      help: 'Cache lookups by cache (request_pages, entity_index, kept_pages, whole_answers) and result (hit, miss)',
       labelNames: ['cache', 'result'],
       registers,
     }),
@@ -260,7 +260,7 @@ export function registerHeldUnits(metrics: Metrics, held: () => number): void {
 /** Sets the series that exist from the start, so rate() and the dashboards see zero, not "no data", and the gauges' starting values. */
 function startFromZero(metrics: Metrics): void {
   for (const { name: list } of RESOURCES) metrics.upstreamCoalesced.inc({ list }, 0);
-  for (const cache of ['request_pages', 'entity_index', 'kept_pages']) {
+  for (const cache of ['request_pages', 'entity_index', 'kept_pages', 'whole_answers']) {
     for (const result of ['hit', 'miss']) metrics.cacheRequests.inc({ cache, result }, 0);
   }
   metrics.graphqlAborted.inc({ operation_type: 'query' }, 0);

@@ -20,8 +20,54 @@ const OPERATION_NAME_ADMIT_AFTER = 3;
  * failures. Must come after the plugin that appends the item errors.
  */
 export function operationObserver(metrics: Metrics, logger: Logger, upstream: Pick<UpstreamObserver, 'logFailure'>): ApolloServerPlugin<{ request?: RequestRecord }> {
+  return operationRecorder(metrics, logger, upstream).plugin;
+}
+
+/** `operationObserver`'s plugin, and the same record for an answer served whole before Apollo Server runs (http/wholeAnswers.ts). */
+export interface OperationRecorder {
+  readonly plugin: ApolloServerPlugin<{ request?: RequestRecord }>;
+  /**
+   * A query answered whole from memory (no error, no execution): counted and logged as
+   * the request that made the answer was, under the operation name it resolved to, the
+   * debug line saying `wholeAnswer: true`.
+   */
+  answeredWhole(record: RequestRecord | undefined, operationName: string | null): void;
+}
+
+export function operationRecorder(metrics: Metrics, logger: Logger, upstream: Pick<UpstreamObserver, 'logFailure'>): OperationRecorder {
   const names = new BoundedLabel(MAX_OPERATION_NAMES, /^[_A-Za-z][_0-9A-Za-z]{0,99}$/, { admitAfter: OPERATION_NAME_ADMIT_AFTER });
   type Hooks = Awaited<ReturnType<NonNullable<ApolloServerPlugin<{ request?: RequestRecord }>['requestDidStart']>>>;
+
+  /** One request's counts and debug line; `operation` false: it never resolved to one (parsing or validation failed). */
+  const observe = (operation: boolean, operationType: string, name: string | null | undefined, codes: readonly string[], scope: RequestRecord | undefined, started: number | undefined, whole: boolean) => {
+    // Counted once the operation resolved (parsing and validation passed), as a label of at most MAX_OPERATION_NAMES values.
+    const operationName = operation ? names.value(name ?? undefined, 'anonymous') : 'none';
+    if (operation) metrics.graphqlRequests.inc({ operation_type: operationType, operation_name: operationName });
+    const aborted = scope?.aborted === true;
+    if (aborted) metrics.graphqlAborted.inc({ operation_type: operationType });
+    else for (const code of codes) metrics.graphqlErrors.inc({ code });
+    const seconds = (performance.now() - (scope?.startedAt ?? started ?? performance.now())) / 1000;
+    const outcome = aborted ? 'aborted' : codes.length > 0 ? 'error' : 'ok';
+    metrics.graphqlDuration.observe({ operation_type: operationType, operation_name: operationName, outcome }, seconds);
+    if (logger.isLevelEnabled('debug')) {
+      logger.debug(
+        {
+          event: 'graphql_request',
+          operationName: operation ? (name?.slice(0, 100) ?? null) : null,
+          operationType,
+          tenantId: scope?.tenantId,
+          durationMs: Math.round(seconds * 1000),
+          upstreamCalls: scope?.upstreamCalls ?? 0,
+          coalesced: scope?.coalesced ?? 0,
+          cacheHits: scope ? cacheHitsOf(scope) : 0,
+          errorCodes: codes,
+          aborted,
+          ...(whole && { wholeAnswer: true }),
+        },
+        'graphql request',
+      );
+    }
+  };
 
   /**
    * The hooks, for requests that started at `started` (ms; undefined: the request's record
@@ -37,43 +83,19 @@ export function operationObserver(metrics: Metrics, logger: Logger, upstream: Pi
       }
     },
     async willSendResponse({ response, contextValue, operation, operationName: name }) {
-      const operationType = operation?.operation ?? 'unknown';
-      // Counted once the operation resolved (parsing and validation passed), as a label of at most MAX_OPERATION_NAMES values.
-      const operationName = operation ? names.value(name, 'anonymous') : 'none';
-      if (operation) metrics.graphqlRequests.inc({ operation_type: operationType, operation_name: operationName });
-      // The request's record rides on its GraphQL context (http/graphqlHandler.ts puts it there).
-      const scope = contextValue.request;
-      const aborted = scope?.aborted === true;
       const errors = response.body.kind === 'single' ? (response.body.singleResult.errors ?? []) : [];
       const codes = errors.map((error) => String(error.extensions?.code ?? 'UNKNOWN'));
-      if (aborted) metrics.graphqlAborted.inc({ operation_type: operationType });
-      else for (const code of codes) metrics.graphqlErrors.inc({ code });
-      const seconds = (performance.now() - (scope?.startedAt ?? started ?? performance.now())) / 1000;
-      const outcome = aborted ? 'aborted' : codes.length > 0 ? 'error' : 'ok';
-      metrics.graphqlDuration.observe({ operation_type: operationType, operation_name: operationName, outcome }, seconds);
-      if (logger.isLevelEnabled('debug')) {
-        logger.debug(
-          {
-            event: 'graphql_request',
-            operationName: operation ? (name?.slice(0, 100) ?? null) : null,
-            operationType,
-            tenantId: scope?.tenantId,
-            durationMs: Math.round(seconds * 1000),
-            upstreamCalls: scope?.upstreamCalls ?? 0,
-            coalesced: scope?.coalesced ?? 0,
-            cacheHits: scope ? cacheHitsOf(scope) : 0,
-            errorCodes: codes,
-            aborted,
-          },
-          'graphql request',
-        );
-      }
+      // The request's record rides on its GraphQL context (http/graphqlHandler.ts puts it there).
+      observe(operation !== undefined, operation?.operation ?? 'unknown', name, codes, contextValue.request, started, false);
     },
   });
   const shared = hooksFor(undefined);
   return {
-    async requestDidStart({ contextValue }) {
-      return contextValue.request ? shared : hooksFor(performance.now());
+    plugin: {
+      async requestDidStart({ contextValue }) {
+        return contextValue.request ? shared : hooksFor(performance.now());
+      },
     },
+    answeredWhole: (record, operationName) => observe(true, 'query', operationName, [], record, undefined, true),
   };
 }

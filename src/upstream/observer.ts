@@ -126,7 +126,9 @@ export type CacheName =
   /** Entity lookups answered by the short-lived per-tenant index. */
   | 'entity_index'
   /** List pages served again from memory within the freshness window (docs/caching.md). */
-  | 'kept_pages';
+  | 'kept_pages'
+  /** Answers served again whole, before Apollo Server runs (http/wholeAnswers.ts, docs/caching.md). */
+  | 'whole_answers';
 
 /**
  * What is recorded of one GraphQL request: its id for the logs, whether the client

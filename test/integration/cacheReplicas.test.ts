@@ -12,8 +12,9 @@ import { waitFor } from '../helpers/waitFor';
  * Two replicas on one real redis-server and one emulator, each with a subscriber to a
  * company's locations and that list's first page kept (docs/caching.md): a change the
  * leader's poll sees is POSTed to the invalidation endpoint once for the fleet, and
- * both replicas drop their kept page (the follower when the Redis change message
- * reaches its poller), so the next read on either, within the window, goes upstream.
+ * both replicas drop their kept page and the answer kept whole from it (the follower
+ * when the Redis change message reaches its poller), so the next read on either,
+ * within the window, goes upstream.
  */
 const LOCATIONS = '{ locations(first: 10) { nodes { id name } } }';
 
@@ -57,8 +58,9 @@ describe('kept answers across replicas', () => {
     await new Promise((resolve) => endpoint.close(resolve));
   });
 
-  const keptPages = async (replica: TestSubgraph, result: 'hit' | 'miss') =>
-    (await (replica.server.metrics.registry.getSingleMetric('wfs_cache_requests_total') as Counter).get()).values.find((sample) => sample.labels.cache === 'kept_pages' && sample.labels.result === result)?.value ?? 0;
+  const lookups = async (replica: TestSubgraph, cache: 'kept_pages' | 'whole_answers', result: 'hit' | 'miss') =>
+    (await (replica.server.metrics.registry.getSingleMetric('wfs_cache_requests_total') as Counter).get()).values.find((sample) => sample.labels.cache === cache && sample.labels.result === result)?.value ?? 0;
+  const keptPages = (replica: TestSubgraph, result: 'hit' | 'miss') => lookups(replica, 'kept_pages', result);
   const leading = (replica: TestSubgraph) => livePollersLeading(replica.server);
 
   it('sends one invalidation for the fleet and drops the kept page on both replicas', async () => {
@@ -74,15 +76,15 @@ describe('kept answers across replicas', () => {
     await waitFor(async () => (await livePolls(replicas[0]!.server)) >= 1 && (await livePolls(replicas[1]!.server)) >= 1, 'both baselines');
     await waitFor(async () => (await leading(replicas[0]!)) + (await leading(replicas[1]!)) === 1, 'one leader for the fleet');
 
-    // Both replicas keep the page: a second read on each costs no call.
-    // Counted by each replica's kept-page misses: the emulator's own count of list
-    // calls also has the leader's polls, every 100 ms here.
+    // Both replicas keep the page, and the answer whole: a second read on each costs no
+    // call, nor execution. Counted by each replica's kept-page misses and whole-answer
+    // hits: the emulator's own count of list calls also has the leader's polls, every 100 ms here.
     for (const replica of replicas) await replica.query(LOCATIONS, {}, headers);
     const misses = await Promise.all(replicas.map((replica) => keptPages(replica, 'miss')));
-    const hits = await Promise.all(replicas.map((replica) => keptPages(replica, 'hit')));
+    const hits = await Promise.all(replicas.map((replica) => lookups(replica, 'whole_answers', 'hit')));
     for (const replica of replicas) expect((await replica.query(LOCATIONS, {}, headers)).headers?.['cache-control']).toMatch(/^private, max-age=/);
     expect(await Promise.all(replicas.map((replica) => keptPages(replica, 'miss')))).toEqual(misses);
-    expect(await Promise.all(replicas.map((replica) => keptPages(replica, 'hit')))).toEqual(hits.map((count) => count + 1));
+    expect(await Promise.all(replicas.map((replica) => lookups(replica, 'whole_answers', 'hit')))).toEqual(hits.map((count) => count + 1));
 
     const target = tenant.locations[1]!;
     const old = target.name;
@@ -95,7 +97,8 @@ describe('kept answers across replicas', () => {
         const before = await keptPages(replica, 'miss');
         const after = await replica.query(LOCATIONS, {}, headers);
         expect(after.data.locations.nodes[1].name).toBe(target.name);
-        // Its kept page was dropped: this read missed and went upstream.
+        // Its kept page was dropped, and the answer kept whole with it (the follower's when
+        // the Redis change message reached its poller): this read missed and went upstream.
         expect(await keptPages(replica, 'miss')).toBe(before + 1);
       }
       // One POST for the one change batch: only the lease holder sends.

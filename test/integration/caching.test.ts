@@ -1,11 +1,16 @@
+import { createDecipheriv, hkdfSync } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from 'graphql-ws';
 import type { Counter } from 'prom-client';
+import { unpack } from '../../src/graphql/data/cursorPayload';
 import { encodeNodeId } from '../../src/graphql/data/node';
+import { createSubgraphSchema } from '../../src/graphql/server/schema';
 import { as, testTenant } from '../helpers/fixtures';
 import { collect, liveClient } from '../helpers/liveClient';
-import { livePolls, startTestSubgraph, subscribedAndPolled, type GraphQLResponse, type TestSubgraph } from '../helpers/subgraph';
+import { randomDocument } from '../helpers/randomDocument';
+import { seeded } from '../helpers/seeded';
+import { livePolls, startTestSubgraph, subscribedAndPolled, TEST_CURSOR_SECRET, type GraphQLResponse, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 import { measureFreshness, observe, pendingEdit, summarize } from '../../scripts/freshnessProbe';
 
@@ -36,6 +41,7 @@ async function start(env: Record<string, string> = {}, defaultTenant?: string): 
   return subgraph;
 }
 
+const wholeAnswers = (result: 'hit' | 'miss') => counterTotal(subgraph!.server.metrics.registry.getSingleMetric('wfs_cache_requests_total') as Counter<string>, { cache: 'whole_answers', result });
 const calls = (list: 'locations' | 'shifts') => subgraph!.emulator.counters.listRequests[list];
 const cacheControl = (response: GraphQLResponse) => response.headers?.['cache-control'];
 const names = (response: GraphQLResponse<any>) => response.data.locations.nodes.map((node: { name: string }) => node.name);
@@ -49,12 +55,25 @@ describe('a page read again within the window', () => {
     const again = await subgraph!.query(LOCATIONS, {}, as(A));
     expect(again.data).toEqual(first.data);
     expect(calls('locations')).toBe(1);
+    // The second read was answered whole, before execution; still counted and logged as a request.
+    expect([await wholeAnswers('hit'), await wholeAnswers('miss')]).toEqual([1, 1]);
+    expect(await counterTotal(subgraph!.server.metrics.registry.getSingleMetric('wfs_graphql_requests_total') as Counter<string>, { operation_type: 'query' })).toBe(2);
+    const lines = subgraph!.logs.map((line) => JSON.parse(line) as { event?: string; wholeAnswer?: boolean; tenantId?: string }).filter((line) => line.event === 'graphql_request');
+    expect(lines.map((line) => [line.tenantId, line.wholeAnswer ?? false])).toEqual([
+      [A.tenantId, false],
+      [A.tenantId, true],
+    ]);
 
-    // Company B asks the same: its own page, from the upstream.
+    // Company B asks the same, byte for byte: its own page, from the upstream, never A's answer kept whole.
     const other = await subgraph!.query(LOCATIONS, {}, as(B));
     expect(calls('locations')).toBe(2);
     expect(names(other)).toEqual(B.locations.slice(0, 10).map((l) => l.name));
     expect(names(other)).not.toEqual(names(first));
+    expect([await wholeAnswers('hit'), await wholeAnswers('miss')]).toEqual([1, 2]);
+    // An identity refused gets its refusal, not an answer kept.
+    const refused = await subgraph!.query(LOCATIONS, {}, { 'x-tenant-id': 'nobody' });
+    expect(refused.errors?.[0]?.extensions?.code).toBeDefined();
+    expect(refused.data?.locations ?? null).toBeNull();
     // Other arguments are another page.
     await subgraph!.query('{ locations(first: 11) { nodes { id } } }', {}, as(A));
     expect(calls('locations')).toBe(3);
@@ -68,6 +87,8 @@ describe('a page read again within the window', () => {
     const later = await subgraph!.query(LOCATIONS, {}, as(A));
     expect(calls('locations')).toBe(1);
     expect(cacheControl(later)).toBe('private, max-age=19');
+    // Answered whole: its max-age counted from the kept answer's own end.
+    expect(await wholeAnswers('hit')).toBe(1);
     clock += 19_600;
     const expired = await subgraph!.query(LOCATIONS, {}, as(A));
     expect(calls('locations')).toBe(2);
@@ -145,6 +166,11 @@ describe('the cache policy of each kind of answer', () => {
     expect(cacheControl(unnamed)).toBe('no-store');
     expect(unnamed.extensions?.apolloCacheTags).toBeUndefined();
     expect(cacheControl(await subgraph!.query(LOCATIONS, {}, as(A)))).toBe('private, max-age=30');
+    // The named company's answer is kept whole now; a request naming none still never gets it.
+    expect(cacheControl(await subgraph!.query(LOCATIONS, {}, as(A)))).toBe('private, max-age=30');
+    expect(await wholeAnswers('hit')).toBe(1);
+    expect(cacheControl(await subgraph!.query(LOCATIONS))).toBe('no-store');
+    expect(await wholeAnswers('hit')).toBe(1);
   });
 });
 
@@ -190,6 +216,7 @@ describe('one record read five ways', () => {
     try {
       for (let edit = 1; edit <= names.length + 1; edit++) {
         target.name = `${original} (edit ${edit})`;
+        const hitsBefore = await wholeAnswers('hit');
         // Within the window, from memory: every way still agrees on the version shown last.
         expect(new Set((await readAll(names)).map(([, name]) => name))).toEqual(new Set([shown]));
         const first = names[(edit - 1) % names.length]!;
@@ -197,6 +224,9 @@ describe('one record read five ways', () => {
           // The window passes: the first way to read (each in turn) goes upstream and shows the edit.
           clock += windowMs + 1;
         } else {
+          // Every way was just answered whole, kept before this edit (answers kept whole
+          // are on with any window): the change a page read shows must end them too.
+          expect(await wholeAnswers('hit')).toBeGreaterThanOrEqual(hitsBefore + names.length);
           // Within the window: a read the memory cannot answer (another page size) goes upstream and shows it.
           const fresh = await subgraph!.query('{ locations(first: 20) { nodes { id name } } }', {}, as(A));
           expect(fresh.data?.locations.nodes[2].name).toBe(target.name);
@@ -212,6 +242,92 @@ describe('one record read five ways', () => {
     }
   });
 });
+
+describe('answers kept whole', () => {
+  /**
+   * The differential test of answers kept whole (http/wholeAnswers.ts) against the plain
+   * path: DOCUMENTS random documents and variables (test/helpers/randomDocument.ts, the
+   * compiled-execution differential's generator, seed fixed), each asked of a subgraph
+   * with a window of 30 s (answers kept whole on) twice for its company, and once in
+   * between for the other company, byte for byte the same request; and of a subgraph
+   * with the window at 0 (nothing kept) on the same emulator, the same upstream state.
+   * Data and errors must be the same (errors sorted, as graphql-js may list them in
+   * another order), cursors opened to their positions: each answer seals its own with a
+   * fresh nonce, and a kept one repeats the ones it was written with. Every answer the
+   * cache policy marked `private` must be a hit the second time.
+   */
+  const DOCUMENTS = 100;
+  it(`answers ${DOCUMENTS} generated documents, for two companies, as the plain path does, the second time from memory`, async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '30' });
+    const plain = await startTestSubgraph({}, { WFS_FRESHNESS_SECONDS: '0' }, {}, subgraph!.emulator);
+    try {
+      const schema = createSubgraphSchema();
+      const cursors = await subgraph!.query('{ locations(first: 2) { pageInfo { startCursor endCursor } } shifts(first: 3) { edges { cursor } } }', {}, as(A));
+      const values = { cursors: [cursors.data.locations.pageInfo.startCursor, cursors.data.locations.pageInfo.endCursor, ...cursors.data.shifts.edges.map((edge: { cursor: string }) => edge.cursor)] };
+      const domain = {
+        locationIds: [...A.locations.slice(0, 4), ...B.locations.slice(0, 2)].map((l) => l.id),
+        shiftIds: [...A.shifts.slice(0, 6), ...B.shifts.slice(0, 2)].map((s) => s.id),
+        tenants: [A.tenantId, A.tenantId, B.tenantId, B.tenantId, 'nobody', ''],
+      };
+      const headersOf = (tenant: string): Record<string, string> => (tenant ? { 'x-tenant-id': tenant } : {});
+      const random = seeded(20261128);
+      const differences: string[] = [];
+      let kept = 0;
+      for (let i = 0; i < DOCUMENTS; i++) {
+        const { query, variables, tenant } = randomDocument(schema, random, values, domain);
+        const other = tenant === A.tenantId ? B.tenantId : tenant === B.tenantId ? A.tenantId : undefined;
+        const first = await subgraph!.query(query, variables, headersOf(tenant));
+        const otherFirst = other === undefined ? undefined : await subgraph!.query(query, variables, headersOf(other));
+        const hits = await wholeAnswers('hit');
+        const second = await subgraph!.query(query, variables, headersOf(tenant));
+        const cacheable = String(cacheControl(first)).startsWith('private');
+        if (cacheable) kept++;
+        if ((await wholeAnswers('hit')) !== hits + (cacheable ? 1 : 0)) differences.push(`document ${i}: the second read ${cacheable ? 'was not' : 'was'} answered whole\n${query}`);
+        const otherSecond = other === undefined ? undefined : await subgraph!.query(query, variables, headersOf(other));
+        const expected = comparable(await plain.query(query, variables, headersOf(tenant)));
+        for (const [label, answer] of [['first', first], ['second', second]] as const) {
+          if (comparable(answer) !== expected) differences.push(`document ${i} (${label}, tenant "${tenant}"):\n${query}\nvariables ${JSON.stringify(variables)}\nkept:  ${comparable(answer)}\nplain: ${expected}`);
+        }
+        if (other === undefined) continue;
+        const expectedOther = comparable(await plain.query(query, variables, headersOf(other)));
+        for (const [label, answer] of [['first', otherFirst], ['second', otherSecond]] as const) {
+          if (comparable(answer!) !== expectedOther) differences.push(`document ${i} (${label}, other company):\n${query}\nkept:  ${comparable(answer!)}\nplain: ${expectedOther}`);
+        }
+      }
+      expect(differences.slice(0, 3)).toEqual([]);
+      // Both paths were taken often: answers kept and answered whole, and answers never kept (errors, refused identities).
+      expect(kept).toBeGreaterThan(DOCUMENTS * 0.25);
+      expect(kept).toBeLessThan(DOCUMENTS * 0.9);
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
+/** The key cursors are sealed with (src/graphql/data/cursor.ts, from the test's WFS_CURSOR_SECRET). */
+const cursorKey = Buffer.from(hkdfSync('sha256', Buffer.from(TEST_CURSOR_SECRET, 'utf8'), 'wfs-cursor', 'aes-256-gcm v1', 32));
+
+/**
+ * A cursor opened to its position, or undefined for a string that is none. AES-GCM is a
+ * stream cipher: the text opens without its tag (which binds tenant, list and scope, and
+ * is not checked here); the position inside is what a cursor means.
+ */
+function openCursor(text: string): string | undefined {
+  if (!/^[\w-]{16}\.[\w-]{17,}$/.test(text)) return undefined;
+  const whole = Buffer.from(text.replace('.', ''), 'base64url');
+  const decipher = createDecipheriv('aes-256-gcm', cursorKey, whole.subarray(0, 12), { authTagLength: 12 });
+  try {
+    return `cursor ${JSON.stringify(unpack(decipher.update(whole.subarray(12, whole.length - 12))))}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Data and errors of an answer as compared: cursors opened, errors sorted. */
+function comparable(answer: GraphQLResponse): string {
+  const opened = JSON.parse(JSON.stringify({ data: answer.data ?? null, errors: answer.errors ?? [] }), (_key, value: unknown) => (typeof value === 'string' ? (openCursor(value) ?? value) : value)) as { data: unknown; errors: unknown[] };
+  return JSON.stringify({ data: opened.data, errors: opened.errors.map((error) => JSON.stringify(error)).sort() });
+}
 
 describe('a change a live poll sees', () => {
   it("drops the company's kept pages at once and is POSTed to the invalidation endpoints, with the key", async () => {

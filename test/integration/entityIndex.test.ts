@@ -30,14 +30,19 @@ afterEach(async () => {
 const shiftCalls = () => subgraph!.emulator.counters.listRequests.shifts;
 
 describe('a scope withdrawn while the index holds the records', () => {
-  it('stops shifts served from memory at once (FORBIDDEN), not when the index expires', async () => {
+  // With a window, the same requests were answered whole before the scope went (docs/caching.md, "Whole answers").
+  it.each(['0', '30'])('stops shifts served from memory at once (FORBIDDEN), not when the index expires (WFS_FRESHNESS_SECONDS=%s)', async (window) => {
     // The tenants file asks for no scope in particular: the token carries what the upstream grants now.
     const tenantsFile = writeTenantsFile([{ ...A, grantedScopes: [] }]);
-    subgraph = await startTestSubgraph({ tenants: [A] }, { WFS_TENANTS_FILE: tenantsFile });
-    const before = await subgraph.query(ENTITIES, shiftRefs(shiftOnPage(5)), as(A));
-    expect(before.data?._entities).toEqual([{ id: shiftOnPage(5) }]);
-    const warm = await subgraph.query(FILTERED, { id: LOCATION }, as(A));
-    expect(warm.errors).toBeUndefined();
+    subgraph = await startTestSubgraph({ tenants: [A] }, { WFS_TENANTS_FILE: tenantsFile, WFS_FRESHNESS_SECONDS: window });
+    for (let read = 0; read < (window === '0' ? 1 : 2); read++) {
+      const before = await subgraph.query(ENTITIES, shiftRefs(shiftOnPage(5)), as(A));
+      expect(before.data?._entities).toEqual([{ id: shiftOnPage(5) }]);
+      const warm = await subgraph.query(FILTERED, { id: LOCATION }, as(A));
+      expect(warm.errors).toBeUndefined();
+    }
+    const answeredWhole = (await subgraph.server.metrics.registry.getSingleMetric('wfs_cache_requests_total')!.get()).values.find((sample) => sample.labels.cache === 'whole_answers' && sample.labels.result === 'hit')?.value ?? 0;
+    expect(answeredWhole).toBe(window === '0' ? 0 : 2);
 
     // The upstream withdraws `shifts.read` and revokes the tokens; a locations call renews the token, without the scope.
     const tenant = subgraph.emulator.tenants[0]!;

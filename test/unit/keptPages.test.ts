@@ -1,5 +1,6 @@
 import { EntityIndexes } from '../../src/upstream/reading/entityIndex';
-import { Freshness, keptKey, markFetched } from '../../src/upstream/reading/keptPages';
+import { Freshness, keptKey, markFetched, stillCurrent } from '../../src/upstream/reading/keptPages';
+import { RESOURCES } from '../../src/upstream/resources';
 import type { ListPage } from '../../src/upstream/client';
 import { UPSTREAM_PAGE_SIZE } from '../../src/upstream/endpoints';
 
@@ -210,5 +211,53 @@ describe('Freshness', () => {
     used.use('locations', 7_000);
     expect(used.until).toBe(4_000);
     expect([...used.lists]).toEqual(['locations', 'shifts']);
+  });
+});
+
+describe('what an answer was made of (answers kept whole, docs/caching.md)', () => {
+  const locations = RESOURCES.find((resource) => resource.name === 'locations')!;
+
+  it('is the indexes its lists were reached through, while none forgot, and every page read upstream was asked for within the lifetime', () => {
+    let now = 1_000;
+    const indexes = new EntityIndexes({ now: () => now, ttlMs: 5_000, sweepEveryMs: 0 });
+    const index = indexes.for<Loc>('A', 'locations');
+    const used = () => {
+      const freshness = new Freshness();
+      freshness.from(locations, index);
+      freshness.use('locations', index.freshUntil);
+      return freshness;
+    };
+    const plain = used();
+    plain.asked('locations', now);
+    const sources = plain.answerSources()!;
+    expect(sources.map((source) => source.resource.name)).toEqual(['locations']);
+    expect(stillCurrent(sources)).toBe(true);
+
+    // A page asked for before the index's lifetime began (a call joined before a change
+    // was seen): the index does not learn it, and the answer is not kept whole either.
+    now = 2_000;
+    index.clear(1_500);
+    const late = used();
+    late.asked('locations', 1_400);
+    expect(late.answerSources()).toBeUndefined();
+    // What was made before the clear is no longer current.
+    expect(stillCurrent(sources)).toBe(false);
+
+    // A list read some other way (no index noted for it): not kept.
+    const other = used();
+    other.use('shifts', now + 5_000);
+    expect(other.answerSources()).toBeUndefined();
+
+    // The index forgot during the request: not kept; expired or released: not current.
+    const during = used();
+    index.changed();
+    expect(during.answerSources()).toBeUndefined();
+    const fresh = used().answerSources()!;
+    now = 8_000;
+    expect(stillCurrent(fresh)).toBe(false);
+    now = 3_000;
+    expect(stillCurrent(fresh)).toBe(true);
+    indexes.close();
+    expect(stillCurrent(fresh)).toBe(false);
   });
 });

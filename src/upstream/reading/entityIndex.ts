@@ -114,6 +114,13 @@ export class EntityIndex<T extends { id: string }> {
   private generation = 0;
   /** Changes whenever what the index holds changes (learnt, forgotten, the scan moved), so a confirmation under way can tell. */
   private version = 0;
+  /**
+   * Changes whenever the index forgets everything (`clear`: a change seen, its lifetime
+   * ended, its tenant alone over the budget; `release`), and only then: an answer kept
+   * whole (keptPages.ts, `AnswerSources`) is served again only while every index it read
+   * from is in the epoch it read.
+   */
+  private forgotten = 0;
   private released = false;
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -159,6 +166,16 @@ export class EntityIndex<T extends { id: string }> {
   /** What this index counts against the budget now, in record units (kept pages included). */
   get heldUnits(): number {
     return this.units;
+  }
+
+  /** When the current lifetime began (`startedAt`): a page asked for before is not learnt. */
+  get lifetimeStart(): number {
+    return this.startedAt;
+  }
+
+  /** See `forgotten`: the same number while the index has forgotten nothing. */
+  get epoch(): number {
+    return this.forgotten;
   }
 
   /** True once evicted or swept: it holds and keeps nothing more; ask `EntityIndexes.for` for a fresh one. */
@@ -399,6 +416,7 @@ export class EntityIndex<T extends { id: string }> {
     this.resume = undefined;
     this.generation += 1;
     this.version += 1;
+    this.forgotten += 1;
     this.startedAt = from;
     this.expiresAt = from + this.ttlMs;
     if (units > 0) this.holder?.resized(this, -units);

@@ -15,6 +15,7 @@
  * used (`Freshness`: the oldest data behind its answer, and the lists it read).
  */
 import type { PageRef } from '../pageReference';
+import type { AnyResource } from '../resources';
 
 /**
  * When each page read from the upstream was asked for (ms, the indexes' clock), by the
@@ -54,9 +55,82 @@ export class Freshness {
   until = Infinity;
   /** The lists read, by name. */
   readonly lists = new Set<string>();
+  /** Per list, the company's index the request first reached it through, and that index's epoch then. */
+  private sources: Map<string, AnswerSource> | undefined;
+  /** Per list, when the earliest page the request read of it from the upstream was asked for. */
+  private earliest: Map<string, number> | undefined;
 
   use(list: string, until: number): void {
     this.lists.add(list);
     if (until < this.until) this.until = until;
   }
+
+  /** A page of `list` the request read came from the upstream, asked for at `at` (its earliest caller's start, `fetchedAt`). */
+  asked(list: string, at: number): void {
+    const earliest = (this.earliest ??= new Map());
+    if (!(at >= (earliest.get(list) ?? Infinity))) earliest.set(list, at);
+  }
+
+  /**
+   * The request reaches `resource`'s list through `index`: noted the first time, before
+   * anything of the list is read (a page asked for then, or a record the index holds).
+   */
+  from(resource: AnyResource, index: IndexEpoch): void {
+    const sources = (this.sources ??= new Map());
+    if (!sources.has(resource.name)) sources.set(resource.name, { resource, index, epoch: index.epoch });
+  }
+
+  /**
+   * What the answer was made of, if it may be kept whole: every list it used was reached
+   * through an index that has forgotten nothing since (`stillCurrent`), and every page it
+   * read of it from the upstream was asked for within the index's current lifetime, as
+   * the index requires of a page it learns. Undefined when an index has forgotten (a
+   * change seen during the request: part of the answer may be older than what another
+   * request has shown since), when a page is older than the lifetime (one that joined a
+   * call started before a change was seen, which the index refused to learn and nothing
+   * else would serve again), or when a list was read some other way.
+   */
+  answerSources(): AnswerSources | undefined {
+    if (this.lists.size === 0 || !this.sources) return undefined;
+    const sources: AnswerSource[] = [];
+    for (const list of this.lists) {
+      const source = this.sources.get(list);
+      if (!source || source.index.lifetimeStart > (this.earliest?.get(list) ?? Infinity)) return undefined;
+      sources.push(source);
+    }
+    return stillCurrent(sources) ? sources : undefined;
+  }
+}
+
+/** What an answer kept whole needs of an index it read from (entityIndex.ts's `EntityIndex`). */
+export interface IndexEpoch {
+  /** Changes whenever the index forgets what it held. */
+  readonly epoch: number;
+  readonly isReleased: boolean;
+  /** When its current lifetime began: it learns no page asked for before. */
+  readonly lifetimeStart: number;
+  /** Its lifetime has ended (what it holds would be read upstream again). */
+  expired(): boolean;
+}
+
+/** One list an answer read: its resource (for the grant), the company's index it was read through, and that index's epoch then. */
+export interface AnswerSource {
+  readonly resource: AnyResource;
+  readonly index: IndexEpoch;
+  readonly epoch: number;
+}
+
+/** The lists an answer read, for an answer kept whole (docs/caching.md, "Whole answers"). */
+export type AnswerSources = readonly AnswerSource[];
+
+/**
+ * Whether every index an answer read from still holds what it held then: not released
+ * (evicted, swept), not cleared (a change a poll saw, here or on another replica; a
+ * change a page read showed; its tenant alone over the budget), not expired. What the
+ * other ways of reading serve comes from those same indexes, so an answer that passes
+ * is never older than what they show.
+ */
+export function stillCurrent(sources: AnswerSources): boolean {
+  for (const { index, epoch } of sources) if (index.isReleased || index.epoch !== epoch || index.expired()) return false;
+  return true;
 }

@@ -17,7 +17,7 @@ import type { Resource, UpstreamRecord } from '../resources';
 import type { Observer } from '../observer';
 import type { CallBudget } from '../resilience/callBudget';
 import type { EntityIndex } from './entityIndex';
-import { keptKey, markFetched, type Freshness } from './keptPages';
+import { fetchedAt, keptKey, markFetched, type Freshness } from './keptPages';
 
 /** An upstream filter, as query parameters of the list call. */
 export type UpstreamQuery = Readonly<Record<string, string>>;
@@ -136,6 +136,8 @@ class PageCache implements RequestPages {
         if (kept !== undefined) this.options.missed?.(resource.name, kept);
         page = client.listPage(tenantId, resource, { ref, pageSize, signal, budget: this.budget, ...(query && { query }) }).then((fetched) => {
           markFetched(fetched, since);
+          // Dated by the call's earliest caller (a call this request joined may be older than the request).
+          freshness.asked(resource.name, fetchedAt(fetched) ?? since);
           return fetched;
         });
       }

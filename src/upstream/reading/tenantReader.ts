@@ -15,12 +15,15 @@ import { NO_OBSERVER, type Observer } from '../observer';
 import type { EntityIndex, EntityIndexes } from './entityIndex';
 import { createRequestPages, type RequestPages, type UpstreamQuery } from './pageCache';
 import { guardPageChain } from './pageChain';
-import { fetchedAt, Freshness, keptKey } from './keptPages';
+import { fetchedAt, Freshness, keptKey, stillCurrent, type AnswerSources } from './keptPages';
 import { filterKey } from '../pageKey';
 
 export type { UpstreamQuery } from './pageCache';
 /** When a page a walk returned was asked of the upstream (a live poll dates what it confirms by it, docs/caching.md). */
 export { fetchedAt } from './keptPages';
+export type { AnswerSources } from './keptPages';
+/** Whether an answer made of these sources is still what its indexes hold (an answer kept whole, http/wholeAnswers.ts). */
+export { stillCurrent as answerStillCurrent } from './keptPages';
 
 /**
  * One walk along a list's page chain, page after page from one start: a chain that
@@ -55,6 +58,12 @@ export interface TenantReader {
   authorize(resource: AnyResource): Promise<void> | undefined;
   /** What the request's reads used so far: the oldest data behind its answer, and the lists (its cache policy, docs/caching.md). */
   readonly freshness: Freshness;
+  /**
+   * Whether an answer made of `sources` (another request's `freshness.answerSources()`)
+   * may be served again to this company now: every index it read from still holds what
+   * it held then, and the company's current grant allows every list it read.
+   */
+  stillServes(sources: AnswerSources): Promise<boolean>;
   /** The request's response is out: forget its pages, indexes and checks. */
   release(): void;
 }
@@ -162,6 +171,16 @@ class RequestReader implements TenantReader {
     return record;
   }
 
+  async stillServes(sources: AnswerSources): Promise<boolean> {
+    if (!stillCurrent(sources)) return false;
+    for (const { resource } of sources) {
+      const pending = this.authorize(resource);
+      if (pending && !(await pending.then(() => true, () => false))) return false;
+    }
+    // The grant may have taken a turn: checked again after it.
+    return stillCurrent(sources);
+  }
+
   authorize(resource: AnyResource): Promise<void> | undefined {
     if (!resource.scope || this.authorized?.has(resource.name)) return undefined;
     let pending = this.authorizations?.get(resource.name);
@@ -187,6 +206,8 @@ class RequestReader implements TenantReader {
     if (!index || index.isReleased) {
       index = this.services.indexes.for<UpstreamRecord>(this.tenantId, resource.name);
       (this.indexes ??= new Map()).set(resource.name, index);
+      // Before anything of the list is read: an answer kept whole checks this index's epoch.
+      if (this.keeps()) this.freshness.from(resource as AnyResource, index);
     }
     return index as EntityIndex<R>;
   }

@@ -1,0 +1,230 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ApolloServerPlugin } from '@apollo/server';
+import type { GraphQLContext } from '../graphql/data/context';
+import { NO_OBSERVER, type Observer } from '../upstream/observer';
+import { answerStillCurrent, type AnswerSources } from '../upstream/reading/tenantReader';
+
+/** Bytes a record unit of the memory budget stands for (`WFS_ENTITY_INDEX_MAX_RECORDS`, measured at about 300 bytes a record). */
+export const UNIT_BYTES = 300;
+
+/** What an entry costs beyond its key and body: the entry, its headers, its sources, the map's slot. */
+const ENTRY_OVERHEAD_BYTES = 400;
+
+/** An answer larger than this share of the budget is not kept: one answer must not empty the store. */
+const LARGEST_SHARE = 1 / 32;
+
+/** How often, in ms, answers past their freshness end are let go (their memory, and their charge against the budget). */
+const SWEEP_EVERY_MS = 5_000;
+
+/** The header a router sends to ask for an inline trace: such a request is worked out, never answered whole. */
+const TRACE_HEADER = 'apollo-federation-include-trace';
+
+/** An answer kept whole. */
+interface Entry {
+  readonly key: string;
+  /** The JSON body as it was written, ready to write again. */
+  readonly body: Buffer;
+  /** The response headers but `cache-control` and `content-length` (recomputed on each hit). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The answer's freshness end (ms, the indexes' clock): the instant its `max-age` was counted from. */
+  readonly until: number;
+  /** The company's indexes it was read through, each in its epoch then, and the lists' resources (for the grant). */
+  readonly sources: AnswerSources;
+  /** The operation name the request resolved to (its metrics and debug line). */
+  readonly operationName: string | null;
+  /** What it counts against the budget, in record units. */
+  readonly units: number;
+  readonly bytes: number;
+}
+
+/** A request that missed, and may leave its answer: its key, and what its execution made (the plugin fills it in). */
+interface Candidate {
+  readonly key: string;
+  made?: { readonly operationName: string | null; readonly sources: AnswerSources; readonly until: number };
+}
+
+/** What a hit writes. */
+export interface WholeHit {
+  readonly body: Buffer;
+  readonly headers: Record<string, string>;
+  readonly operationName: string | null;
+}
+
+export interface WholeAnswersOptions {
+  /** WFS_FRESHNESS_SECONDS (> 0: the store is made only then). */
+  readonly freshnessSeconds: number;
+  /** The clock the entity indexes run on (the answers' freshness ends are on it). */
+  readonly now: () => number;
+  /** Bytes the answers may hold together. */
+  readonly maxBytes: number;
+  /** Counts (or, negative, gives back) record units against the replica's memory budget (`EntityIndexes.charge`). */
+  readonly charge: (units: number) => void;
+  /** The header that names the company; demo mode answers a request without it for its default tenant, and such a request is never answered whole. */
+  readonly tenantHeader: string;
+  readonly defaultTenant?: string | undefined;
+  /** Where hits and misses are counted (`wfs_cache_requests_total{cache="whole_answers"}`). */
+  readonly observer?: Pick<Observer, 'cacheLookup'>;
+  /** How often expired answers are let go, in ms; 0: never by a timer (`sweep()`). */
+  readonly sweepEveryMs?: number;
+}
+
+/**
+ * Answers kept whole (docs/caching.md, "Whole answers"): a query's JSON answer, per
+ * company and request, served again before Apollo Server runs, until the answer's own
+ * freshness end, so a read repeated within the window costs neither execution nor
+ * Apollo's pipeline.
+ *
+ * Kept: what the cache policy (graphql/server/cachePolicy.ts) marked `private, max-age`
+ * (a query for one named company, without error, within a window above 0), answered 200
+ * in one piece, whose reads all went through the company's entity indexes and found
+ * them, at the end, still in the epoch they were in when first reached. Keyed by the
+ * company the request's identity resolves to (worked out per request, as for shared
+ * requests: a refused identity never hits), the content type, the accept header and
+ * the body's text exactly. The grant is not in the key: it is the company's, and a hit
+ * checks it now, list by list, as a kept page is checked (tenantReader.ts, `authorize`).
+ *
+ * Never older than what the other ways show: a hit is served only while every index the
+ * answer read from has forgotten nothing since (keptPages.ts, `stillCurrent`), so a
+ * change a poll saw here or on another replica, a change a page read showed, an
+ * eviction, or an index's expiry each end it, at once, as they end the kept pages and
+ * records it was made of. Its cursors are the ones it was written with (each answer
+ * seals its own with a fresh nonce; a kept one repeats them, as a gateway's cache does).
+ *
+ * Bounded: `maxBytes` together (a quarter of the memory budget by default, counted in
+ * it: `charge`), least recently used first out, and answers past their freshness end
+ * let go by a sweep. Left alone: a request asking for a trace, a GET, a batch, and
+ * demo mode's default tenant (no company named).
+ */
+export class WholeAnswers {
+  /** In the order of last use, least recent first. */
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+  /** Keyed by the request's signal (Apollo hands plugins a copy of the context, with the same signal); deleted by `keep`. */
+  private readonly candidates = new WeakMap<AbortSignal, Candidate>();
+  private readonly observer: Pick<Observer, 'cacheLookup'>;
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: WholeAnswersOptions) {
+    this.observer = options.observer ?? NO_OBSERVER;
+    const every = options.sweepEveryMs ?? SWEEP_EVERY_MS;
+    if (every > 0) {
+      this.timer = setInterval(() => this.sweep(), every);
+      this.timer.unref();
+    }
+  }
+
+  /** Answers kept now. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Bytes they hold, as counted. */
+  get heldBytes(): number {
+    return this.bytes;
+  }
+
+  /**
+   * The answer kept for this request, if one is and still serves; otherwise undefined,
+   * and the request, if it may leave its answer, is noted as a candidate (`keep`).
+   * `body`: the POST body's text, already parsed as one JSON object by the handler.
+   */
+  async lookup(context: GraphQLContext, body: string, headers: IncomingHttpHeaders): Promise<WholeHit | undefined> {
+    if (headers[TRACE_HEADER] !== undefined) return undefined;
+    if (this.options.defaultTenant !== undefined && !String(headers[this.options.tenantHeader.toLowerCase()] ?? '').trim()) return undefined;
+    // Identity first, per request: a refused identity is answered by the plain path, its error its own.
+    const tenant = await context.tenant().then(
+      (known) => known,
+      () => undefined,
+    );
+    if (!tenant || context.signal.aborted) return undefined;
+    const key = `${tenant.tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${body}`;
+    const entry = this.entries.get(key);
+    const maxAge = entry ? this.maxAge(entry) : 0;
+    if (!entry || maxAge < 1 || !(await tenant.reader.stillServes(entry.sources))) {
+      if (entry && this.entries.get(key) === entry) this.drop(entry);
+      this.observer.cacheLookup('whole_answers', 0, 1);
+      this.candidates.set(context.signal, { key });
+      return undefined;
+    }
+    if (this.entries.delete(key)) this.entries.set(key, entry);
+    this.observer.cacheLookup('whole_answers', 1, 0);
+    return {
+      body: entry.body,
+      headers: { ...entry.headers, 'cache-control': `private, max-age=${maxAge}`, 'content-length': String(entry.body.length) },
+      operationName: entry.operationName,
+    };
+  }
+
+  /** The Apollo plugin that notes, for a candidate, what its answer was made of (after the cache policy set its header). */
+  plugin(): ApolloServerPlugin<GraphQLContext> {
+    const hooks: Awaited<ReturnType<NonNullable<ApolloServerPlugin<GraphQLContext>['requestDidStart']>>> = {
+      willSendResponse: async ({ contextValue, response, operation, operationName }) => {
+        const candidate = this.candidates.get(contextValue.signal);
+        if (!candidate || operation?.operation !== 'query' || response.body.kind !== 'single') return;
+        if (!response.http.headers.get('cache-control')?.startsWith('private, max-age=')) return;
+        // A request that took another's answer (shared requests) read nothing itself: no sources, not kept.
+        const freshness = contextValue.knownTenant()?.reader.freshness;
+        const sources = freshness?.answerSources();
+        if (!freshness || !sources) return;
+        candidate.made = { operationName: operationName ?? null, sources, until: freshness.until };
+      },
+    };
+    return {
+      async requestDidStart() {
+        return hooks;
+      },
+    };
+  }
+
+  /**
+   * A candidate's response is worked out: kept if the plugin saw it made as it may be
+   * kept, it is a 200 in one piece with the cache policy's `private, max-age`, and what
+   * it was made of is still current. `headers`: the response's, as they are written.
+   */
+  keep(signal: AbortSignal, status: number | undefined, headers: Readonly<Record<string, string>>, text: string): void {
+    const candidate = this.candidates.get(signal);
+    if (!candidate) return;
+    this.candidates.delete(signal);
+    const made = candidate.made;
+    if (!made || (status ?? 200) !== 200 || !headers['cache-control']?.startsWith('private, max-age=')) return;
+    if (made.until - this.options.now() < 1_000 || !answerStillCurrent(made.sources)) return;
+    const body = Buffer.from(text);
+    const bytes = body.length + Buffer.byteLength(candidate.key) + ENTRY_OVERHEAD_BYTES;
+    if (bytes > this.options.maxBytes * LARGEST_SHARE) return;
+    const kept: Record<string, string> = {};
+    for (const name in headers) if (name !== 'cache-control' && name !== 'content-length') kept[name] = headers[name]!;
+    const entry: Entry = { key: candidate.key, body, headers: kept, until: made.until, sources: made.sources, operationName: made.operationName, units: Math.ceil(bytes / UNIT_BYTES), bytes };
+    const old = this.entries.get(entry.key);
+    if (old) this.drop(old);
+    this.entries.set(entry.key, entry);
+    this.bytes += bytes;
+    for (const [, first] of this.entries) {
+      if (this.bytes <= this.options.maxBytes) break;
+      this.drop(first);
+    }
+    // Counted last: the charge may evict indexes (this answer's among them, which then ends it).
+    this.options.charge(entry.units);
+  }
+
+  /** Lets go of every answer past its freshness end (the timer calls this). */
+  sweep(): void {
+    for (const entry of [...this.entries.values()]) if (this.maxAge(entry) < 1) this.drop(entry);
+  }
+
+  /** Stops the sweep and lets go of everything. */
+  close(): void {
+    clearInterval(this.timer);
+    for (const entry of [...this.entries.values()]) this.drop(entry);
+  }
+
+  /** What is left of the entry's freshness, in whole seconds, never more than the window. */
+  private maxAge(entry: Entry): number {
+    return Math.min(this.options.freshnessSeconds, Math.floor((entry.until - this.options.now()) / 1000));
+  }
+
+  private drop(entry: Entry): void {
+    if (!this.entries.delete(entry.key)) return;
+    this.bytes -= entry.bytes;
+    this.options.charge(-entry.units);
+  }
+}

@@ -1,0 +1,131 @@
+import { HeaderMap } from '@apollo/server';
+import type { GraphQLContext } from '../../src/graphql/data/context';
+import { WholeAnswers, UNIT_BYTES } from '../../src/http/wholeAnswers';
+import { answerStillCurrent, type AnswerSources } from '../../src/upstream/reading/tenantReader';
+import { RESOURCES } from '../../src/upstream/resources';
+
+/**
+ * The store of answers kept whole (src/http/wholeAnswers.ts) alone: its key, its
+ * `max-age`, its checks of the indexes an answer was read from, and its byte budget.
+ * Requests are fakes that carry what the handler and Apollo hand it: a context whose
+ * company resolves, and (for a miss) the plugin's look at the response, then `keep`.
+ */
+
+let clock = 1_000_000;
+let charged = 0;
+const WINDOW_SECONDS = 10;
+
+/** An index as an answer sees it (keptPages.ts, `IndexEpoch`). */
+function index() {
+  return { epoch: 0, isReleased: false, lifetimeStart: clock, expiresAt: clock + WINDOW_SECONDS * 1000, expired() { return clock >= this.expiresAt; } };
+}
+
+function store(maxBytes = 1_000_000): WholeAnswers {
+  return new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0 });
+}
+
+function contextOf(tenantId: string | undefined, sources: AnswerSources, until: number): GraphQLContext {
+  const freshness = { until, answerSources: () => (answerStillCurrent(sources) ? sources : undefined) };
+  const reader = { freshness, stillServes: async (kept: AnswerSources) => answerStillCurrent(kept) };
+  const tenant = { tenantId, reader };
+  return {
+    tenant: async () => {
+      if (tenantId === undefined) throw new Error('refused');
+      return tenant;
+    },
+    knownTenant: () => (tenantId === undefined ? undefined : tenant),
+    itemErrors: [],
+    signal: new AbortController().signal,
+    release: () => undefined,
+  } as unknown as GraphQLContext;
+}
+
+/** One request: a hit's body, or undefined after it was executed (answered `answer`) and offered to the store. */
+async function ask(answers: WholeAnswers, tenantId: string | undefined, body: string, made: { sources: AnswerSources; until: number; answer?: string }): Promise<{ body: string; headers: Record<string, string> } | undefined> {
+  const context = contextOf(tenantId, made.sources, made.until);
+  const headers = { 'content-type': 'application/json', ...(tenantId && { 'x-tenant-id': tenantId }) };
+  const hit = await answers.lookup(context, body, headers);
+  if (hit) return { body: hit.body.toString(), headers: hit.headers };
+  const cacheControl = `private, max-age=${Math.floor((made.until - clock) / 1000)}`;
+  const hooks = await answers.plugin().requestDidStart!({} as never);
+  await hooks!.willSendResponse!({ contextValue: context, operation: { operation: 'query' }, operationName: 'Q', response: { http: { headers: new HeaderMap([['cache-control', cacheControl]]) }, body: { kind: 'single', singleResult: { data: {} } } } } as never);
+  answers.keep(context.signal, 200, { 'content-type': 'application/json', 'cache-control': cacheControl }, made.answer ?? `{"data":{"for":"${tenantId}"}}`);
+  return undefined;
+}
+
+const locations = RESOURCES.find((resource) => resource.name === 'locations')!;
+
+beforeEach(() => {
+  charged = 0;
+});
+
+it("serves an answer again to its company only, its max-age what is left of the answer's own freshness, until it ends", async () => {
+  const answers = store();
+  const source = index();
+  const made = { sources: [{ resource: locations, index: source, epoch: 0 }], until: clock + 7_500 };
+  expect(await ask(answers, 'a', '{"query":"{ x }"}', made)).toBeUndefined();
+  clock += 1_000;
+  const hit = await ask(answers, 'a', '{"query":"{ x }"}', made);
+  expect(hit).toEqual({ body: '{"data":{"for":"a"}}', headers: { 'content-type': 'application/json', 'cache-control': 'private, max-age=6', 'content-length': '20' } });
+  // Another company, the same bytes: its own answer. Another body: another answer. A refused identity: nothing.
+  expect(await ask(answers, 'b', '{"query":"{ x }"}', made)).toBeUndefined();
+  expect((await ask(answers, 'b', '{"query":"{ x }"}', made))?.body).toBe('{"data":{"for":"b"}}');
+  expect(await ask(answers, 'a', '{"query":"{ x } "}', made)).toBeUndefined();
+  expect(await ask(answers, undefined, '{"query":"{ x }"}', made)).toBeUndefined();
+  expect(answers.size).toBe(3);
+  // Less than a second left: not served.
+  clock += 5_600;
+  expect(await ask(answers, 'a', '{"query":"{ x }"}', { ...made, until: clock - 1 })).toBeUndefined();
+  clock += 10_000;
+  answers.sweep();
+  expect(answers.size).toBe(0);
+  expect(charged).toBe(0);
+});
+
+it('is not served once an index it was read from forgot what it held, was released or expired', async () => {
+  const answers = store();
+  const [one, two] = [index(), index()];
+  const made = { sources: [{ resource: locations, index: one, epoch: 0 }, { resource: locations, index: two, epoch: 0 }], until: clock + 9_000 };
+  await ask(answers, 'a', 'q1', made);
+  expect(await ask(answers, 'a', 'q1', made)).toBeDefined();
+  two.epoch += 1;
+  expect(await ask(answers, 'a', 'q1', made)).toBeUndefined();
+  // Not kept again either: its sources are not current.
+  expect(await ask(answers, 'a', 'q1', made)).toBeUndefined();
+  const fresh = { sources: [{ resource: locations, index: one, epoch: 0 }], until: clock + 9_000 };
+  await ask(answers, 'a', 'q2', fresh);
+  expect(await ask(answers, 'a', 'q2', fresh)).toBeDefined();
+  one.isReleased = true;
+  expect(await ask(answers, 'a', 'q2', fresh)).toBeUndefined();
+  const other = index();
+  const expiring = { sources: [{ resource: locations, index: other, epoch: 0 }], until: clock + 9_000 };
+  await ask(answers, 'a', 'q3', expiring);
+  other.expiresAt = clock;
+  expect(await ask(answers, 'a', 'q3', expiring)).toBeUndefined();
+  expect(answers.size).toBe(0);
+  expect(charged).toBe(0);
+});
+
+it('holds its byte budget, least recently used first out, each answer charged to the memory budget in record units', async () => {
+  // Room for about 40 answers of 600 bytes with their keys.
+  const answers = store(40_000);
+  const made = { sources: [{ resource: locations, index: index(), epoch: 0 }], until: clock + 9_000, answer: `{"data":{"text":"${'x'.repeat(580)}"}}` };
+  for (let i = 0; i < 60; i++) {
+    await ask(answers, 'a', `q${i}`, made);
+    // q0 is read again and again: the most recently used, never the one to go.
+    if (i > 0) expect(await ask(answers, 'a', 'q0', made)).toBeDefined();
+  }
+  expect(answers.heldBytes).toBeLessThanOrEqual(40_000);
+  expect(answers.size).toBeGreaterThan(30);
+  expect(answers.size).toBeLessThan(60);
+  expect(await ask(answers, 'a', 'q1', made)).toBeUndefined();
+  expect(await ask(answers, 'a', 'q59', made)).toBeDefined();
+  // Each answer's bytes rounded up to record units: at least the bytes held, less than a unit more per answer.
+  expect(charged * UNIT_BYTES).toBeGreaterThanOrEqual(answers.heldBytes);
+  expect(charged * UNIT_BYTES).toBeLessThan(answers.heldBytes + answers.size * UNIT_BYTES);
+  // An answer larger than a share of the budget is not kept.
+  await ask(answers, 'a', 'large', { ...made, answer: 'x'.repeat(5_000) });
+  expect(await ask(answers, 'a', 'large', made)).toBeUndefined();
+  answers.close();
+  expect(charged).toBe(0);
+});

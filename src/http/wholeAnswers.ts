@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { GraphQLContext } from '../graphql/data/context';
@@ -15,6 +16,12 @@ const LARGEST_SHARE = 1 / 32;
 
 /** How often, in ms, answers past their freshness end are let go (their memory, and their charge against the budget). */
 const SWEEP_EVERY_MS = 5_000;
+
+/**
+ * Requests asked once within the window that are remembered (by a digest of their key)
+ * so that a second asking keeps its answer: about 150 bytes each, 3 MB at most.
+ */
+export const MAX_REMEMBERED = 20_000;
 
 /** The header a router sends to ask for an inline trace: such a request is worked out, never answered whole. */
 const TRACE_HEADER = 'apollo-federation-include-trace';
@@ -66,6 +73,14 @@ export interface WholeAnswersOptions {
   readonly observer?: Pick<Observer, 'cacheLookup'>;
   /** How often expired answers are let go, in ms; 0: never by a timer (`sweep()`). */
   readonly sweepEveryMs?: number;
+  /**
+   * How many times a request must be asked within the window before its answer is kept
+   * (nginx's `proxy_cache_min_uses`): 2 by default, so an answer asked once is never
+   * copied, kept and charged to the budget for nothing (the bench's sparse reads).
+   */
+  readonly minUses?: number;
+  /** How many requests asked too few times yet are remembered (MAX_REMEMBERED). */
+  readonly remembered?: number;
 }
 
 /**
@@ -74,7 +89,9 @@ export interface WholeAnswersOptions {
  * freshness end, so a read repeated within the window costs neither execution nor
  * Apollo's pipeline.
  *
- * Kept: what the cache policy (graphql/server/cachePolicy.ts) marked `private, max-age`
+ * Kept: the second time a request is asked within the window (`minUses`: an answer
+ * asked once is not worth its copy), what the cache policy
+ * (graphql/server/cachePolicy.ts) marked `private, max-age`
  * (a query for one named company, without error, within a window above 0), answered 200
  * in one piece, whose reads all went through the company's entity indexes and found
  * them, at the end, still in the epoch they were in when first reached. Keyed by the
@@ -101,6 +118,8 @@ export class WholeAnswers {
   private bytes = 0;
   /** Keyed by the request's signal (Apollo hands plugins a copy of the context, with the same signal); deleted by `keep`. */
   private readonly candidates = new WeakMap<AbortSignal, Candidate>();
+  /** Requests asked within the window but not yet often enough to be kept: a digest of the key, to its count and when it lapses (oldest first). */
+  private readonly asked = new Map<string, { uses: number; until: number }>();
   private readonly observer: Pick<Observer, 'cacheLookup'>;
   private readonly timer: NodeJS.Timeout | undefined;
 
@@ -143,7 +162,7 @@ export class WholeAnswers {
     if (!entry || maxAge < 1 || !(await tenant.reader.stillServes(entry.sources))) {
       if (entry && this.entries.get(key) === entry) this.drop(entry);
       this.observer.cacheLookup('whole_answers', 0, 1);
-      this.candidates.set(context.signal, { key });
+      if (this.askedEnough(key)) this.candidates.set(context.signal, { key });
       return undefined;
     }
     if (this.entries.delete(key)) this.entries.set(key, entry);
@@ -206,15 +225,40 @@ export class WholeAnswers {
     this.options.charge(entry.units);
   }
 
-  /** Lets go of every answer past its freshness end (the timer calls this). */
+  /**
+   * Whether a request that missed has now been asked `minUses` times within the window
+   * (counting this one), so that its answer may be kept. Remembered by a digest (the key
+   * holds the whole body), at most `remembered` of them, the oldest forgotten first.
+   */
+  private askedEnough(key: string): boolean {
+    const minUses = this.options.minUses ?? 2;
+    if (minUses <= 1) return true;
+    const digest = hash('sha1', key, 'base64');
+    const now = this.options.now();
+    const known = this.asked.get(digest);
+    const uses = known && known.until > now ? known.uses + 1 : 1;
+    this.asked.delete(digest);
+    if (uses >= minUses) return true;
+    this.asked.set(digest, { uses, until: now + this.options.freshnessSeconds * 1000 });
+    for (const [oldest] of this.asked) {
+      if (this.asked.size <= (this.options.remembered ?? MAX_REMEMBERED)) break;
+      this.asked.delete(oldest);
+    }
+    return false;
+  }
+
+  /** Lets go of every answer past its freshness end, and every request asked too long ago to count (the timer calls this). */
   sweep(): void {
     for (const entry of [...this.entries.values()]) if (this.maxAge(entry) < 1) this.drop(entry);
+    const now = this.options.now();
+    for (const [digest, { until }] of this.asked) if (until <= now) this.asked.delete(digest);
   }
 
   /** Stops the sweep and lets go of everything. */
   close(): void {
     clearInterval(this.timer);
     for (const entry of [...this.entries.values()]) this.drop(entry);
+    this.asked.clear();
   }
 
   /** What is left of the entry's freshness, in whole seconds, never more than the window. */

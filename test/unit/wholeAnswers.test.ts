@@ -20,8 +20,9 @@ function index() {
   return { epoch: 0, isReleased: false, lifetimeStart: clock, expiresAt: clock + WINDOW_SECONDS * 1000, expired() { return clock >= this.expiresAt; } };
 }
 
-function store(maxBytes = 1_000_000): WholeAnswers {
-  return new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0 });
+/** A store; the tests but the last keep an answer the first time it is asked (`minUses` 1), the last one checks the shipped 2. */
+function store(maxBytes = 1_000_000, minUses = 1): WholeAnswers {
+  return new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0, minUses });
 }
 
 function contextOf(tenantId: string | undefined, sources: AnswerSources, until: number): GraphQLContext {
@@ -128,4 +129,32 @@ it('holds its byte budget, least recently used first out, each answer charged to
   expect(await ask(answers, 'a', 'large', made)).toBeUndefined();
   answers.close();
   expect(charged).toBe(0);
+});
+
+it('keeps an answer, by default, only the second time its request is asked within the window (nginx\'s proxy_cache_min_uses)', async () => {
+  const REMEMBERED = 50;
+  const answers = new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes: 1_000_000, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0, remembered: REMEMBERED });
+  const made = () => ({ sources: [{ resource: locations, index: index(), epoch: 0 }], until: clock + 9_000 });
+  const body = '{"query":"{ twice }"}';
+  expect(await ask(answers, 'a', body, made())).toBeUndefined();
+  expect([answers.size, charged]).toEqual([0, 0]);
+  expect(await ask(answers, 'a', body, made())).toBeUndefined();
+  expect(answers.size).toBe(1);
+  expect((await ask(answers, 'a', body, made()))?.body).toBe('{"data":{"for":"a"}}');
+  // Asked once, then again once the window has passed: each asking is the first again.
+  const rare = '{"query":"{ rare }"}';
+  expect(await ask(answers, 'a', rare, made())).toBeUndefined();
+  clock += WINDOW_SECONDS * 1000 + 1;
+  expect(await ask(answers, 'a', rare, made())).toBeUndefined();
+  expect(answers.size).toBe(1);
+  // Another company asking the same bytes is its own count.
+  expect(await ask(answers, 'b', body, made())).toBeUndefined();
+  expect(answers.size).toBe(1);
+  // At most `remembered` requests asked once are remembered, the oldest forgotten first.
+  for (let i = 0; i <= REMEMBERED; i++) await ask(answers, 'c', `{"query":"{ n${i} }"}`, made());
+  expect(await ask(answers, 'c', '{"query":"{ n0 }"}', made())).toBeUndefined();
+  expect(answers.size).toBe(1);
+  expect(await ask(answers, 'c', `{"query":"{ n${REMEMBERED} }"}`, made())).toBeUndefined();
+  expect(answers.size).toBe(2);
+  answers.close();
 });

@@ -47,8 +47,12 @@ const VIOLATION_STRIKES = 5;
 
 /** What the transport tells the protocol hooks of a connection (graphql-ws's `extra`). */
 export interface SocketExtra {
-  /** The upgrade request's headers. */
-  readonly headers: IncomingHttpHeaders;
+  /**
+   * The upgrade request's headers, given once: the identity hook reads what it needs of
+   * them at `connection_init` (graphql/admission/identity.ts, `identityHeaders`), and the
+   * rest, up to Node's 16 KiB of a client's headers, is not kept for the connection's life.
+   */
+  takeHeaders(): IncomingHttpHeaders;
   /** Closes the connection (a close code of VIOLATION_CLOSE_CODES counts against its address). */
   close(code: number, reason: string): void;
   /** Its upgrade carried the router secret: a gateway's connection, for its callers. */
@@ -152,7 +156,13 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       socket.close(code, reason);
     };
     const flows = new Map<string, Flow>();
-    const extra: SocketExtra = { headers: req.headers, close, gateway: router.required && state.address === null, takeSubscribe: (id) => takeSubscribe(flows, id) };
+    let upgradeHeaders: IncomingHttpHeaders | undefined = req.headers;
+    const takeHeaders = () => {
+      const headers = upgradeHeaders ?? {};
+      upgradeHeaders = undefined;
+      return headers;
+    };
+    const extra: SocketExtra = { takeHeaders, close, gateway: router.required && state.address === null, takeSubscribe: (id) => takeSubscribe(flows, id) };
     acked.set(extra, () => (state.acked = true));
     // A socket's errors (a frame over the size bound, a bad frame) are the client's
     // doing, which any client can cause at will: the debug log, not console.error.

@@ -1,3 +1,6 @@
+import { Server as HttpServer, type IncomingHttpHeaders } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { demoTenants, makeTenant, type EmulatorShift } from '../../src/emulator';
@@ -146,6 +149,34 @@ describe('live updates over graphql-ws', () => {
     const unknown = collect(client({ 'x-tenant-id': 'no-such-company' }), SHIFT_CHANGES);
     await waitFor(() => unknown.error !== undefined, 'refused for an unknown tenant');
     expect(unknown.error).toMatchObject({ code: 4403, reason: expect.stringMatching(/^FORBIDDEN: /) });
+  });
+
+  it("lets go of the upgrade request's headers once connection_init is read (a client's 16 KiB are not kept for the connection's life)", async () => {
+    // Watched, not changed: each upgrade request's headers object, held weakly.
+    const upgrades: Array<WeakRef<IncomingHttpHeaders>> = [];
+    const emit = HttpServer.prototype.emit;
+    const spy = jest.spyOn(HttpServer.prototype, 'emit').mockImplementation(function (this: HttpServer, event: string | symbol, ...args: unknown[]) {
+      if (event === 'upgrade') upgrades.push(new WeakRef((args[0] as { headers: IncomingHttpHeaders }).headers));
+      return (emit as (this: HttpServer, event: string | symbol, ...args: unknown[]) => boolean).call(this, event, ...args);
+    });
+    let upgraded: Received | undefined;
+    try {
+      upgraded = collect(client({}, { 'x-tenant-id': tenantId, 'x-padding': 'p'.repeat(12_000) }), SHIFT_CHANGES);
+      await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed with upgrade headers');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(upgrades).toHaveLength(1);
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    // A WeakRef's target lives at least to the end of the turn that made or read it.
+    await waitFor(async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+      return upgrades[0]!.deref() === undefined;
+    }, 'the upgrade headers let go while the connection is open', 5_000);
+    expect(subgraph.server.live.subscriptions).toBe(1);
+    upgraded?.unsubscribe();
   });
 
   it('refuses shifts to a company without shifts.read (FORBIDDEN), serves its locations, and ends a subscription whose scope is withdrawn', async () => {

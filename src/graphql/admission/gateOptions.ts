@@ -17,8 +17,8 @@ export type SubscribeGateLimits = GateLimits;
 
 /** What the transport tells the gate of a connection (graphql-ws's `extra`). */
 export interface GateExtra {
-  /** The upgrade request's headers. */
-  readonly headers: IncomingHttpHeaders;
+  /** The upgrade request's headers, given once (the transport lets go of them then). */
+  takeHeaders(): IncomingHttpHeaders;
   /** Closes the connection (a client past the refusal bound). */
   close(code: number, reason: string): void;
   /** Its upgrade carried the router secret (the transport's verdict): a gateway's connection, for its callers. */

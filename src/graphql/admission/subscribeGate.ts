@@ -77,8 +77,9 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   return {
     connectionParams: (payload) => initParams(payload, identityNames, limits.initHeaderChars),
     onConnect: async (ctx) => {
-      const headers = identityHeaders(ctx.extra.headers, ctx.connectionParams, identityNames, limits.initHeaderChars);
-      // Read once: what graphql-ws keeps for the connection's life is not needed again.
+      const headers = identityHeaders(ctx.extra.takeHeaders(), ctx.connectionParams, identityNames, limits.initHeaderChars);
+      // Read once: what graphql-ws keeps for the connection's life (its `extra`, the
+      // payload) is not needed again; the identity keeps only the headers it reads.
       delete (ctx as { connectionParams?: unknown }).connectionParams;
       const problem = await services.identify(headers).then(() => undefined, identityError);
       // A gateway's connection (the transport's router verdict) is kept when its caller's

@@ -14,9 +14,16 @@
 // package-lock.json, for the packages): the tests use the files `npm run build` made
 // while these hashes still match (test/helpers/explorerAssets.ts) and build them again
 // only when they do not.
+//
+// The last files built are also kept in node_modules/.cache/wfs-explorer-assets/ (with
+// their sources.json), and a build whose sources all still hash the same copies them
+// from there instead of bundling again: the same inputs make the same files, and the
+// bundling is most of a build's CPU (5 of 8 CPU-seconds). Every checkout that links this
+// node_modules shares them: a worktree, or the copy of the repository in which
+// test/e2e/addResource.test.ts runs the docs' `npm run build`.
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -27,6 +34,8 @@ const require_ = createRequire(import.meta.url);
 const browserDir = join(root, 'src', 'explorer', 'browser');
 
 export const DEFAULT_OUT_DIR = join(root, 'dist', 'explorer', 'assets');
+/** The last assets built, with the hashes of their sources. */
+const CACHE_DIR = join(root, 'node_modules', '.cache', 'wfs-explorer-assets');
 
 const WORKERS = {
   editorWorker: 'monaco-editor/esm/vs/editor/editor.worker.js',
@@ -69,8 +78,64 @@ function sourceHashes(bundled) {
   return Object.fromEntries(paths.map((path) => [path, existsSync(join(root, path)) ? sha256(readFileSync(join(root, path))) : null]));
 }
 
-/** Builds the files into `outDir` (emptied first) and returns the manifest. */
+/**
+ * Whether `dir` holds assets complete (sources.json is written last) and built from
+ * this checkout's files as they are now: every source it lists, this script among them,
+ * hashes the same (a missing file as null).
+ */
+function builtFromCurrentSources(dir) {
+  let sources;
+  try {
+    sources = JSON.parse(readFileSync(join(dir, 'sources.json'), 'utf8'));
+  } catch {
+    return false;
+  }
+  const entries = Object.entries(sources);
+  return (
+    entries.some(([path]) => path === 'scripts/bundle/explorer.mjs') &&
+    entries.every(([path, hash]) => hash === (existsSync(join(root, path)) ? sha256(readFileSync(join(root, path))) : null))
+  );
+}
+
+/**
+ * Builds the files into `outDir` (emptied first) and returns the manifest: copied from
+ * CACHE_DIR when they were built there from the same sources, bundled otherwise (and
+ * then kept there for the next build).
+ */
 export async function buildExplorerAssets(outDir = DEFAULT_OUT_DIR) {
+  if (builtFromCurrentSources(CACHE_DIR)) {
+    try {
+      rmSync(outDir, { recursive: true, force: true });
+      cpSync(CACHE_DIR, outDir, { recursive: true });
+      if (builtFromCurrentSources(outDir)) return JSON.parse(readFileSync(join(outDir, 'manifest.json'), 'utf8'));
+    } catch {
+      // Replaced by another build while being copied: bundle them.
+    }
+  }
+  const manifest = await bundleExplorerAssets(outDir);
+  keep(outDir);
+  return manifest;
+}
+
+/** Copies the assets just built in `outDir` to CACHE_DIR, in place of what it held (through a folder of its own, renamed: a reader never sees half of it). */
+function keep(outDir) {
+  const fresh = `${CACHE_DIR}.${process.pid}`;
+  const stale = `${CACHE_DIR}.${process.pid}.old`;
+  try {
+    rmSync(fresh, { recursive: true, force: true });
+    cpSync(outDir, fresh, { recursive: true });
+    if (existsSync(CACHE_DIR)) renameSync(CACHE_DIR, stale);
+    renameSync(fresh, CACHE_DIR);
+  } catch {
+    // Another build kept its own meanwhile; the next build uses either.
+  } finally {
+    rmSync(fresh, { recursive: true, force: true });
+    rmSync(stale, { recursive: true, force: true });
+  }
+}
+
+/** Bundles the files into `outDir` (emptied first) and returns the manifest. */
+async function bundleExplorerAssets(outDir) {
   const app = await browserBundle(join(browserDir, 'bootstrap.ts'));
   const workers = await Promise.all(Object.values(WORKERS).map((entry) => browserBundle(require_.resolve(entry))));
   const sources = sourceHashes([app, ...workers].flatMap((bundle) => bundle.ours));

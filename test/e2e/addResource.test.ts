@@ -330,6 +330,11 @@ describe('docs/adding-a-resource.md, followed to the letter in a copy of the rep
     expect(changed.filter((file) => !section.includes(`\`${file}\``))).toEqual([]);
   });
 
+  it("built the checkout's explorer assets (the same sources make the same files, copied from the build's cache when it has them)", () => {
+    const manifest = (dir: string) => readFileSync(join(dir, 'dist', 'explorer', 'assets', 'manifest.json'), 'utf8');
+    expect(manifest(copy!)).toBe(manifest(root));
+  });
+
   it('linted what changed, with a lint that reads no type information (so the unchanged files are the checkout\'s, linted by the line)', () => {
     expect(commands).toContain(LINT);
     expect(lintScript).toMatch(/^eslint /);

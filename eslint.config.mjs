@@ -4,7 +4,7 @@
 // - The GraphQL schemas: every type, field, argument, enum value and directive of our
 //   subgraph schema must carry a description, because the explorer's docs pane, IDEs and
 //   relay-compiler's generated types show those descriptions or nothing
-//   (test/unit/schema-lint.test.ts runs it).
+//   (test/unit/lint.test.ts runs it).
 // - The TypeScript of src/, test/, scripts/, bench/ and router/ (Hive Gateway's config and
 //   response-cache plugin, which the gateway loads): ESLint's and typescript-eslint's
 //   recommended rules, without type information (a type-aware lint would take as long as

@@ -16,8 +16,8 @@
  * Where time itself is the subject (a block that lasts its length, a deadline the router
  * enforces), a comment saying "time is the subject" on the line or just above it (two
  * lines for a sleep, one for a bound) keeps it. The rules are written here, in CommonJS,
- * so that eslint.config.mjs and the tests that check them (test/unit/fixedSleeps.test.ts,
- * test/unit/wallClockBounds.test.ts) load the same module.
+ * so that eslint.config.mjs and the tests that check them (test/unit/lint.test.ts) load
+ * the same module.
  */
 
 const EXEMPT = /time is the subject/i;

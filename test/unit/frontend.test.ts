@@ -71,7 +71,8 @@ describe('for frontend teams', () => {
    * with those of no file or of a file under no project (the options', node_modules').
    */
   const checked = (() => {
-    let found: Record<'page' | 'nodenext' | 'nodenextWithoutExtensions' | 'bundler', string[]> | undefined;
+    type Checks = Record<'page' | 'nodenext' | 'nodenextWithoutExtensions' | 'bundler', string[]>;
+    let found: Checks | undefined;
     return () => {
       if (found) return found;
       const page = frontendProject(repoRoot, new Map([['apollo.ts', readFileSync(path.join(frontendDir, 'apollo.ts'), 'utf8')], ...pageSnippets().map((snippet, index): [string, string] => [snippetFile(index), snippet])]));
@@ -86,8 +87,8 @@ describe('for frontend teams', () => {
       const dirs = Object.values(projects).map(({ dir }) => dir + path.sep);
       const ofNoProject = [...byFile].filter(([file]) => !dirs.some((dir) => file.startsWith(dir))).flatMap(([, listed]) => listed);
       const under = (dir: string) => [...byFile].filter(([file]) => file.startsWith(dir + path.sep)).flatMap(([, listed]) => listed);
-      found = Object.fromEntries(Object.entries(projects).map(([name, { dir }]) => [name, [...ofNoProject, ...under(dir)]])) as typeof found;
-      return found!;
+      found = Object.fromEntries(Object.entries(projects).map(([name, { dir }]) => [name, [...ofNoProject, ...under(dir)]])) as Checks;
+      return found;
     };
   })();
   const snippetFile = (index: number) => `readme-snippet-${index}.ts`;

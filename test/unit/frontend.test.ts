@@ -4,50 +4,19 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSchema, isAbstractType, parse, print, type OperationDefinitionNode, type SelectionNode } from 'graphql';
-import ts from 'typescript';
-import { sharedCompilerHosts } from '../helpers/sharedCompilerHosts';
+import { frontendProject, typeCheck } from '../helpers/nativeTypeCheck';
 
 /**
  * What a frontend team meets, checked the way their tools check it: docs/frontend.md's
  * Apollo Client 4 snippets and examples/frontend/apollo.ts type-check; the generated
  * documents import from an ESM `nodenext` project and from a bundler project; and the
- * persisted documents manifests match the operations.
+ * persisted documents manifests match the operations. TypeScript 7 checks them
+ * (test/helpers/nativeTypeCheck.ts).
  */
 
 const repoRoot = path.resolve(__dirname, '../..');
 const frontendDir = path.join(repoRoot, 'examples', 'frontend');
 const generatedDir = path.join(repoRoot, 'operations', '__generated__');
-
-function parsedConfig(configPath: string): ts.ParsedCommandLine {
-  const { config, error } = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
-  if (error) throw new Error(ts.flattenDiagnosticMessageText(error.messageText, '\n'));
-  return ts.parseJsonConfigFileContent(config, ts.sys, path.dirname(configPath));
-}
-
-/**
- * Hosts for the programs of this file (the examples' projects, each with its own options),
- * which parse lib.dom.d.ts and the node_modules types once between them rather than once each.
- */
-const compilerHost = sharedCompilerHosts();
-
-/** Diagnostics of a program, by file ('' for those of no file); `extra` adds in-memory files (absolute path to text). */
-function diagnosticsByFile(configPath: string, rootNames?: string[], extra: ReadonlyMap<string, string> = new Map()): Map<string, string[]> {
-  const { options, fileNames } = parsedConfig(configPath);
-  const host = compilerHost(options, extra);
-  const program = ts.createProgram({ rootNames: rootNames ?? fileNames, options, host });
-  const byFile = new Map<string, string[]>();
-  for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
-    const file = diagnostic.file ? path.resolve(diagnostic.file.fileName) : '';
-    const where = diagnostic.file ? `${path.basename(diagnostic.file.fileName)}: ` : '';
-    byFile.set(file, [...(byFile.get(file) ?? []), `${where}TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`]);
-  }
-  return byFile;
-}
-
-/** Every diagnostic of a program (see diagnosticsByFile). */
-function diagnostics(configPath: string, rootNames?: string[], extra?: ReadonlyMap<string, string>): string[] {
-  return [...diagnosticsByFile(configPath, rootNames, extra).values()].flat();
-}
 
 /** The ```ts blocks of docs/frontend.md. */
 function pageSnippets(): string[] {
@@ -94,26 +63,40 @@ describe('for frontend teams', () => {
   });
 
   /**
-   * examples/frontend/apollo.ts and each ```ts block of docs/frontend.md as a file of its
-   * own (`readme-snippet-<n>.ts`) beside it, in one program of the example's tsconfig, as
-   * a frontend project holds them: one program loads Apollo Client's and urql's types
-   * once instead of once per file. Its diagnostics by file, compiled on first use.
+   * The projects checked before any app is generated, in one run of TypeScript 7 on first
+   * use: examples/frontend/apollo.ts and each ```ts block of docs/frontend.md as a file of
+   * its own (`readme-snippet-<n>.ts`) beside it, in the example's tsconfig, as a frontend
+   * project holds them; the generated documents in an ESM `nodenext` project, the same
+   * without their .js extensions, and in a bundler project. Each project's diagnostics,
+   * with those of no file or of a file under no project (the options', node_modules').
    */
-  const snippetFile = (index: number) => path.join(frontendDir, `readme-snippet-${index}.ts`);
-  const pageProgram = (() => {
-    let byFile: Map<string, string[]> | undefined;
+  const checked = (() => {
+    type Checks = Record<'page' | 'nodenext' | 'nodenextWithoutExtensions' | 'bundler', string[]>;
+    let found: Checks | undefined;
     return () => {
-      if (byFile) return byFile;
-      const snippets = new Map(pageSnippets().map((snippet, index) => [snippetFile(index), snippet]));
-      byFile = diagnosticsByFile(path.join(frontendDir, 'tsconfig.json'), [path.join(frontendDir, 'apollo.ts'), ...snippets.keys()], snippets);
-      return byFile;
+      if (found) return found;
+      const page = frontendProject(repoRoot, new Map([['apollo.ts', readFileSync(path.join(frontendDir, 'apollo.ts'), 'utf8')], ...pageSnippets().map((snippet, index): [string, string] => [snippetFile(index), snippet])]));
+      const projects = {
+        page: { dir: page.root, tsconfig: page.tsconfig },
+        nodenext: projectWithGeneratedDocuments('esm-nodenext'),
+        nodenextWithoutExtensions: projectWithGeneratedDocuments('esm-nodenext', (text) => text.replace(/(from ["']\.\/[\w-]+)\.js(["'])/g, '$1$2')),
+        bundler: projectWithGeneratedDocuments('bundler'),
+      };
+      temporary.push(...Object.values(projects).map(({ dir }) => dir));
+      const byFile = typeCheck(Object.values(projects).map(({ tsconfig }) => tsconfig), repoRoot);
+      const dirs = Object.values(projects).map(({ dir }) => dir + path.sep);
+      const ofNoProject = [...byFile].filter(([file]) => !dirs.some((dir) => file.startsWith(dir))).flatMap(([, listed]) => listed);
+      const under = (dir: string) => [...byFile].filter(([file]) => file.startsWith(dir + path.sep)).flatMap(([, listed]) => listed);
+      found = Object.fromEntries(Object.entries(projects).map(([name, { dir }]) => [name, [...ofNoProject, ...under(dir)]])) as Checks;
+      return found;
     };
   })();
+  const snippetFile = (index: number) => `readme-snippet-${index}.ts`;
 
   it('compiles examples/frontend/apollo.ts (Apollo Client 4) without a diagnostic', () => {
-    const snippets = new Set(pageSnippets().map((_, index) => snippetFile(index)));
+    const snippets = pageSnippets().map((_, index) => `${snippetFile(index)}: `);
     // Every diagnostic but the snippets' own (the next test names those): apollo.ts's, the files it imports, the options'.
-    expect([...pageProgram()].filter(([file]) => !snippets.has(file)).flatMap(([, found]) => found)).toEqual([]);
+    expect(checked().page.filter((found) => !snippets.some((snippet) => found.startsWith(snippet)))).toEqual([]);
   });
 
   it('compiles every TypeScript snippet of docs/frontend.md, with hooks from @apollo/client/react', () => {
@@ -124,26 +107,20 @@ describe('for frontend teams', () => {
     // The hooks moved in v4: importing one from the package root is an error there.
     expect(snippets.join('\n')).not.toMatch(/import \{[^}]*\buse(Query|Mutation|LazyQuery)\b[^}]*\} from '@apollo\/client'/);
     snippets.forEach((_snippet, index) => {
-      expect({ index, diagnostics: pageProgram().get(snippetFile(index)) ?? [] }).toEqual({ index, diagnostics: [] });
+      expect({ index, diagnostics: checked().page.filter((found) => found.startsWith(`${snippetFile(index)}: `)) }).toEqual({ index, diagnostics: [] });
     });
   });
 
   it('imports the generated documents from an ESM project with nodenext resolution', () => {
-    const project = projectWithGeneratedDocuments('esm-nodenext');
-    temporary.push(project.dir);
-    expect(diagnostics(project.tsconfig)).toEqual([]);
+    expect(checked().nodenext).toEqual([]);
   });
 
   it('would not without the .js extensions codegen.ts asks for (the check sees the difference)', () => {
-    const project = projectWithGeneratedDocuments('esm-nodenext', (text) => text.replace(/(from ["']\.\/[\w-]+)\.js(["'])/g, '$1$2'));
-    temporary.push(project.dir);
-    expect(diagnostics(project.tsconfig)).toEqual(expect.arrayContaining([expect.stringMatching(/TS2835/)]));
+    expect(checked().nodenextWithoutExtensions).toEqual(expect.arrayContaining([expect.stringMatching(/TS2835/)]));
   });
 
   it('imports the generated documents from a bundler project', () => {
-    const project = projectWithGeneratedDocuments('bundler');
-    temporary.push(project.dir);
-    expect(diagnostics(project.tsconfig)).toEqual([]);
+    expect(checked().bundler).toEqual([]);
   });
 
   it("configures Apollo Client's possibleTypes with every Node implementation of the client-facing schema", () => {
@@ -187,7 +164,7 @@ describe('for frontend teams', () => {
     const generated = readFileSync(path.join(app, 'src', 'gql', 'graphql.ts'), 'utf8');
     expect(generated).toContain('export type AppLocationPickerQuery');
     expect(generated).toContain('headcount: number | null');
-    expect(diagnostics(path.join(app, 'tsconfig.json'))).toEqual([]);
+    expect([...typeCheck([path.join(app, 'tsconfig.json')], app).values()].flat()).toEqual([]);
   });
 
   it('writes only files git ignores when run in this repository (.gitignore names examples/frontend/app/src/gql/)', () => {
@@ -209,10 +186,10 @@ describe('for frontend teams', () => {
     writeFileSync(path.join(out, 'package.json'), '{ "type": "module" }');
     // No ambient @types, as the app's tsconfig says ("types": []): this repository's node_modules
     // holds the server's (node, jest, pg and some thirty more), which an app's would not.
-    const options: ts.CompilerOptions = { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, outDir: out, rootDir: gql, strict: true, skipLibCheck: true, types: [] };
-    const program = ts.createProgram({ rootNames: readdirSync(gql).filter((file) => file.endsWith('.ts')).map((file) => path.join(gql, file)), options, host: compilerHost(options) });
-    const emitted = program.emit();
-    expect(emitted.diagnostics.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual([]);
+    const compilerOptions = { module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', outDir: out, rootDir: gql, strict: true, skipLibCheck: true, types: [] };
+    const tsconfig = path.join(app, 'tsconfig.esm.json');
+    writeFileSync(tsconfig, JSON.stringify({ compilerOptions, files: readdirSync(gql).filter((file) => file.endsWith('.ts')).map((file) => path.join(gql, file)) }));
+    expect([...typeCheck([tsconfig], app).values()].flat()).toEqual([]);
     const node = path.join(repoRoot, 'node_modules', '.bin', 'node');
     // The document the app's own source hands to graphql(...): the generated map must know it.
     const operation = /graphql\(`([\s\S]*?)`\)/.exec(readFileSync(path.join(app, 'src', 'LocationPicker.ts'), 'utf8'))![1]!;

@@ -1,9 +1,8 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { parse, validate } from 'graphql';
-import ts from 'typescript';
-import { sharedCompilerHosts } from '../helpers/sharedCompilerHosts';
+import { frontendProject, typeCheck } from '../helpers/nativeTypeCheck';
 
 /**
  * Frontend teams consume operations/__generated__ (TypedDocumentNodes from the codegen
@@ -17,53 +16,46 @@ const frontendDir = path.join(repoRoot, 'examples', 'frontend');
 const clientPath = path.join(frontendDir, 'client.ts');
 const operationsDir = path.join(repoRoot, 'operations');
 
-function loadFrontendConfig(): ts.ParsedCommandLine {
-  const configPath = path.join(frontendDir, 'tsconfig.json');
-  const { config, error } = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
-  if (error) throw new Error(ts.flattenDiagnosticMessageText(error.messageText, '\n'));
-  return ts.parseJsonConfigFileContent(config, ts.sys, frontendDir);
-}
-
 /**
- * The example client and its deliberately broken variants (beside it, served from memory,
- * so they never touch the disk): each a file of its own, in one program of the frontend
- * tsconfig, which loads lib.dom.d.ts and the graphql types once instead of once per file.
+ * The example client and its deliberately broken variants beside it, each a file of its
+ * own in one project of the frontend tsconfig (test/helpers/nativeTypeCheck.ts), which
+ * loads lib.dom.d.ts and the graphql types once instead of once per file.
  */
 const brokenClients = {
   wrongField: {
-    file: path.join(frontendDir, 'broken-client-wrong-field.ts'),
+    file: 'broken-client-wrong-field.ts',
     appended: 'export const wrongField = (query: LocationPickerQuery) => query.locations?.edges[0]?.node.title;',
   },
   missingVariable: {
-    file: path.join(frontendDir, 'broken-client-missing-variable.ts'),
+    file: 'broken-client-missing-variable.ts',
     appended: 'export const missingFirst = (request: Request) => request(ShiftsPageDocument, { after: null });',
   },
 };
 
-/** Diagnostics of that program by file ('' for those of no file), compiled on first use. */
-const clientProgram = (() => {
-  let byFile: Map<string, string[]> | undefined;
+/** Diagnostics of that project by file, relative to examples/frontend ('' for those of no file), checked on first use. */
+const clientProject = (() => {
+  let byName: Map<string, string[]> | undefined;
   return () => {
-    if (byFile) return byFile;
-    const { options } = loadFrontendConfig();
+    if (byName) return byName;
     const client = readFileSync(clientPath, 'utf8');
-    const overrides = new Map(Object.values(brokenClients).map(({ file, appended }) => [file, `${client}\n${appended}\n`]));
-    // The broken variants served from memory (test/helpers/sharedCompilerHosts.ts).
-    const host = sharedCompilerHosts()(options, overrides);
-    const program = ts.createProgram({ rootNames: [clientPath, ...overrides.keys()], options, host });
-    byFile = new Map();
-    for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
-      const file = diagnostic.file ? path.resolve(diagnostic.file.fileName) : '';
-      const where = diagnostic.file ? `${path.relative(repoRoot, diagnostic.file.fileName)}: ` : '';
-      byFile.set(file, [...(byFile.get(file) ?? []), `${where}TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`]);
+    const variants = Object.values(brokenClients).map(({ file, appended }): [string, string] => [file, `${client}\n${appended}\n`]);
+    const project = frontendProject(repoRoot, new Map([['client.ts', client], ...variants]));
+    try {
+      byName = new Map();
+      for (const [file, found] of typeCheck([project.tsconfig], project.root)) {
+        const name = file && path.relative(project.dir, file);
+        byName.set(name, [...(byName.get(name) ?? []), ...found]);
+      }
+    } finally {
+      rmSync(project.root, { recursive: true, force: true });
     }
-    return byFile;
+    return byName;
   };
 })();
 
 /** The diagnostics of a broken variant, and those of no file (the options'). */
 function brokenDiagnostics(variant: keyof typeof brokenClients): string[] {
-  return [...(clientProgram().get('') ?? []), ...(clientProgram().get(brokenClients[variant].file) ?? [])];
+  return [...(clientProject().get('') ?? []), ...(clientProject().get(brokenClients[variant].file) ?? [])];
 }
 
 describe('typed operations for frontends', () => {
@@ -89,7 +81,7 @@ describe('typed operations for frontends', () => {
   it('compiles the example frontend client without a single diagnostic', () => {
     const broken = new Set(Object.values(brokenClients).map(({ file }) => file));
     // Every diagnostic but the broken variants' own: client.ts's, the files it imports, the options'.
-    expect([...clientProgram()].filter(([file]) => !broken.has(file)).flatMap(([, found]) => found)).toEqual([]);
+    expect([...clientProject()].filter(([name]) => !broken.has(name)).flatMap(([, found]) => found)).toEqual([]);
   });
 
   it('fails to compile a client that reads a field its operation did not select', () => {
@@ -97,6 +89,7 @@ describe('typed operations for frontends', () => {
   });
 
   it('fails to compile a client that leaves out a required variable', () => {
-    expect(brokenDiagnostics('missingVariable')).toEqual([expect.stringMatching(/TS2345 .*'first'/s)]);
+    // TypeScript 7 names the missing property (TS2741) where 5.9 named the argument (TS2345) with this as its reason.
+    expect(brokenDiagnostics('missingVariable')).toEqual([expect.stringMatching(/TS2741 Property 'first' is missing/)]);
   });
 });

@@ -66,6 +66,22 @@ if [ ! -x node_modules/@grafbase/cli-x86_64-unknown-linux-musl/grafbase ] && [ !
   grafbase_install=$!
 fi
 
+echo "==> the typecheck and the lint, beside the codegen check, the build and then the tests ($((SECONDS - after_install)) s after npm ci)"
+# The line is bound by the machine's cores, and neither check writes anything the build
+# or the tests read, so they run beside them rather than before: their CPU fills what the
+# build (mostly one core) and jest leave idle (its start, and the tail where one long
+# suite runs alone). Each check's output is shown when it ends, under its name. A check
+# that fails stops jest at once, so a type error or a lint finding still fails the line in
+# the time the check takes, not after every suite. They start before the codegen check:
+# graphql-codegen writes no file whose content it would not change (it compares hashes),
+# so while the generated code is up to date the checks read it as committed, and when it
+# is not, the codegen check below fails the line whatever the checks find.
+declare -A check_of=()
+for check in typecheck lint; do
+  npm run --silent "$check" >"$stages/$check.log" 2>&1 &
+  check_of[$!]=$check
+done
+
 echo "==> generated code is up to date with schema.graphql and operations/"
 snapshot=$(mktemp -d)
 for dir in src/__generated__ operations/__generated__; do
@@ -78,19 +94,6 @@ for dir in src/__generated__ operations/__generated__; do
     diff -r "$snapshot/$dir" "$dir" | head -40 >&2
     exit 1
   fi
-done
-
-echo "==> the typecheck and the lint, beside the build and then the tests ($((SECONDS - after_install)) s after npm ci)"
-# The line is bound by the machine's cores, and neither check writes anything the build
-# or the tests read, so they run beside them rather than before: their CPU fills what the
-# build (mostly one core) and jest leave idle (its start, and the tail where one long
-# suite runs alone). Each check's output is shown when it ends, under its name. A check
-# that fails stops jest at once, so a type error or a lint finding still fails the line in
-# the time the check takes, not after every suite.
-declare -A check_of=()
-for check in typecheck lint; do
-  npm run --silent "$check" >"$stages/$check.log" 2>&1 &
-  check_of[$!]=$check
 done
 
 echo "==> build (the built server, dist/, is what the end-to-end suites start)"

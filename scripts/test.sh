@@ -62,7 +62,7 @@ grafbase_install=
 if [ ! -x node_modules/@grafbase/cli-x86_64-unknown-linux-musl/grafbase ] && [ ! -x "$GRAFBASE_DIR/node_modules/@grafbase/cli-x86_64-unknown-linux-musl/grafbase" ]; then
   echo "==> Grafbase Gateway binary ($GRAFBASE_CLI, into $GRAFBASE_DIR), beside what follows"
   mkdir -p "$GRAFBASE_DIR"
-  npm install --prefix "$GRAFBASE_DIR" --no-save --no-package-lock --no-audit --no-fund "$GRAFBASE_CLI" >"$stages/grafbase.log" 2>&1 &
+  nice -n 10 npm install --prefix "$GRAFBASE_DIR" --no-save --no-package-lock --no-audit --no-fund "$GRAFBASE_CLI" >"$stages/grafbase.log" 2>&1 &
   grafbase_install=$!
 fi
 
@@ -77,8 +77,10 @@ echo "==> the typecheck and the lint, beside the codegen check, the build and th
 # so while the generated code is up to date the checks read it as committed, and when it
 # is not, the codegen check below fails the line whatever the checks find.
 declare -A check_of=()
+# Niced: what gates jest (the codegen check, the build) and then jest itself come first,
+# and the checks take the CPU they leave, as jest's suites wait on sockets and children.
 for check in typecheck lint; do
-  npm run --silent "$check" >"$stages/$check.log" 2>&1 &
+  nice -n 10 npm run --silent "$check" >"$stages/$check.log" 2>&1 &
   check_of[$!]=$check
 done
 

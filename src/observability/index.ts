@@ -8,7 +8,7 @@ import { metricsObserver, type Metrics } from './metrics';
 import { operationRecorder, type OperationRecorder } from './operationPlugin';
 import { startTracing } from './otel';
 import { traceRequest, tracingObserver } from './otel/observer';
-import { operationSpanPlugin } from './otel/operationSpanPlugin';
+import { nameOperationSpan, operationSpanPlugin } from './otel/operationSpanPlugin';
 import { requestRecordObserver, runInRequestScope, setTraceIdProvider } from './requestScope';
 import { createUpstreamObserver } from './upstreamObserver';
 
@@ -62,7 +62,10 @@ export async function createObservability(options: ObservabilityOptions): Promis
   return {
     observer,
     plugins: [inlineTrace(), operations.plugin, ...(tracing ? [operationSpanPlugin(tracing)] : [])],
-    answeredWhole: operations.answeredWhole,
+    answeredWhole(record, operationName) {
+      operations.answeredWhole(record, operationName);
+      if (tracing) nameOperationSpan(tracing, 'query', operationName, true);
+    },
     serve(req, res, handler) {
       metrics.graphqlInFlight.inc();
       const onEnd = (record: RequestRecord) => {

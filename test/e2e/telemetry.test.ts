@@ -97,6 +97,8 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
       OTEL_BSP_SCHEDULE_DELAY: '50',
       // The shortest drain after SIGTERM: the flush on shutdown is the subject here, not the drain.
       WFS_DRAIN_SECONDS: '1',
+      // Pages and answers kept for 30 s: a query asked a third time is answered whole, and its span still named.
+      WFS_FRESHNESS_SECONDS: '30',
     });
     children.push(server);
     const url = (await server.waitFor(/"url":"(http:[^"]+)"/))[1]!;
@@ -163,11 +165,29 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
     expect(second.errors).toBeUndefined();
     await receiver.until((spans) => spans.some((span) => span.traceId === again && span.name === 'query Again'));
     const secondTrace = receiver.spans.filter((span) => span.traceId === again);
-    // The index answers the resolvers straight (the same path as with tracing off): no loader batch, so no lookup span, and no locations call.
+    // The index answers the resolvers straight (the same path as with tracing off): no loader batch, so no lookup span, and no locations call;
+    // the shifts page is the one the first operation read, kept within the window.
     expect(secondTrace.filter((span) => span.name === 'entity_index.lookup')).toHaveLength(0);
     expect(secondTrace.filter((span) => span.name === 'upstream.list locations')).toHaveLength(0);
-    expect(secondTrace.filter((span) => span.name === 'upstream.list shifts')).toHaveLength(1);
+    expect(secondTrace.filter((span) => span.name === 'upstream.list shifts')).toHaveLength(0);
     expect(secondTrace.filter((span) => span.name === 'upstream.token')).toHaveLength(0);
+
+    // The first operation asked twice more: kept whole the second time, answered whole the
+    // third, before Apollo Server runs. Its span is still named after the operation, under
+    // the router's, marked as answered whole, with nothing under it.
+    const rota = 'query Rota { locations(first: 2) { edges { cursor node { id name } } } shifts(first: 3) { edges { cursor node { id location { name } } } } }';
+    const kept = await post(url, rota, headers);
+    expect(kept.errors).toBeUndefined();
+    const wholeTrace = randomBytes(16).toString('hex');
+    const wholeParent = randomBytes(8).toString('hex');
+    const whole = await post(url, rota, { ...headers, traceparent: `00-${wholeTrace}-${wholeParent}-01` });
+    // The answer kept the second time, cursors and all (each answer seals its own).
+    expect(whole.data).toEqual(kept.data);
+    await receiver.until((spans) => spans.some((span) => span.traceId === wholeTrace && span.name === 'query Rota'));
+    const answeredWhole = receiver.spans.filter((span) => span.traceId === wholeTrace);
+    expect(answeredWhole.map((span) => span.name)).toEqual(['query Rota']);
+    expect(answeredWhole[0]!.parentSpanId).toBe(wholeParent);
+    expect(attributes(answeredWhole[0]!)).toMatchObject({ 'graphql.operation.type': 'query', 'graphql.operation.name': 'Rota', 'wfs.whole_answer': true });
 
     // Nothing secret in any attribute of any span: no client secret, router or cursor
     // secret, bearer token (the emulator issues JWTs) or cursor.

@@ -11,12 +11,19 @@ export function operationSpanPlugin(tracing: Tracing): ApolloServerPlugin {
     async requestDidStart() {
       return {
         async didResolveOperation({ operation, operationName }) {
-          if (!operation) return;
-          const type = operation.operation;
-          tracing.rename(operationName ? `${type} ${operationName}` : type);
-          tracing.annotate({ 'graphql.operation.type': type, 'graphql.operation.name': operationName ?? '' });
+          if (operation) nameOperationSpan(tracing, operation.operation, operationName ?? null);
         },
       };
     },
   };
+}
+
+/**
+ * Names the active request span after its operation. A query answered whole from memory
+ * (http/wholeAnswers.ts) never reaches Apollo Server's hooks: the handler names its span
+ * here too, under the operation name the answer resolved to, marked `wfs.whole_answer`.
+ */
+export function nameOperationSpan(tracing: Tracing, type: string, operationName: string | null, whole = false): void {
+  tracing.rename(operationName ? `${type} ${operationName}` : type);
+  tracing.annotate({ 'graphql.operation.type': type, 'graphql.operation.name': operationName ?? '', ...(whole && { 'wfs.whole_answer': true }) });
 }

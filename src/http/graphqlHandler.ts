@@ -11,7 +11,7 @@ import { createContext, type ContextServices, type GraphQLContext } from '../gra
 import type { RequestRecord } from '../upstream/observer';
 import type { AdmittedHandler } from './requestBounds';
 import { sendGraphQLError } from './respond';
-import type { SharedRequests } from './sharedRequests';
+import { identicalRequestKey, type SharedRequests } from './sharedRequests';
 import type { WholeAnswers } from './wholeAnswers';
 
 export interface GraphQLHandlerOptions {
@@ -44,7 +44,8 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHa
     const context = createContext(services, req.headers, signal, record);
     // One JSON object POSTed without a query string: the requests that may share an execution or an answer kept whole.
     const single = text !== null && query === -1 && typeof body === 'object' && body !== null && !Array.isArray(body);
-    const hit = whole && single ? await whole.lookup(context, text, req.headers) : undefined;
+    const key = (sharing || whole) && single ? await identicalRequestKey(context, text, req.headers) : undefined;
+    const hit = whole && key !== undefined ? await whole.lookup(context, key, req.headers) : undefined;
     if (hit) {
       answeredWhole?.(record, hit.operationName);
       res.writeHead(200, hit.headers);
@@ -52,7 +53,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHa
       context.release();
       return;
     }
-    const shared = sharing && single ? await sharing.begin(context, text, req.headers) : undefined;
+    const shared = sharing && key !== undefined && !signal.aborted ? sharing.begin(context, key) : undefined;
     let response;
     try {
       response = await apollo.executeHTTPGraphQLRequest({

@@ -52,6 +52,24 @@ export const JOINERS_PER_TURN = 8;
 const TRACE_HEADER = 'apollo-federation-include-trace';
 
 /**
+ * What makes two POSTed GraphQL requests identical, for sharing an execution (here) and
+ * for an answer kept whole (wholeAnswers.ts): the company the request's identity
+ * resolves to (per request, before anything is shared: a refused identity shares
+ * nothing, its error is its own), the content type and accept header, and the body's
+ * text exactly. Undefined: the request is worked out alone (a trace asked for, a
+ * refused identity, a client already gone). Worked out once per request, by the handler.
+ */
+export async function identicalRequestKey(context: GraphQLContext, body: string, headers: IncomingHttpHeaders): Promise<string | undefined> {
+  if (headers[TRACE_HEADER] !== undefined) return undefined;
+  const tenantId = await context.tenant().then(
+    (tenant) => tenant.tenantId,
+    () => undefined,
+  );
+  if (tenantId === undefined || context.signal.aborted) return undefined;
+  return `${tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${body}`;
+}
+
+/**
  * Identical GraphQL requests in flight share their work: the first one (the leader)
  * executes; the ones that arrive while it is still being worked out (same tenant, same
  * body, same content type and accept header, no trace asked for) take its data and
@@ -103,18 +121,10 @@ export class SharedRequests {
   }
 
   /**
-   * Decides, for one POST request with its raw body, whether it leads or joins; returns
-   * what to call once its response is worked out (undefined: not shareable).
+   * Decides, for one POST request with its key (`identicalRequestKey`), whether it leads
+   * or joins; returns what to call once its response is worked out.
    */
-  async begin(context: GraphQLContext, body: string, headers: IncomingHttpHeaders): Promise<(() => void) | undefined> {
-    if (headers[TRACE_HEADER] !== undefined) return undefined;
-    // Identity first, per request: a request whose tenant is refused shares nothing (its error is its own).
-    const tenantId = await context.tenant().then(
-      (tenant) => tenant.tenantId,
-      () => undefined,
-    );
-    if (tenantId === undefined || context.signal.aborted) return undefined;
-    const key = `${tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${body}`;
+  begin(context: GraphQLContext, key: string): () => void {
     const signal = context.signal;
     const existing = this.leaders.get(key);
     if (existing) {

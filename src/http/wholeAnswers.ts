@@ -23,9 +23,6 @@ const SWEEP_EVERY_MS = 5_000;
  */
 export const MAX_REMEMBERED = 20_000;
 
-/** The header a router sends to ask for an inline trace: such a request is worked out, never answered whole. */
-const TRACE_HEADER = 'apollo-federation-include-trace';
-
 /** An answer kept whole. */
 interface Entry {
   readonly key: string;
@@ -145,18 +142,13 @@ export class WholeAnswers {
   /**
    * The answer kept for this request, if one is and still serves; otherwise undefined,
    * and the request, if it may leave its answer, is noted as a candidate (`keep`).
-   * `body`: the POST body's text, already parsed as one JSON object by the handler.
+   * `key`: the request's `identicalRequestKey` (sharedRequests.ts), which resolved its
+   * identity: a refused one has no key and is answered by the plain path.
    */
-  async lookup(context: GraphQLContext, body: string, headers: IncomingHttpHeaders): Promise<WholeHit | undefined> {
-    if (headers[TRACE_HEADER] !== undefined) return undefined;
+  async lookup(context: GraphQLContext, key: string, headers: IncomingHttpHeaders): Promise<WholeHit | undefined> {
     if (this.options.defaultTenant !== undefined && !String(headers[this.options.tenantHeader.toLowerCase()] ?? '').trim()) return undefined;
-    // Identity first, per request: a refused identity is answered by the plain path, its error its own.
-    const tenant = await context.tenant().then(
-      (known) => known,
-      () => undefined,
-    );
-    if (!tenant || context.signal.aborted) return undefined;
-    const key = `${tenant.tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${body}`;
+    const tenant = context.knownTenant();
+    if (!tenant) return undefined;
     const entry = this.entries.get(key);
     const maxAge = entry ? this.maxAge(entry) : 0;
     if (!entry || maxAge < 1 || !(await tenant.reader.stillServes(entry.sources))) {

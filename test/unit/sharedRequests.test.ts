@@ -2,7 +2,7 @@ import { ApolloServer, HeaderMap } from '@apollo/server';
 import { buildSchema } from 'graphql';
 import type { GraphQLContext } from '../../src/graphql/data/context';
 import { createErrorFormatter } from '../../src/graphql/errors';
-import { SharedRequests } from '../../src/http/sharedRequests';
+import { identicalRequestKey, SharedRequests } from '../../src/http/sharedRequests';
 import { UpstreamError } from '../../src/upstream/errors';
 
 /**
@@ -51,10 +51,11 @@ beforeEach(() => {
   newGate();
 });
 
-/** One request as the GraphQL handler runs it: begin sharing, execute, finish. */
+/** One request as the GraphQL handler runs it: its key, begin sharing, execute, finish. */
 async function run(signal: AbortSignal = new AbortController().signal): Promise<{ data?: { value: string | null }; errors?: Array<{ extensions: { code: string } }> }> {
   const context = { signal, tenant: async () => ({ tenantId: 'tenant-1' }) } as unknown as GraphQLContext;
-  const finish = await sharing.begin(context, BODY, HEADERS);
+  const key = await identicalRequestKey(context, BODY, HEADERS);
+  const finish = key === undefined || signal.aborted ? undefined : sharing.begin(context, key);
   try {
     const headers = new HeaderMap([['content-type', 'application/json']]);
     const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: { method: 'POST', headers, search: '', body: JSON.parse(BODY) }, context: async () => context });

@@ -1,5 +1,6 @@
 import { HeaderMap } from '@apollo/server';
 import type { GraphQLContext } from '../../src/graphql/data/context';
+import { identicalRequestKey } from '../../src/http/sharedRequests';
 import { WholeAnswers, UNIT_BYTES } from '../../src/http/wholeAnswers';
 import { answerStillCurrent, type AnswerSources } from '../../src/upstream/reading/tenantReader';
 import { RESOURCES } from '../../src/upstream/resources';
@@ -45,7 +46,8 @@ function contextOf(tenantId: string | undefined, sources: AnswerSources, until: 
 async function ask(answers: WholeAnswers, tenantId: string | undefined, body: string, made: { sources: AnswerSources; until: number; answer?: string }): Promise<{ body: string; headers: Record<string, string> } | undefined> {
   const context = contextOf(tenantId, made.sources, made.until);
   const headers = { 'content-type': 'application/json', ...(tenantId && { 'x-tenant-id': tenantId }) };
-  const hit = await answers.lookup(context, body, headers);
+  const key = await identicalRequestKey(context, body, headers);
+  const hit = key === undefined ? undefined : await answers.lookup(context, key, headers);
   if (hit) return { body: hit.body.toString(), headers: hit.headers };
   const cacheControl = `private, max-age=${Math.floor((made.until - clock) / 1000)}`;
   const hooks = await answers.plugin().requestDidStart!({} as never);

@@ -8,6 +8,7 @@ import { parse } from 'graphql';
 import { request } from 'undici';
 import { makeTenant } from '../../src/emulator';
 import { DOCUMENT_STORE_BYTES, createDocumentStore, documentBytes } from '../../src/graphql/server/documentStore';
+import { settledHeap } from '../helpers/heldBytes';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
 /**
@@ -19,24 +20,8 @@ import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
  */
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
-/**
- * The heap in use once it has settled: full collections, with a turn of the event loop
- * between them, until two readings agree within 256 KB. One collection is not enough
- * in a jest worker: the suite before this one in the same worker is let go over the
- * next turns (its context, its module registry), and once freed 170 MB between two
- * readings of this suite, so that a shape measured less than nothing.
- */
-async function heapUsed(): Promise<number> {
-  let last = Number.NaN;
-  for (let i = 0; i < 20; i++) {
-    await new Promise((resolve) => setImmediate(resolve));
-    gc();
-    const now = process.memoryUsage().heapUsed;
-    if (Math.abs(now - last) < 256 * 1024) return now;
-    last = now;
-  }
-  throw new Error(`the heap did not settle after 20 collections (last read ${last} bytes)`);
-}
+/** The heap in use once it has settled (one collection is not enough in a jest worker: the suite before this one in the same worker is let go over the next turns). */
+const heapUsed = (): Promise<number> => settledHeap(gc, 256 * 1024);
 const MiB = 2 ** 20;
 
 const A = makeTenant({ tenantId: 'dddddddd-0000-4000-8000-00000000000d', clientId: 'client-doc', clientSecret: 'secret-doc-memory-1', grantedScopes: ['shifts.read'], shard: 0, locationCount: 3, shiftCount: 3 });

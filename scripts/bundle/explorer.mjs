@@ -22,12 +22,14 @@
 // node_modules shares them: a worktree, or the copy of the repository in which
 // test/e2e/addResource.test.ts runs the docs' `npm run build`.
 import { build } from 'esbuild';
+import assetSources from './assetSources.cjs';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+const { builtFromCurrentSources, sourceHash } = assetSources;
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 const require_ = createRequire(import.meta.url);
@@ -75,26 +77,7 @@ const sha256 = (body) => createHash('sha256').update(body).digest('hex');
  */
 function sourceHashes(bundled) {
   const paths = [...new Set([...bundled, 'src/explorer/browser/theme.css', 'src/explorer/browser/favicon.svg', 'scripts/bundle/explorer.mjs', 'package-lock.json'])].sort();
-  return Object.fromEntries(paths.map((path) => [path, existsSync(join(root, path)) ? sha256(readFileSync(join(root, path))) : null]));
-}
-
-/**
- * Whether `dir` holds assets complete (sources.json is written last) and built from
- * this checkout's files as they are now: every source it lists, this script among them,
- * hashes the same (a missing file as null).
- */
-function builtFromCurrentSources(dir) {
-  let sources;
-  try {
-    sources = JSON.parse(readFileSync(join(dir, 'sources.json'), 'utf8'));
-  } catch {
-    return false;
-  }
-  const entries = Object.entries(sources);
-  return (
-    entries.some(([path]) => path === 'scripts/bundle/explorer.mjs') &&
-    entries.every(([path, hash]) => hash === (existsSync(join(root, path)) ? sha256(readFileSync(join(root, path))) : null))
-  );
+  return Object.fromEntries(paths.map((path) => [path, sourceHash(root, path)]));
 }
 
 /**
@@ -103,11 +86,11 @@ function builtFromCurrentSources(dir) {
  * then kept there for the next build).
  */
 export async function buildExplorerAssets(outDir = DEFAULT_OUT_DIR) {
-  if (builtFromCurrentSources(CACHE_DIR)) {
+  if (builtFromCurrentSources(CACHE_DIR, root)) {
     try {
       rmSync(outDir, { recursive: true, force: true });
       cpSync(CACHE_DIR, outDir, { recursive: true });
-      if (builtFromCurrentSources(outDir)) return JSON.parse(readFileSync(join(outDir, 'manifest.json'), 'utf8'));
+      if (builtFromCurrentSources(outDir, root)) return JSON.parse(readFileSync(join(outDir, 'manifest.json'), 'utf8'));
     } catch {
       // Replaced by another build while being copied: bundle them.
     }

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -39,23 +38,9 @@ export function explorerAssets(): Promise<string> {
   return ready;
 }
 
-/** Whether ASSETS_DIR is complete (sources.json is written last) and every source it was built from is unchanged. */
-function isFresh(): boolean {
-  let sources: Record<string, string | null>;
-  try {
-    sources = JSON.parse(readFileSync(join(ASSETS_DIR, 'sources.json'), 'utf8')) as Record<string, string | null>;
-  } catch {
-    return false;
-  }
-  const entries = Object.entries(sources);
-  return (
-    entries.some(([path]) => path === 'scripts/bundle/explorer.mjs') &&
-    entries.every(([path, hash]) => {
-      const file = join(root, path);
-      return hash === (existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex') : null);
-    })
-  );
-}
+/** Whether ASSETS_DIR is complete and every source it was built from is unchanged (scripts/bundle/assetSources.cjs, as the build reads it). */
+const { builtFromCurrentSources } = require('../../scripts/bundle/assetSources.cjs') as { builtFromCurrentSources: (dir: string, root: string) => boolean };
+const isFresh = (): boolean => builtFromCurrentSources(ASSETS_DIR, root);
 
 /**
  * Runs `work` holding LOCK. The lock is a hard link to a file already holding our pid,

@@ -40,6 +40,11 @@ const base = {
   id: `wfs-subgraph-${createHash('sha256').update(__dirname).digest('hex').slice(0, 12)}`,
   testEnvironment: 'node',
   rootDir: __dirname,
+  // Jest's file map (the haste map) lists the files under `roots`, and a fresh clone
+  // builds it first, before any worker starts: under the whole checkout it walked
+  // node_modules too (140,000 files), 3.2 s of wall and CPU, against 0.7 s for test/. The
+  // suites import src/ and the rest by relative path, which Jest resolves on disk.
+  roots: ['<rootDir>/test'],
   transform: {
     '^.+\\.[tj]s$': ['<rootDir>/test/helpers/tsJestShared.js', { tsconfig: '<rootDir>/tsconfig.test.json' }],
   },

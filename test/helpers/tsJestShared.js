@@ -50,29 +50,44 @@ function requireIsolatedModules(options) {
   );
 }
 
+/**
+ * One transformer per worker and settings: Jest asks for the transformer again for each
+ * suite (a new ScriptTransformer per test file), and each asking read, parsed and hashed
+ * the tsconfigs again (here and in ts-jest), about 20 ms. ts-jest's transformer is given
+ * the Jest project's configuration with each file (`process`), so one instance serves
+ * every project.
+ */
+const transformers = new Map();
+
 module.exports = {
   requireIsolatedModules,
   createTransformer(options) {
-    requireIsolatedModules(options);
-    const inner = tsJest.createTransformer(options);
-    const salt = createHash('sha256')
-      .update(JSON.stringify([require('ts-jest/package.json').version, require('typescript/package.json').version, options ?? null]))
-      .update(readFileSync(join(root, 'tsconfig.json')))
-      .update(readFileSync(join(root, 'tsconfig.test.json')))
-      .update(readFileSync(__filename))
-      .digest('hex');
-    return {
-      canInstrument: false,
-      getCacheKey(source, filename, { instrument, supportsStaticESM }) {
-        return createHash('sha256')
-          .update(salt)
-          .update(`\0${filename}\0${instrument ? 'instrument' : ''}\0${supportsStaticESM ? 'esm' : ''}\0`)
-          .update(source)
-          .digest('hex');
-      },
-      process(source, filename, transformOptions) {
-        return inner.process(source, filename, transformOptions);
-      },
-    };
+    const settings = JSON.stringify(options ?? null);
+    if (!transformers.has(settings)) transformers.set(settings, createSharedTransformer(options));
+    return transformers.get(settings);
   },
 };
+
+function createSharedTransformer(options) {
+  requireIsolatedModules(options);
+  const inner = tsJest.createTransformer(options);
+  const salt = createHash('sha256')
+    .update(JSON.stringify([require('ts-jest/package.json').version, require('typescript/package.json').version, options ?? null]))
+    .update(readFileSync(join(root, 'tsconfig.json')))
+    .update(readFileSync(join(root, 'tsconfig.test.json')))
+    .update(readFileSync(__filename))
+    .digest('hex');
+  return {
+    canInstrument: false,
+    getCacheKey(source, filename, { instrument, supportsStaticESM }) {
+      return createHash('sha256')
+        .update(salt)
+        .update(`\0${filename}\0${instrument ? 'instrument' : ''}\0${supportsStaticESM ? 'esm' : ''}\0`)
+        .update(source)
+        .digest('hex');
+    },
+    process(source, filename, transformOptions) {
+      return inner.process(source, filename, transformOptions);
+    },
+  };
+}

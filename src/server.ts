@@ -21,7 +21,7 @@ import type { LiveEvents } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
 import { UNIT_BYTES, WholeAnswers } from './http/wholeAnswers';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
-import { cachePolicyPlugin } from './graphql/server/cachePolicy';
+import { cachePolicyPlugin, untaggedExtensions } from './graphql/server/cachePolicy';
 import { CacheTags } from './upstream/cacheTags';
 import { InvalidationSender } from './live/invalidation';
 import { createSubscribeGate } from './graphql/admission/subscribeGate';
@@ -231,6 +231,7 @@ function wholeAnswersOf(config: Config, options: ServerOptions, app: App, observ
     tenantHeader: config.tenantHeader,
     defaultTenant: options.defaultTenant,
     observer: observability.observer,
+    untaggedExtensions,
   });
 }
 

@@ -28,6 +28,13 @@ interface Entry {
   readonly key: string;
   /** The JSON body as it was written, ready to write again. */
   readonly body: Buffer;
+  /**
+   * The answer the plain path gives in the last second of the answer's freshness, when
+   * `max-age` would be 0 (docs/caching.md, "Whole answers"): `no-store`, without the
+   * cache tags, so `body` up to `end` followed by `tail`. Undefined: that answer
+   * could not be worked out from this one, and the request executes in that second.
+   */
+  readonly plain: { readonly end: number; readonly tail: string } | undefined;
   /** The response headers but `cache-control` and `content-length` (recomputed on each hit). */
   readonly headers: Readonly<Record<string, string>>;
   /** The answer's freshness end (ms, the indexes' clock): the instant its `max-age` was counted from. */
@@ -44,7 +51,13 @@ interface Entry {
 /** A request that missed, and may leave its answer: its key, and what its execution made (the plugin fills it in). */
 interface Candidate {
   readonly key: string;
-  made?: { readonly operationName: string | null; readonly sources: AnswerSources; readonly until: number };
+  made?: {
+    readonly operationName: string | null;
+    readonly sources: AnswerSources;
+    readonly until: number;
+    /** The answer's extensions as written (the cache tags in them), and as the cache policy found them (`untaggedExtensions`). */
+    readonly extensions: { readonly tagged: unknown; readonly untagged: unknown } | undefined;
+  };
 }
 
 /** What a hit writes. */
@@ -78,6 +91,12 @@ export interface WholeAnswersOptions {
   readonly minUses?: number;
   /** How many requests asked too few times yet are remembered (MAX_REMEMBERED). */
   readonly remembered?: number;
+  /**
+   * The cache policy's `untaggedExtensions` (graphql/server/cachePolicy.ts, handed at
+   * wiring): the extensions an answer had before it was tagged, from which its last
+   * second's answer is made (`no-store`, untagged). Without it, that second executes.
+   */
+  readonly untaggedExtensions?: (result: object) => { readonly extensions: unknown } | undefined;
 }
 
 /**
@@ -87,7 +106,8 @@ export interface WholeAnswersOptions {
  * Apollo's pipeline.
  *
  * Kept: the second time a request is asked within the window (`minUses`: an answer
- * asked once is not worth its copy), what the cache policy
+ * asked once is not worth its copy), or the first time after its kept answer ended
+ * (a request asked that often is asked again), what the cache policy
  * (graphql/server/cachePolicy.ts) marked `private, max-age`
  * (a query for one named company, without error, within a window above 0), answered 200
  * in one piece, whose reads all went through the company's entity indexes and found
@@ -101,8 +121,10 @@ export interface WholeAnswersOptions {
  * answer read from has forgotten nothing since (keptPages.ts, `stillCurrent`), so a
  * change a poll saw here or on another replica, a change a page read showed, an
  * eviction, or an index's expiry each end it, at once, as they end the kept pages and
- * records it was made of. Its cursors are the ones it was written with (each answer
- * seals its own with a fresh nonce; a kept one repeats them, as a gateway's cache does).
+ * records it was made of. In its last second, when `max-age` would be 0, it answers as
+ * the plain path then does from those pages and records: `no-store`, untagged. Its
+ * cursors are the ones it was written with (each answer seals its own with a fresh
+ * nonce; a kept one repeats them, as a gateway's cache does).
  *
  * Bounded: `maxBytes` together (a quarter of the memory budget by default, counted in
  * it: `charge`), least recently used first out, and answers past their freshness end
@@ -150,20 +172,43 @@ export class WholeAnswers {
     const tenant = context.knownTenant();
     if (!tenant) return undefined;
     const entry = this.entries.get(key);
-    const maxAge = entry ? this.maxAge(entry) : 0;
-    if (!entry || maxAge < 1 || !(await tenant.reader.stillServes(entry.sources))) {
+    const hit = entry && this.serves(entry) && (await tenant.reader.stillServes(entry.sources)) ? this.hit(entry) : undefined;
+    if (!entry || !hit) {
       if (entry && this.entries.get(key) === entry) this.drop(entry);
       this.observer.cacheLookup('whole_answers', 0, 1);
-      if (this.askedEnough(key)) this.candidates.set(context.signal, { key });
+      // A request whose answer was kept (asked often enough) and has ended, by its
+      // freshness end or by a change, leaves its next answer at once: it is not asked
+      // once more first, which would cost an execution per window for nothing.
+      if (entry || this.askedEnough(key)) this.candidates.set(context.signal, { key });
       return undefined;
     }
     if (this.entries.delete(key)) this.entries.set(key, entry);
     this.observer.cacheLookup('whole_answers', 1, 0);
-    return {
-      body: entry.body,
-      headers: { ...entry.headers, 'cache-control': `private, max-age=${maxAge}`, 'content-length': String(entry.body.length) },
-      operationName: entry.operationName,
-    };
+    return hit;
+  }
+
+  /** Whether the entry can answer now: within its freshness, and in its last second only with the plain path's answer of that second. */
+  private serves(entry: Entry): boolean {
+    const now = this.options.now();
+    const left = entry.until - now;
+    return left >= 1_000 || (left > 0 && entry.plain !== undefined && lastSecond(entry.sources, now));
+  }
+
+  /**
+   * What the entry answers now: itself with `private, max-age=` what is left of its
+   * freshness, or, in its last second (`max-age` would be 0), what the plain path
+   * answers then from the same kept pages and records: the same data, `no-store`,
+   * without cache tags. Undefined once it cannot.
+   */
+  private hit(entry: Entry): WholeHit | undefined {
+    const left = entry.until - this.options.now();
+    if (left >= 1_000) {
+      const maxAge = Math.min(this.options.freshnessSeconds, Math.floor(left / 1000));
+      return { body: entry.body, headers: { ...entry.headers, 'cache-control': `private, max-age=${maxAge}`, 'content-length': String(entry.body.length) }, operationName: entry.operationName };
+    }
+    if (left <= 0 || !entry.plain || !lastSecond(entry.sources, this.options.now())) return undefined;
+    const body = Buffer.concat([entry.body.subarray(0, entry.plain.end), Buffer.from(entry.plain.tail)]);
+    return { body, headers: { ...entry.headers, 'cache-control': 'no-store', 'content-length': String(body.length) }, operationName: entry.operationName };
   }
 
   /** The Apollo plugin that notes, for a candidate, what its answer was made of (after the cache policy set its header). */
@@ -177,7 +222,9 @@ export class WholeAnswers {
         const freshness = contextValue.knownTenant()?.reader.freshness;
         const sources = freshness?.answerSources();
         if (!freshness || !sources) return;
-        candidate.made = { operationName: operationName ?? null, sources, until: freshness.until };
+        const result = response.body.singleResult;
+        const untagged = this.options.untaggedExtensions?.(result);
+        candidate.made = { operationName: operationName ?? null, sources, until: freshness.until, extensions: untagged && { tagged: result.extensions, untagged: untagged.extensions } };
       },
     };
     return {
@@ -200,11 +247,12 @@ export class WholeAnswers {
     if (!made || (status ?? 200) !== 200 || !headers['cache-control']?.startsWith('private, max-age=')) return;
     if (made.until - this.options.now() < 1_000 || !answerStillCurrent(made.sources)) return;
     const body = Buffer.from(text);
-    const bytes = body.length + Buffer.byteLength(candidate.key) + ENTRY_OVERHEAD_BYTES;
+    const plain = made.extensions && plainAnswer(text, body.length, made.extensions);
+    const bytes = body.length + Buffer.byteLength(candidate.key) + (plain?.tail.length ?? 0) + ENTRY_OVERHEAD_BYTES;
     if (bytes > this.options.maxBytes * LARGEST_SHARE) return;
     const kept: Record<string, string> = {};
     for (const name in headers) if (name !== 'cache-control' && name !== 'content-length') kept[name] = headers[name]!;
-    const entry: Entry = { key: candidate.key, body, headers: kept, until: made.until, sources: made.sources, operationName: made.operationName, units: Math.ceil(bytes / UNIT_BYTES), bytes };
+    const entry: Entry = { key: candidate.key, body, plain, headers: kept, until: made.until, sources: made.sources, operationName: made.operationName, units: Math.ceil(bytes / UNIT_BYTES), bytes };
     const old = this.entries.get(entry.key);
     if (old) this.drop(old);
     this.entries.set(entry.key, entry);
@@ -241,8 +289,8 @@ export class WholeAnswers {
 
   /** Lets go of every answer past its freshness end, and every request asked too long ago to count (the timer calls this). */
   sweep(): void {
-    for (const entry of [...this.entries.values()]) if (this.maxAge(entry) < 1) this.drop(entry);
     const now = this.options.now();
+    for (const entry of [...this.entries.values()]) if (entry.until <= now) this.drop(entry);
     for (const [digest, { until }] of this.asked) if (until <= now) this.asked.delete(digest);
   }
 
@@ -253,14 +301,34 @@ export class WholeAnswers {
     this.asked.clear();
   }
 
-  /** What is left of the entry's freshness, in whole seconds, never more than the window. */
-  private maxAge(entry: Entry): number {
-    return Math.min(this.options.freshnessSeconds, Math.floor((entry.until - this.options.now()) / 1000));
-  }
-
   private drop(entry: Entry): void {
     if (!this.entries.delete(entry.key)) return;
     this.bytes -= entry.bytes;
     this.options.charge(-entry.units);
   }
+}
+
+/**
+ * The answer the plain path writes for the same data once `max-age` would be 0: the
+ * cache policy then marks it `no-store` and adds no tags, so it is the kept answer with
+ * the extensions it had before its tags (`untagged`; none: no `extensions` at all).
+ * Worked out from the written text, which ends with the tagged extensions (the
+ * answer's JSON is `{"data":...,"extensions":...}`, errors never being kept): the
+ * bytes before them (`end`) and what follows instead (`tail`). Undefined if the text
+ * does not end as expected: then that second executes, as without this.
+ */
+function plainAnswer(text: string, bytes: number, extensions: { readonly tagged: unknown; readonly untagged: unknown }): { end: number; tail: string } | undefined {
+  const written = `,"extensions":${JSON.stringify(extensions.tagged)}}`;
+  if (!text.endsWith(written)) return undefined;
+  const tail = extensions.untagged === undefined ? '}' : `,"extensions":${JSON.stringify(extensions.untagged)}}`;
+  return { end: bytes - Buffer.byteLength(written), tail };
+}
+
+/**
+ * Whether the plain path, reading the answer's lists from the same indexes now, would
+ * find less than a second left and mark its answer `no-store`: an index whose lifetime
+ * a poll moved on (a watched list confirmed) gives it more, and the request executes.
+ */
+function lastSecond(sources: AnswerSources, now: number): boolean {
+  return sources.some(({ index }) => index.freshUntil - now < 1_000);
 }

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from 'graphql-ws';
 import type { Counter } from 'prom-client';
+import { request } from 'undici';
 import { unpack } from '../../src/graphql/data/cursorPayload';
 import { encodeNodeId } from '../../src/graphql/data/node';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
@@ -101,6 +102,41 @@ describe('a page read again within the window', () => {
     const expired = await subgraph!.query(LOCATIONS, {}, as(A));
     expect(calls('locations')).toBe(2);
     expect(cacheControl(expired)).toBe('private, max-age=30');
+  });
+
+  it('is answered whole in its last second as the plain path answers it then (no-store, untagged), and kept again at once after its end', async () => {
+    await start({ WFS_FRESHNESS_SECONDS: '5' });
+    const url = subgraph!.server.url;
+    const post = async () => {
+      const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...as(A) }, body: JSON.stringify({ query: LOCATIONS }) });
+      return { cacheControl: response.headers['cache-control'], text: await response.body.text() };
+    };
+    // A GET is always executed: the plain path, from the same kept page.
+    const plain = async () => {
+      const response = await request(`${url}?query=${encodeURIComponent(LOCATIONS)}`, { headers: { 'apollo-require-preflight': 'true', ...as(A) } });
+      return { cacheControl: response.headers['cache-control'], text: await response.body.text() };
+    };
+    const first = await post();
+    await post();
+    expect(calls('locations')).toBe(1);
+    expect(JSON.parse(first.text).extensions.apolloCacheTags).toHaveLength(1);
+    clock += 4_400;
+    // 600 ms left: max-age would be 0. The plain path marks the kept page's answer no-store
+    // and tags nothing; the answer kept whole serves exactly that, without executing.
+    const hits = await wholeAnswers('hit');
+    const lastSecond = await post();
+    expect(await wholeAnswers('hit')).toBe(hits + 1);
+    expect(lastSecond).toEqual(await plain());
+    expect(lastSecond.cacheControl).toBe('no-store');
+    expect(JSON.parse(lastSecond.text)).toEqual({ data: JSON.parse(first.text).data });
+    expect(calls('locations')).toBe(1);
+    // Its end: read upstream again, and the answer kept at once (it was asked often), not at the next asking.
+    clock += 700;
+    expect((await post()).cacheControl).toBe('private, max-age=5');
+    expect(calls('locations')).toBe(2);
+    const hitsAfter = await wholeAnswers('hit');
+    expect((await post()).text).toBe(first.text);
+    expect(await wholeAnswers('hit')).toBe(hitsAfter + 1);
   });
 
   it("is as old as the oldest data the answer used: an entity-index read counts", async () => {

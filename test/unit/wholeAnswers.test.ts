@@ -1,8 +1,11 @@
 import { HeaderMap } from '@apollo/server';
+import { Kind, parse, type OperationDefinitionNode } from 'graphql';
+import { cachePolicyPlugin, untaggedExtensions } from '../../src/graphql/server/cachePolicy';
 import type { GraphQLContext } from '../../src/graphql/data/context';
 import { identicalRequestKey } from '../../src/http/sharedRequests';
 import { WholeAnswers, UNIT_BYTES } from '../../src/http/wholeAnswers';
 import { answerStillCurrent, type AnswerSources } from '../../src/upstream/reading/tenantReader';
+import { CacheTags } from '../../src/upstream/cacheTags';
 import { RESOURCES } from '../../src/upstream/resources';
 
 /**
@@ -18,12 +21,23 @@ const WINDOW_SECONDS = 10;
 
 /** An index as an answer sees it (keptPages.ts, `IndexEpoch`). */
 function index() {
-  return { epoch: 0, isReleased: false, lifetimeStart: clock, expiresAt: clock + WINDOW_SECONDS * 1000, expired() { return clock >= this.expiresAt; } };
+  return {
+    epoch: 0,
+    isReleased: false,
+    lifetimeStart: clock,
+    expiresAt: clock + WINDOW_SECONDS * 1000,
+    get freshUntil() {
+      return this.expiresAt;
+    },
+    expired() {
+      return clock >= this.expiresAt;
+    },
+  };
 }
 
 /** A store; the tests but the last keep an answer the first time it is asked (`minUses` 1), the last one checks the shipped 2. */
 function store(maxBytes = 1_000_000, minUses = 1): WholeAnswers {
-  return new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0, minUses });
+  return new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0, minUses, untaggedExtensions });
 }
 
 function contextOf(tenantId: string | undefined, sources: AnswerSources, until: number): GraphQLContext {
@@ -76,7 +90,7 @@ it("serves an answer again to its company only, its max-age what is left of the 
   expect(await ask(answers, 'a', '{"query":"{ x } "}', made)).toBeUndefined();
   expect(await ask(answers, undefined, '{"query":"{ x }"}', made)).toBeUndefined();
   expect(answers.size).toBe(3);
-  // Less than a second left: not served.
+  // Less than a second left, and no answer of that second worked out (the cache policy tagged nothing here): not served.
   clock += 5_600;
   expect(await ask(answers, 'a', '{"query":"{ x }"}', { ...made, until: clock - 1 })).toBeUndefined();
   clock += 10_000;
@@ -133,7 +147,7 @@ it('holds its byte budget, least recently used first out, each answer charged to
   expect(charged).toBe(0);
 });
 
-it('keeps an answer, by default, only the second time its request is asked within the window (nginx\'s proxy_cache_min_uses)', async () => {
+it('keeps an answer, by default, only the second time its request is asked within the window (nginx\'s proxy_cache_min_uses), or at once after a kept one ended', async () => {
   const REMEMBERED = 50;
   const answers = new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes: 1_000_000, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0, remembered: REMEMBERED });
   const made = () => ({ sources: [{ resource: locations, index: index(), epoch: 0 }], until: clock + 9_000 });
@@ -158,5 +172,71 @@ it('keeps an answer, by default, only the second time its request is asked withi
   expect(answers.size).toBe(1);
   expect(await ask(answers, 'c', `{"query":"{ n${REMEMBERED} }"}`, made())).toBeUndefined();
   expect(answers.size).toBe(2);
+  // The answer kept for `body` ended with the window passed above. A request whose answer
+  // was kept is asked often: the first asking after its end leaves its answer at once.
+  expect(await ask(answers, 'a', body, made())).toBeUndefined();
+  expect((await ask(answers, 'a', body, made()))?.body).toBe('{"data":{"for":"a"}}');
+  // Once it is let go by the sweep, the request is asked once more first, as any other.
+  clock += WINDOW_SECONDS * 1000 + 1;
+  answers.sweep();
+  expect(await ask(answers, 'a', body, made())).toBeUndefined();
+  expect(await ask(answers, 'a', body, made())).toBeUndefined();
+  expect((await ask(answers, 'a', body, made()))?.body).toBe('{"data":{"for":"a"}}');
+  answers.close();
+});
+
+it('answers, in the last second of its freshness, what the plain path then answers from the same indexes: no-store, untagged', async () => {
+  const answers = store();
+  const policy = cachePolicyPlugin({ freshnessSeconds: WINDOW_SECONDS, tags: new CacheTags(Buffer.alloc(32)), resources: undefined as never, tenantHeader: 'x-tenant-id', now: () => clock });
+  /** The plain path's answer to `{ x }` now for an answer made of `sources`, through the real cache policy. */
+  const execute = async (sources: AnswerSources, extensions?: Record<string, unknown>) => {
+    const until = Math.min(...sources.map(({ index }) => index.freshUntil));
+    const context = contextOf('a', sources, until);
+    Object.assign((context.knownTenant() as unknown as { reader: { freshness: object } }).reader.freshness, { lists: new Set(['locations']) });
+    const result = { data: { x: 1 }, ...(extensions && { extensions }) };
+    const response = { http: { headers: new HeaderMap() }, body: { kind: 'single', singleResult: result } };
+    const operation = parse('{ x }').definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
+    const hooks = { contextValue: context, operation, operationName: null, request: { http: { headers: new HeaderMap([['x-tenant-id', 'a']]) } }, response } as never;
+    await (await policy.requestDidStart!({} as never))!.willSendResponse!(hooks);
+    return { context, hooks, cacheControl: response.http.headers.get('cache-control')!, text: JSON.stringify(result) };
+  };
+  /** One request to the store: its hit, or undefined after it executed and offered its answer. */
+  const request = async (body: string, sources: AnswerSources, extensions?: Record<string, unknown>) => {
+    const plain = await execute(sources, extensions);
+    const headers = { 'content-type': 'application/json', 'x-tenant-id': 'a' };
+    const hit = await answers.lookup(plain.context, (await identicalRequestKey(plain.context, body, headers))!, headers);
+    if (hit) return { cacheControl: hit.headers['cache-control'], text: hit.body.toString(), length: hit.headers['content-length'] };
+    await (await answers.plugin().requestDidStart!({} as never))!.willSendResponse!(plain.hooks);
+    answers.keep(plain.context.signal, 200, { 'content-type': 'application/json', 'cache-control': plain.cacheControl }, plain.text);
+    return undefined;
+  };
+  for (const extensions of [undefined, { other: [1] }]) {
+    const source = index();
+    const sources = [{ resource: locations, index: source, epoch: 0 }];
+    const body = `{"query":"{ x }","n":${JSON.stringify(extensions ?? null)}}`;
+    expect(await request(body, sources, extensions)).toBeUndefined();
+    const kept = await request(body, sources, extensions);
+    expect(kept?.cacheControl).toBe(`private, max-age=${WINDOW_SECONDS}`);
+    expect(JSON.parse(kept!.text).extensions.apolloCacheTags).toHaveLength(1);
+    clock += WINDOW_SECONDS * 1000 - 400;
+    // max-age would be 0: the plain path's answer then, byte for byte, without executing.
+    const plain = await execute(sources, extensions);
+    expect(plain.cacheControl).toBe('no-store');
+    const hit = await request(body, sources, extensions);
+    expect(hit).toEqual({ cacheControl: 'no-store', text: plain.text, length: String(Buffer.byteLength(plain.text)) });
+    expect(JSON.parse(hit!.text)).toEqual({ data: { x: 1 }, ...(extensions && { extensions }) });
+    clock += 400;
+    expect(await request(body, sources, extensions)).toBeUndefined();
+  }
+  // A poll confirmed the index (its lifetime moved on): the plain path has more than a second left, so the request executes.
+  const watched = index();
+  const sources = [{ resource: locations, index: watched, epoch: 0 }];
+  await request('{"query":"{ watched }"}', sources);
+  await request('{"query":"{ watched }"}', sources);
+  clock += WINDOW_SECONDS * 1000 - 400;
+  watched.expiresAt = clock + WINDOW_SECONDS * 1000;
+  expect((await execute(sources)).cacheControl).toBe(`private, max-age=${WINDOW_SECONDS}`);
+  expect(await request('{"query":"{ watched }"}', sources)).toBeUndefined();
+  expect((await request('{"query":"{ watched }"}', sources))?.cacheControl).toBe(`private, max-age=${WINDOW_SECONDS}`);
   answers.close();
 });

@@ -34,6 +34,18 @@ import type { GraphQLContext } from '../data/context';
 
 export const NO_STORE = 'no-store';
 
+/** Per answer the policy tagged (its result), the extensions it had before: what it would have carried as `no-store`. */
+const untagged = new WeakMap<object, { readonly extensions: unknown }>();
+
+/**
+ * The extensions an answer had before this policy added its cache tags, or undefined if
+ * it added none: an answer kept whole serves them in the last second of its freshness,
+ * when the plain path marks the same data `no-store` and tags nothing (wholeAnswers.ts).
+ */
+export function untaggedExtensions(result: object): { readonly extensions: unknown } | undefined {
+  return untagged.get(result);
+}
+
 export interface CachePolicyOptions {
   /** WFS_FRESHNESS_SECONDS (0: every answer `no-store`). */
   readonly freshnessSeconds: number;
@@ -66,6 +78,7 @@ export function cachePolicyPlugin(options: CachePolicyOptions): ApolloServerPlug
       if (maxAge < 1) return;
       headers.set('cache-control', `private, max-age=${maxAge}`);
       const listTags = [...used.lists].map((list) => tags.list(tenant.tenantId, list));
+      untagged.set(result, { extensions: result.extensions });
       const extensions: Record<string, unknown> = { ...result.extensions };
       const entities = entityRepresentations(operation, request.variables);
       if (entities) {

@@ -173,8 +173,14 @@ export class EntityIndex<T extends { id: string }> {
     return this.startedAt;
   }
 
-  /** See `forgotten`: the same number while the index has forgotten nothing. */
+  /**
+   * See `forgotten`: the same number while the index has forgotten nothing. A lifetime
+   * that has ended is forgotten first (as any read of the index would), so a request
+   * reaching an expired index notes the epoch its reads will find: the answer of the
+   * first request after an expiry may be kept whole (wholeAnswers.ts).
+   */
   get epoch(): number {
+    this.expireIfStale();
     return this.forgotten;
   }
 

@@ -109,6 +109,8 @@ export interface IndexEpoch {
   readonly isReleased: boolean;
   /** When its current lifetime began: it learns no page asked for before. */
   readonly lifetimeStart: number;
+  /** When its current lifetime ends (a poll that confirms what it holds moves it on). */
+  readonly freshUntil: number;
   /** Its lifetime has ended (what it holds would be read upstream again). */
   expired(): boolean;
 }

@@ -172,7 +172,7 @@ export class WholeAnswers {
     const tenant = context.knownTenant();
     if (!tenant) return undefined;
     const entry = this.entries.get(key);
-    const hit = entry && this.serves(entry) && (await tenant.reader.stillServes(entry.sources)) ? this.hit(entry) : undefined;
+    const hit = entry && servesAs(entry, this.options.now()) && (await tenant.reader.stillServes(entry.sources)) ? this.hit(entry) : undefined;
     if (!entry || !hit) {
       if (entry && this.entries.get(key) === entry) this.drop(entry);
       this.observer.cacheLookup('whole_answers', 0, 1);
@@ -187,26 +187,21 @@ export class WholeAnswers {
     return hit;
   }
 
-  /** Whether the entry can answer now: within its freshness, and in its last second only with the plain path's answer of that second. */
-  private serves(entry: Entry): boolean {
-    const now = this.options.now();
-    const left = entry.until - now;
-    return left >= 1_000 || (left > 0 && entry.plain !== undefined && lastSecond(entry.sources, now));
-  }
-
   /**
-   * What the entry answers now: itself with `private, max-age=` what is left of its
-   * freshness, or, in its last second (`max-age` would be 0), what the plain path
-   * answers then from the same kept pages and records: the same data, `no-store`,
-   * without cache tags. Undefined once it cannot.
+   * What the entry answers now (`servesAs`, checked again after the lookup's await):
+   * itself with `private, max-age=` what is left of its freshness, or, in its last
+   * second (`max-age` would be 0), what the plain path answers then from the same kept
+   * pages and records: the same data, `no-store`, without cache tags. Undefined once it
+   * cannot.
    */
   private hit(entry: Entry): WholeHit | undefined {
-    const left = entry.until - this.options.now();
-    if (left >= 1_000) {
-      const maxAge = Math.min(this.options.freshnessSeconds, Math.floor(left / 1000));
+    const now = this.options.now();
+    const as = servesAs(entry, now);
+    if (as === 'kept') {
+      const maxAge = Math.min(this.options.freshnessSeconds, Math.floor((entry.until - now) / 1000));
       return { body: entry.body, headers: { ...entry.headers, 'cache-control': `private, max-age=${maxAge}`, 'content-length': String(entry.body.length) }, operationName: entry.operationName };
     }
-    if (left <= 0 || !entry.plain || !lastSecond(entry.sources, this.options.now())) return undefined;
+    if (as !== 'plain' || !entry.plain) return undefined;
     const body = Buffer.concat([entry.body.subarray(0, entry.plain.end), Buffer.from(entry.plain.tail)]);
     return { body, headers: { ...entry.headers, 'cache-control': 'no-store', 'content-length': String(body.length) }, operationName: entry.operationName };
   }
@@ -322,6 +317,17 @@ function plainAnswer(text: string, bytes: number, extensions: { readonly tagged:
   if (!text.endsWith(written)) return undefined;
   const tail = extensions.untagged === undefined ? '}' : `,"extensions":${JSON.stringify(extensions.untagged)}}`;
   return { end: bytes - Buffer.byteLength(written), tail };
+}
+
+/**
+ * How an entry can answer at `now`: as kept (a second or more of its freshness left),
+ * as the plain path's answer of its last second (`plain`, when that could be worked out
+ * and the plain path would find less than a second left too), or not at all.
+ */
+function servesAs(entry: Entry, now: number): 'kept' | 'plain' | undefined {
+  const left = entry.until - now;
+  if (left >= 1_000) return 'kept';
+  return left > 0 && entry.plain !== undefined && lastSecond(entry.sources, now) ? 'plain' : undefined;
 }
 
 /**

@@ -165,6 +165,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await apollo.stop();
       await app.close();
       await observability.close();
+      metrics.close();
     },
   };
 }

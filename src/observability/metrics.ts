@@ -1,3 +1,4 @@
+import { PerformanceObserver, constants as performanceConstants } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { REFUSAL_REASONS, reasonsOf, refusal, type RefusalMetric, type RefusalReason } from '../graphql/admission/refusals';
 import type { RedisDropReason } from '../live/redisMessages';
@@ -59,6 +60,11 @@ export interface Metrics {
   readonly resilience: ResilienceMetrics;
   /** Live updates (src/live/; refusals from graphql/admission/subscribeGate.ts and the transport, http/liveSocket.ts): see the block at the end. */
   readonly live: LiveMetrics;
+  /**
+   * Stops observing the process (the GC observer of `collectProcessMetrics`): the server's
+   * `close()` calls it, after which nothing the process keeps reaches this registry.
+   */
+  close(): void;
 }
 
 /** Seconds; 1 s is the latency SLO's threshold (deploy/prometheus/alerts.yaml), so it must stay a bucket. */
@@ -66,7 +72,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  const stopObserving = collectProcessMetrics(registry);
   const registers = [registry];
   const metrics: Metrics = {
     registry,
@@ -127,9 +133,62 @@ export function createMetrics(): Metrics {
     }),
     resilience: createResilienceMetrics(registry),
     live: createLiveMetrics(registry),
+    close: stopObserving,
   };
   startFromZero(metrics);
   return metrics;
+}
+
+/** prom-client's name for its GC histogram, and what its default GC collector gives it. */
+const GC_DURATION = {
+  name: 'nodejs_gc_duration_seconds',
+  help: 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.',
+  buckets: [0.001, 0.01, 0.1, 1, 2, 5],
+} as const;
+
+const GC_KINDS: Readonly<Record<number, string>> = {
+  [performanceConstants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [performanceConstants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [performanceConstants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [performanceConstants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+
+/**
+ * prom-client's default metrics (`process_*`, `nodejs_*`), the same names, help and
+ * buckets, with one difference: the GC histogram is fed by an observer that the returned
+ * function disconnects.
+ *
+ * prom-client's own GC collector starts a PerformanceObserver that nothing can disconnect
+ * (prometheus/client_js#500, open since 2022). Node keeps every observer for the process's
+ * life, and through its callback the registry, every metric's collect function and what
+ * they reach: the HTTP server, the caches, the company's records. A process that starts and
+ * closes servers kept each one whole (measured on 28 November 2026: the test line's Jest
+ * workers held every suite's servers, 450 MB of heap each by the end).
+ *
+ * The histogram is registered before the defaults. prom-client registers its GC collector
+ * last (lib/defaultMetrics.js), and that collector's registering under a name already
+ * taken throws before its observer starts: that error, and only that one, is expected.
+ * test/unit/processMetrics.test.ts checks that every default metric is still served.
+ */
+function collectProcessMetrics(registry: Registry): () => void {
+  const gcDuration = new Histogram({ ...GC_DURATION, buckets: [...GC_DURATION.buckets], labelNames: ['kind'], registers: [registry] });
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      // A GC entry's `detail` is `{ kind, flags }` (Node's perf_hooks documentation, "Garbage Collection ('gc') Details").
+      const kind = GC_KINDS[(entry as { detail?: { kind?: number } | null }).detail?.kind ?? -1];
+      if (kind) gcDuration.observe({ kind }, entry.duration / 1000);
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  try {
+    collectDefaultMetrics({ register: registry });
+  } catch (error) {
+    if (!(error instanceof Error && error.message.includes(GC_DURATION.name))) {
+      observer.disconnect();
+      throw error;
+    }
+  }
+  return () => observer.disconnect();
 }
 
 /** The upstream call metrics: HTTP attempts per shard, their duration, calls after retries, coalesced calls. */

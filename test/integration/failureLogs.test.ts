@@ -28,7 +28,8 @@ const TOKEN = 'access-token-that-must-never-be-logged-7f3a';
 async function failureLine(apiBase: string, dispatcher: Dispatcher = new Agent({ keepAliveTimeout: 10 }), deadlineMs = 10_000): Promise<Record<string, unknown>> {
   const output: string[] = [];
   const logger = createLogger('info', new Writable({ write: (chunk, _encoding, done) => (output.push(String(chunk)), done()) }));
-  const observer = createUpstreamObserver(logger, createMetrics());
+  const metrics = createMetrics();
+  const observer = createUpstreamObserver(logger, metrics);
   const tokens = new TokenCache({
     tenants: [{ tenantId: 'tenant-1', clientId: 'c', clientSecret: 's', scope: 'shifts.read' }],
     fetchToken: async () => ({ accessToken: TOKEN, tenantId: 'tenant-1', apiBase, scopes: ['shifts.read'], obtainedAt: Date.now(), expiresAt: Date.now() + 900_000 }),
@@ -39,6 +40,7 @@ async function failureLine(apiBase: string, dispatcher: Dispatcher = new Agent({
     await expect(runInScope(scope, () => client.listPage('tenant-1', shifts, { ref: 'cursor-secret-page-9' }))).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
   } finally {
     observer.close();
+    metrics.close();
     await dispatcher.destroy();
   }
   const lines = output.map((line) => JSON.parse(line) as Record<string, unknown>);

@@ -5,6 +5,7 @@ import { makeTenant, type EmulatorTenant } from '../../src/emulator';
 import { as } from '../helpers/fixtures';
 import { errorCodes, postGraphQL, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
+import { allocate, collectSeen, exposedGc, gcCounted } from '../helpers/gcMetrics';
 import { waitFor } from '../helpers/waitFor';
 
 /**
@@ -279,3 +280,17 @@ describe('clients that leave while sending their body', () => {
 async function scrapeTotalOf(name: string, where: Record<string, string | RegExp> = {}): Promise<number> {
   return total(parseSamples(await scrapeText(subgraph.server.url)), name, where);
 }
+
+describe('a closed server', () => {
+  it('stops observing the process: its GC histogram counts no collection after close() (prom-client alone never stopped, and kept the server)', async () => {
+    const own = await startTestSubgraph();
+    await waitFor(async () => {
+      allocate();
+      return (await gcCounted(own.server.metrics.registry)) > 0;
+    }, 'a garbage collection counted while the server runs');
+    await own.close();
+    const counted = await gcCounted(own.server.metrics.registry);
+    await collectSeen(exposedGc());
+    expect(await gcCounted(own.server.metrics.registry)).toBe(counted);
+  });
+});

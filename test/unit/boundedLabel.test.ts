@@ -44,13 +44,15 @@ describe('BoundedLabel slots', () => {
 
 describe('shard origin labels', () => {
   it('are one bounded set for the call and the breaker metrics: a 51st origin is other', () => {
-    const observer = createUpstreamObserver(createLogger('silent'), createMetrics());
+    const metrics = createMetrics();
+    const observer = createUpstreamObserver(createLogger('silent'), metrics);
     try {
       for (let shard = 0; shard < 50; shard += 1) observer.upstreamAttempt({ tenantId: 't-1', list: 'locations', pageSize: 100, signal: undefined }, { status: 200, durationMs: 1, origin: `https://shard-${shard}.example.com`, outcome: 'ok' });
       expect(observer.originLabel('https://shard-7.example.com')).toBe('https://shard-7.example.com');
       expect(observer.originLabel('https://shard-50.example.com')).toBe('other');
     } finally {
       observer.close();
+      metrics.close();
     }
   });
 });

@@ -54,6 +54,7 @@ describe('upstream failure log', () => {
     expect(scope.upstreamCalls).toBe(1_000);
     const calls = await metrics.upstreamCalls.get();
     expect(calls.values).toEqual([expect.objectContaining({ labels: { list: 'shifts', origin: 'https://shard-9.example.com', outcome: 'http_status' }, value: 1_000 })]);
+    metrics.close();
   });
 });
 

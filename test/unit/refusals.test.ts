@@ -87,6 +87,7 @@ describe('refusals: one table of every refusal on every transport', () => {
     // A reason outside the table is not counted under a label no dashboard knows.
     observer.refused!('rate');
     expect((await counted(metrics.registry, LIVE))['rate']).toBeUndefined();
+    metrics.close();
   });
 
   it('words the reasons that name no configured bound itself, and asks their checks for the others', () => {

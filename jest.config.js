@@ -28,6 +28,7 @@
  * every module, ours and theirs, loads through one CommonJS module system.
  */
 const { createHash } = require('node:crypto');
+const { ESM_ONLY_PACKAGES } = require('./test/helpers/warmTransforms');
 
 /**
  * What every project shares, the transform cache included: one `id` for all projects of
@@ -48,7 +49,7 @@ const base = {
   transform: {
     '^.+\\.[tj]s$': ['<rootDir>/test/helpers/tsJestShared.js', { tsconfig: '<rootDir>/tsconfig.test.json' }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(jose|cockatiel)/)'],
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY_PACKAGES.join('|')})/)`],
   setupFilesAfterEnv: ['<rootDir>/test/helpers/failOnConsole.ts', '<rootDir>/test/helpers/stackTraceLimit.ts'],
 };
 

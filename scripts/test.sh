@@ -122,8 +122,10 @@ if [ -n "$grafbase_install" ]; then
 fi
 
 echo "==> tests ($((SECONDS - after_install)) s after npm ci)"
-# jest in a process group of its own, so that stopping it stops its workers too.
-setsid npm test -- --ci &
+# jest in a process group of its own, so that stopping it stops its workers too. Before
+# its workers start, its global setup compiles every TypeScript file the suites load into
+# Jest's transform cache, in one process (test/helpers/warmTransforms.js says why).
+JEST_WARM_TRANSFORM_CACHE=1 setsid npm test -- --ci &
 jest=$!
 failed=()
 jest_status=

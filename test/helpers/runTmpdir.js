@@ -1,6 +1,7 @@
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
+const { warmTransforms } = require('./warmTransforms');
 
 /**
  * One temporary folder per Jest run (jest.config.js, `globalSetup` and `globalTeardown`):
@@ -10,11 +11,16 @@ const { join } = require('node:path');
  * whatever the results. Jest's own cache stays where it was (it is resolved before this).
  * The folder's name travels in JEST_RUN_TMPDIR, not under a `WFS_` name: every process the
  * suites start inherits it, and the server refuses an unknown `WFS_*` setting.
+ *
+ * With JEST_WARM_TRANSFORM_CACHE=1 (the test line, scripts/test.sh), it then fills Jest's
+ * transform cache in this one process (warmTransforms.js).
  */
-async function setup() {
+async function setup(_globalConfig, projectConfig) {
   const dir = mkdtempSync(join(tmpdir(), 'wfs-jest-'));
   process.env.JEST_RUN_TMPDIR = dir;
   process.env.TMPDIR = dir;
+  // The test line's whole run: the transform cache filled in one process first (warmTransforms.js says why).
+  if (process.env.JEST_WARM_TRANSFORM_CACHE === '1') await warmTransforms(projectConfig);
 }
 
 async function teardown() {

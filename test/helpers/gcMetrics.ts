@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm';
 import type { Registry } from 'prom-client';
 import { waitFor } from './waitFor';
 
-/** V8's `gc()`, exposed for this process (as documentMemory.test.ts does). */
+/** V8's `gc()`, exposed for this process (the suites that count what is let go call it). */
 export function exposedGc(): () => void {
   setFlagsFromString('--expose-gc');
   return runInNewContext('gc') as () => void;

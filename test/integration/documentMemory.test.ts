@@ -2,12 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { parse } from 'graphql';
 import { request } from 'undici';
 import { makeTenant } from '../../src/emulator';
 import { DOCUMENT_STORE_BYTES, createDocumentStore, documentBytes } from '../../src/graphql/server/documentStore';
+import { exposedGc } from '../helpers/gcMetrics';
 import { settledHeap } from '../helpers/heldBytes';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 
@@ -18,8 +17,7 @@ import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
  * the source text graphql-js keeps: a valid `{ __typename }` with a 900 KB comment
  * counted 200 bytes and kept 900 KB, and 250 of them grew the heap by 216 MiB.
  */
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
+const gc = exposedGc();
 /** The heap in use once it has settled (one collection is not enough in a jest worker: the suite before this one in the same worker is let go over the next turns). */
 const heapUsed = (): Promise<number> => settledHeap(gc, 256 * 1024);
 const MiB = 2 ** 20;

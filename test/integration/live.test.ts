@@ -1,9 +1,8 @@
 import { Server as HttpServer, type IncomingHttpHeaders } from 'node:http';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import type { Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { demoTenants, makeTenant, type EmulatorShift } from '../../src/emulator';
+import { exposedGc } from '../helpers/gcMetrics';
 import { collect, liveClient, wsUrl, type Received } from '../helpers/liveClient';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
@@ -171,8 +170,7 @@ describe('live updates over graphql-ws', () => {
       spy.mockRestore();
     }
     expect(upgrades).toHaveLength(1);
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
+    const gc = exposedGc();
     // A WeakRef's target lives at least to the end of the turn that made or read it.
     await waitFor(async () => {
       await new Promise((resolve) => setImmediate(resolve));

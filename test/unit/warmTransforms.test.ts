@@ -15,7 +15,7 @@ const { warmTransforms } = require(path.join(root, 'test', 'helpers', 'warmTrans
   warmTransforms(projectConfig: Config.ProjectConfig, files?: string[]): Promise<number>;
 };
 
-/** The cache files of `basename` (without its extension), compiled output and source map alike. */
+/** The compiled files of `basename` (without its extension) in the cache, source maps left out. */
 function cached(cacheDirectory: string, basename: string): string[] {
   const stem = basename.replace(/\W/g, '');
   const walk = (dir: string): string[] =>

@@ -102,7 +102,9 @@ export interface RequestLimits {
   readonly inFlight: number;
   /** The largest request body, in bytes; past it 413 and the connection closed. */
   readonly bodyBytes: number;
-  /** Request-body bytes the requests in flight may hold together; past it 503. */
+  /** The most JSON values, objects, arrays and keys one body may hold (its structural units, memory/jsonSize.ts); past it 413 and the connection closed. */
+  readonly bodyValues: number;
+  /** Bytes the bodies of the requests in flight may hold together, counted as parsed (memory/jsonSize.ts: text and parse); past it 503. */
   readonly bufferedBodyBytes: number;
   /** The share of `inFlight` and `bufferedBodyBytes` one client address may hold (0 to 1); past it 429. */
   readonly addressShare: number;
@@ -150,6 +152,15 @@ export interface SocketLimits {
   readonly connectionsPerAddress: number;
   /** The largest message a client may send, in bytes (ws closes the connection with 1009 past it). */
   readonly messageBytes: number;
+  /** The most JSON values, objects, arrays and keys one message may hold (its structural units, memory/jsonSize.ts); past it the connection is closed (1009). */
+  readonly messageValues: number;
+  /**
+   * Bytes one connection's messages may hold, received but not yet handled, counted as
+   * parsed (http/liveInbox.ts); past it the connection is not read until they drain.
+   */
+  readonly queuedBytes: number;
+  /** Bytes the messages of all connections may hold so; past it a connection that sends more is not read until they drain. */
+  readonly queuedBytesPerReplica: number;
   /** The longest subscription id, in characters (graphql-ws's own are 36-character UUIDs); a longer one closes the connection (4400). */
   readonly subscriptionIdChars: number;
   /** How long a connection may wait before its `connection_init`, in ms (then closed with 4408). */
@@ -258,11 +269,18 @@ export const DEFAULT_LIMITS: Limits = deepFreeze({
     inFlight: 2_000,
     // A document of the largest shipped operation is a few KiB; a router sends no more.
     bodyBytes: 1024 * 1024,
+    // A body's parse, not its bytes, is what a replica holds: 1 MiB of `{},` parses into
+    // about 21 MiB. A router's largest body, an `_entities` batch, has about three units a
+    // representation, and the cost bound (query.maxCost) refuses far fewer
+    // representations than 100 000 / 3; at 64 bytes a unit this is at most 6.4 MB of parse.
+    bodyValues: 100_000,
     // A body is read whole before it is parsed, and its text, its parsed JSON and a shared
     // request's key stay until the answer is out: slow clients each sending a body near
     // 1 MiB add up (400 of them took a replica to 472 MiB RSS, past the Kubernetes
-    // example's 512Mi limit). A body's bytes count from its first chunk until its
-    // response closes.
+    // example's 512Mi limit). A body counts what it holds once parsed (twice its bytes
+    // and 64 bytes a structural unit: memory/jsonSize.ts), from its first chunk until its
+    // response closes: 16 bodies of 1 MiB of `{},` from one address reached the heap
+    // limit when bytes alone were counted.
     bufferedBodyBytes: 64 * 1024 * 1024,
     // A quarter (500 requests and 16 MiB of bodies by default) is about three times what a
     // replica at its autoscaling target serves in a second (171 requests per second,
@@ -299,6 +317,15 @@ export const DEFAULT_LIMITS: Limits = deepFreeze({
     // (or /64s) acting together to fill a replica, not one /64 or 20 IPv4 addresses.
     connectionsPerAddress: 500,
     messageBytes: 256 * 1024,
+    // A subscribe is a query and a filter (tens of values), a connection_init a few
+    // headers: 10 000 is far above both, and at most 640 KB once parsed.
+    messageValues: 10_000,
+    // Room for a message of the largest size being handled while the next arrives; a
+    // connection that sends faster than its messages are handled waits (TCP's window),
+    // instead of the replica holding what it sent (two connections' 900 subscribes of
+    // 250 KB each held up to 450 MB before).
+    queuedBytes: 1024 * 1024,
+    queuedBytesPerReplica: 32 * 1024 * 1024,
     subscriptionIdChars: 128,
     connectionInitMs: 3_000,
     keepAliveMs: 12_000,

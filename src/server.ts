@@ -114,7 +114,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const { live, invalidation } = startLive({ config, options, app, observability, cacheTags, limits, logger, metrics });
   registerHeldUnits(metrics, () => app.services.indexes.records);
-  const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, events: observability.observer });
+  const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, events: observability.observer, onQueuedBytes: (held) => metrics.liveQueuedMessageBytes.set(held) });
 
   let draining = false;
   httpServer.on(
@@ -310,6 +310,8 @@ function serveLive(parts: {
   logger: Logger;
   /** Where refusals and slow consumers are counted (the Observer port). */
   events: Pick<LiveEvents, 'refused' | 'liveSlowConsumerDropped'>;
+  /** Told the bytes the connections' messages hold (the `wfs_live_queued_message_bytes` gauge). */
+  onQueuedBytes: (held: number) => void;
 }): LiveSocket {
   const { httpServer, config, options, services, hub, logger, events } = parts;
   const refused = (reason: RefusalReason) => events.refused(reason);
@@ -331,6 +333,7 @@ function serveLive(parts: {
     router: parts.router,
     refused,
     slowConsumerDropped: () => events.liveSlowConsumerDropped(),
+    onQueuedBytes: parts.onQueuedBytes,
     logger,
     limits: parts.limits.socket,
   });

@@ -9,9 +9,9 @@ import type { IncomingMessage } from 'node:http';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { createContext, type ContextServices, type GraphQLContext } from '../graphql/data/context';
 import type { RequestRecord } from '../upstream/observer';
-import type { AdmittedHandler } from './requestBounds';
+import type { AdmittedHandler, AdmittedRequest } from './requestBounds';
 import { sendGraphQLError } from './respond';
-import { identicalRequestKey, type SharedRequests } from './sharedRequests';
+import { bodyDigest, identicalRequestKey, type SharedRequests } from './sharedRequests';
 import type { WholeAnswers } from './wholeAnswers';
 
 export interface GraphQLHandlerOptions {
@@ -28,23 +28,17 @@ export interface GraphQLHandlerOptions {
 /** The GraphQL handler the request bounds wrap. */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHandler {
   const { apollo, services, sharing, whole, answeredWhole } = options;
-  return async function handle(req, res, { text, signal }, record) {
-    let body: unknown;
-    if (text !== null) {
-      if ((req.headers['content-type'] ?? '').includes('application/json')) {
-        try {
-          body = text === '' ? {} : JSON.parse(text);
-        } catch {
-          return sendGraphQLError(res, 400, 'BAD_REQUEST', 'the request body is not valid JSON');
-        }
-      } else body = text;
-    }
+  return async function handle(req, res, admitted, record) {
+    const { signal } = admitted;
+    const read = readRequestBody(req, admitted);
+    if (read === BAD_JSON) return sendGraphQLError(res, 400, 'BAD_REQUEST', 'the request body is not valid JSON');
+    const { body, digest } = read;
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const context = createContext(services, req.headers, signal, record);
     // One JSON object POSTed without a query string: the requests that may share an execution or an answer kept whole.
-    const single = text !== null && query === -1 && typeof body === 'object' && body !== null && !Array.isArray(body);
-    const key = (sharing || whole) && single ? await identicalRequestKey(context, text, req.headers) : undefined;
+    const single = digest !== undefined && query === -1;
+    const key = (sharing || whole) && single ? await identicalRequestKey(context, digest, req.headers) : undefined;
     const hit = whole && key !== undefined ? await whole.lookup(context, key, req.headers) : undefined;
     if (hit) {
       answeredWhole?.(record, hit.operationName);
@@ -86,6 +80,28 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHa
       context.release();
     }
   };
+}
+
+const BAD_JSON = Symbol('bad JSON');
+
+/**
+ * The request's body, parsed (null without one: GET), and for one JSON object the
+ * digest of its text that identical requests are known by. The text is taken from
+ * `admitted` and let go of here: from then on the request holds its parse only, not
+ * the text too, nor a key as long as the text.
+ */
+function readRequestBody(req: IncomingMessage, admitted: AdmittedRequest): { body: unknown; digest: string | undefined } | typeof BAD_JSON {
+  const text = admitted.takeText();
+  if (text === null) return { body: undefined, digest: undefined };
+  if (!(req.headers['content-type'] ?? '').includes('application/json')) return { body: text, digest: undefined };
+  let body: unknown;
+  try {
+    body = text === '' ? {} : JSON.parse(text);
+  } catch {
+    return BAD_JSON;
+  }
+  const single = typeof body === 'object' && body !== null && !Array.isArray(body);
+  return { body, digest: single ? bodyDigest(text) : undefined };
 }
 
 /** The request's headers as Apollo's HeaderMap (lower-case names, repeated values joined). */

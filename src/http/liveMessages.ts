@@ -34,13 +34,20 @@ export function receive(
     /** The longest subscription id (`limits.socket.subscriptionIdChars`). */
     readonly subscriptionIdChars: number;
     readonly connectionParams?: (payload: unknown) => Record<string, unknown> | undefined;
+    /**
+     * Called once the message is let go of (http/liveInbox.ts counts it held until
+     * then): a subscribe's body once the subscribe hook took it or its handling
+     * settled, any other message once graphql-ws settled it.
+     */
+    readonly handled?: () => void;
   },
 ): void {
-  const { logger, subscriptionIdChars, connectionParams = () => undefined } = options;
+  const { logger, subscriptionIdChars, connectionParams = () => undefined, handled = () => undefined } = options;
   let message: unknown;
   try {
     message = JSON.parse(data);
   } catch {
+    handled();
     return close(CloseCode.BadRequest, 'Invalid message received');
   }
   const dispatch = (what: unknown) =>
@@ -48,30 +55,39 @@ export function receive(
       logger.error({ err: error }, 'live: a message could not be handled');
       close(CloseCode.InternalServerError, 'Internal server error');
     });
+  /** Handed to graphql-ws, and let go of once it settled it. */
+  const hand = (what: unknown) => void dispatch(what).finally(handled);
   if (isObject(message) && message.type === MessageType.ConnectionInit) {
     // Only what identity reads: graphql-ws keeps the payload for the connection's life.
     const params = connectionParams(message.payload);
-    return void dispatch({ type: message.type, ...(params && { payload: params }) });
+    return hand({ type: message.type, ...(params && { payload: params }) });
   }
-  if (!isObject(message) || typeof message.id !== 'string') return void dispatch(message);
+  if (!isObject(message) || typeof message.id !== 'string') return hand(message);
   const id = message.id;
-  if (id.length > subscriptionIdChars) return close(CloseCode.BadRequest, `a subscription id is at most ${subscriptionIdChars} characters`);
+  if (id.length > subscriptionIdChars) {
+    handled();
+    return close(CloseCode.BadRequest, `a subscription id is at most ${subscriptionIdChars} characters`);
+  }
   const flow = flows.get(id);
   if (message.type === MessageType.Complete) {
     if (flow) flow.completed = true;
-    return void dispatch(message);
+    return hand(message);
   }
-  if (message.type !== MessageType.Subscribe) return void dispatch(message);
-  if (flow && !flow.completed) return void dispatch(message); // graphql-ws closes it (4409): the id is in use
-  if (flow?.waiting) return close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${id.slice(0, 40)} already exists`);
+  if (message.type !== MessageType.Subscribe) return hand(message);
+  if (flow && !flow.completed) return hand(message); // graphql-ws closes it (4409): the id is in use
+  if (flow?.waiting) {
+    handled();
+    return close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${id.slice(0, 40)} already exists`);
+  }
   // The body is held on the flow (`takeSubscribe`), never in a variable the closures
   // below capture: they live as long as the subscription, and would keep it.
   const { payload, body } = trimmedPayload(message.payload);
   const trimmed = { id, type: message.type, payload };
-  const next: Flow = { completed: false, waiting: flow !== undefined, done: Promise.resolve(), body };
+  const next: Flow = { completed: false, waiting: flow !== undefined, done: Promise.resolve(), body, handled };
   // In the map before graphql-ws is handed the subscribe: its hook takes the body at once.
   flows.set(id, next);
   next.done = (flow ? flow.done.then(() => ((next.waiting = false), dispatch(trimmed))) : dispatch(trimmed)).finally(() => {
+    handled();
     if (flows.get(id) === next) flows.delete(id);
   });
 }
@@ -85,13 +101,18 @@ export interface Flow {
   done: Promise<void>;
   /** Its query text and variables until the subscribe hook takes them (`takeSubscribe`). */
   body: SubscribeBody | undefined;
+  /** Tells the inbox the message is let go of (once the body is taken, or its handling settled). */
+  readonly handled: () => void;
 }
 
 /** The body of subscribe `id` (once: it is let go of as it is given), from the flows of its connection. */
 export function takeSubscribe(flows: ReadonlyMap<string, Flow>, id: string): SubscribeBody | undefined {
   const flow = flows.get(id);
   const body = flow?.body;
-  if (flow) flow.body = undefined;
+  if (flow) {
+    flow.body = undefined;
+    flow.handled();
+  }
   return body;
 }
 

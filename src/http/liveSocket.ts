@@ -25,9 +25,11 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { SocketLimits } from '../config';
 import type { Logger } from '../observability/logger';
 import { createAddressGuard } from '../graphql/admission/addressGuard';
-import type { RefusalReason } from '../graphql/admission/refusals';
+import { closeCodeOf, messageOf, type RefusalReason } from '../graphql/admission/refusals';
 import type { RouterGate } from '../graphql/admission/routerGate';
 import { createUpgradeGate, refuseMessages } from '../graphql/admission/upgradeGate';
+import { heldJsonBytes, jsonUnitsOf } from '../memory/jsonSize';
+import { LiveInbox, type ConnectionInbox } from './liveInbox';
 import { receive, takeSubscribe, type Flow, type SubscribeBody } from './liveMessages';
 
 /** How often connections are checked for a send buffer over the bound, in ms. */
@@ -81,6 +83,8 @@ export interface LiveSocketOptions {
   readonly refused: (reason: RefusalReason) => void;
   /** Counts a connection dropped for not reading. */
   readonly slowConsumerDropped: () => void;
+  /** Told the bytes the connections' messages hold whenever they change (liveInbox.ts). */
+  readonly onQueuedBytes?: (held: number) => void;
   readonly logger: Logger;
   /** Its bounds (`limits.socket` of the configuration). */
   readonly limits: SocketLimits;
@@ -120,7 +124,8 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   const messageRate = new RateLimiterMemory({ points: limits.messageBurst, duration: Math.max(1, limits.messageBurst / limits.messagesPerSecond) });
   let connectionSeq = 0;
   const { close: closeProtocol, onConnect, connectionParams, ...hooks } = options.protocol;
-  const reading: MessageReading = { messageRate, refused, logger, subscriptionIdChars: limits.subscriptionIdChars, connectionParams };
+  const inboxes = new LiveInbox(limits.queuedBytes, limits.queuedBytesPerReplica, options.onQueuedBytes);
+  const reading: MessageReading = { messageRate, refused, logger, subscriptionIdChars: limits.subscriptionIdChars, messageValues: limits.messageValues, connectionParams };
   const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
     ...hooks,
     connectionInitWaitTimeout: limits.connectionInitMs,
@@ -173,18 +178,22 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       else socket.terminate();
     });
     const ping = keepAlive(socket, limits.keepAliveMs);
+    const inbox = inboxes.open(socket);
     const closed = server.opened(
       {
         protocol: socket.protocol,
         // A write to a peer that is gone settles quietly: its close follows and ends its subscriptions.
         send: (data) => new Promise<void>((resolve) => (socket.readyState === socket.OPEN ? socket.send(data, () => resolve()) : resolve())),
         close,
-        onMessage: (handle) => socket.on('message', readMessage(socket, key, flows, close, handle, reading)),
+        onMessage: (handle) => socket.on('message', readMessage(socket, key, { flows, inbox, close }, handle, reading)),
       },
       extra,
     );
     socket.once('close', (code, reason) => {
       clearInterval(ping);
+      // Nothing it sent is read after its close: its messages and their bodies go now.
+      inbox.close();
+      for (const flow of flows.values()) flow.body = undefined;
       if (state.address !== null) {
         const left = (perAddress.get(state.address) ?? 1) - 1;
         if (left === 0) perAddress.delete(state.address);
@@ -219,18 +228,47 @@ interface MessageReading {
   readonly refused: (reason: RefusalReason) => void;
   readonly logger: Logger;
   readonly subscriptionIdChars: number;
+  /** The most structural units of JSON one message may have (`limits.socket.messageValues`). */
+  readonly messageValues: number;
   readonly connectionParams?: (payload: unknown) => Record<string, unknown> | undefined;
 }
 
-/** A connection's message handler: each message waits its turn in the connection's rate, then goes to graphql-ws (liveMessages.ts's `receive`); past the rate the connection is closed. */
-function readMessage(socket: WebSocket, key: string, flows: Map<string, Flow>, close: SocketExtra['close'], handle: (data: string) => Promise<void>, reading: MessageReading): (data: RawData) => void {
-  const { messageRate, refused, logger, subscriptionIdChars, connectionParams } = reading;
+/** What one connection's messages go through: its subscribes in flight, its inbox (liveInbox.ts), and its close. */
+interface ConnectionReading {
+  readonly flows: Map<string, Flow>;
+  readonly inbox: ConnectionInbox;
+  readonly close: SocketExtra['close'];
+}
+
+/**
+ * A connection's message handler: each message is counted held in its inbox (which
+ * stops reading the connection past its bounds), waits its turn in the connection's
+ * rate, then goes to graphql-ws (liveMessages.ts's `receive`), which tells the inbox
+ * when it is let go of; past the rate, or with more JSON values than a message may
+ * have, the connection is closed.
+ */
+function readMessage(socket: WebSocket, key: string, connection: ConnectionReading, handle: (data: string) => Promise<void>, reading: MessageReading): (data: RawData) => void {
+  const { messageRate, refused, logger, subscriptionIdChars, messageValues, connectionParams } = reading;
+  const { flows, inbox, close } = connection;
+  const open = () => socket.readyState === socket.OPEN;
+  const toProtocol = (message: unknown) => (open() ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve());
   return (data) => {
-    if (socket.readyState !== socket.OPEN) return;
+    if (!open()) return;
+    const bytes = data as Buffer;
+    const units = jsonUnitsOf(bytes);
+    if (units > messageValues) {
+      refused('message_values');
+      return close(closeCodeOf('message_values') ?? 1009, messageOf('message_values'));
+    }
+    const handled = inbox.arrive(heldJsonBytes(bytes.length, units));
     messageRate.consume(key).then(
-      () => void (socket.readyState === socket.OPEN && receive(String(data), (message) => (socket.readyState === socket.OPEN ? (handle as (what: unknown) => Promise<void>)(message) : Promise.resolve()), flows, close, { logger, subscriptionIdChars, connectionParams })),
       () => {
-        if (socket.readyState !== socket.OPEN) return;
+        if (!open()) return handled();
+        receive(bytes.toString('utf8'), toProtocol, flows, close, { logger, subscriptionIdChars, connectionParams, handled });
+      },
+      () => {
+        handled();
+        if (!open()) return;
         const { code, reason } = refuseMessages(refused);
         logger.debug('live: a connection sending messages faster than allowed was closed');
         close(code, reason);

@@ -33,6 +33,7 @@ import { DEFAULT_LIMITS, type ConnectionLimits, type RequestLimits } from '../co
 import { clientAddress } from '../graphql/admission/clientAddress';
 import type { RouterGate } from '../graphql/admission/routerGate';
 import type { ConnectionRefusalReason, RequestRefusalReason } from '../graphql/admission/refusals';
+import { JsonUnits, heldJsonBytes } from '../memory/jsonSize';
 import type { RequestRecord } from '../upstream/observer';
 import { sendGraphQLError, sendRefusal } from './respond';
 
@@ -160,9 +161,14 @@ export interface RequestBoundsOptions {
  */
 export type GraphQLHandler = (req: IncomingMessage, res: ServerResponse, record?: RequestRecord, fromRouter?: boolean) => Promise<void>;
 
-/** What the bounds hand the GraphQL handler of an admitted request: its body's text (null without a body: GET) and its signal. */
+/**
+ * What the bounds hand the GraphQL handler of an admitted request: its body's text (null
+ * without a body: GET) and its signal. The handler takes the text (`takeText`) and lets
+ * go of it once parsed: a body is held once, as its parse, not as text, parse and key.
+ */
 export interface AdmittedRequest {
-  readonly text: string | null;
+  /** The body's text, once: later calls get null. */
+  takeText(): string | null;
   /** Aborts when the client goes away before the answer is written, or when the request's budget is spent. */
   readonly signal: AbortSignal;
 }
@@ -179,7 +185,7 @@ export type AdmittedHandler = (req: IncomingMessage, res: ServerResponse, admitt
  */
 export function boundRequests(options: RequestBoundsOptions, handler: AdmittedHandler): GraphQLHandler {
   const { limits } = options;
-  const { budgetMs, inFlight: maxInFlight, writeTimeoutMs, bodyTimeoutMs, addressShare: share } = limits;
+  const { inFlight: maxInFlight, writeTimeoutMs, bodyTimeoutMs, addressShare: share } = limits;
   const addresses = new AddressHolds(Math.max(1, Math.floor(maxInFlight * share)), Math.max(1, Math.floor(limits.bufferedBodyBytes * share)));
   const buffered = new BodyBytes(limits.bufferedBodyBytes, addresses.maxBytes, options.onBodyBytes);
   // A body refused for its bytes is counted when it is refused (readBody), though answered once drained.
@@ -208,24 +214,54 @@ export function boundRequests(options: RequestBoundsOptions, handler: AdmittedHa
       if (ends.budget) clearTimeout(ends.budget);
       if (ends.controller && !res.writableFinished) ends.controller.abort();
     });
-    let text: string | null = null;
-    if (req.method === 'POST') {
-      const read = await readBody(req, res, buffered, ends, limits, options.onRefused);
-      if (read.kind === 'too_large') {
-        // A body not read to its end: the connection closes after this answer.
-        if (!req.complete) res.setHeader('connection', 'close');
-        return sendGraphQLError(res, 413, 'BAD_REQUEST', `request body larger than ${limits.bodyBytes} bytes; send a smaller document`);
-      }
-      if (read.kind === 'refused') {
-        // A body not read to its end (its deadline passed, or its drain outlived it): the
-        // socket goes with the answer, whatever the client still sends.
-        if (!req.complete) res.once('finish', () => req.socket.destroy());
-        return refuse(res, read.reason, { counted: read.reason !== 'body_timeout' });
-      }
-      text = read.text;
-    }
-    await handler(req, res, { text, signal: requestSignal(res, budgetMs, ends) }, record);
+    const admitted = await admitBody(req, res, buffered, ends, limits, options.onRefused, refuse);
+    if (!admitted) return;
+    await handler(req, res, admitted, record);
     endWithin(res, writeTimeoutMs);
+  };
+}
+
+/**
+ * Reads a POST's body within the bounds and answers a refusal (returning undefined), or
+ * hands back what the handler is given. Its own function, so that nothing of the
+ * reading (its chunks, its text) stays in the frame that waits for the answer.
+ */
+async function admitBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  buffered: BodyBytes,
+  ends: RequestEnds,
+  limits: RequestLimits,
+  onRefused: RequestBoundsOptions['onRefused'],
+  refuse: (res: ServerResponse, reason: RequestRefusalReason, how?: { readonly counted: boolean }) => void,
+): Promise<AdmittedRequest | undefined> {
+  let text: string | null = null;
+  if (req.method === 'POST') {
+    const read = await readBody(req, res, buffered, ends, limits, onRefused);
+    if (read.kind === 'too_large') {
+      // A body not read to its end: the connection closes after this answer.
+      if (!req.complete) res.setHeader('connection', 'close');
+      const what = read.by === 'bytes' ? `larger than ${limits.bodyBytes} bytes` : `of more than ${limits.bodyValues} JSON values, objects and arrays`;
+      sendGraphQLError(res, 413, 'BAD_REQUEST', `request body ${what}; send a smaller document`);
+      return undefined;
+    }
+    if (read.kind === 'refused') {
+      // A body not read to its end (its deadline passed, or its drain outlived it): the
+      // socket goes with the answer, whatever the client still sends.
+      if (!req.complete) res.once('finish', () => req.socket.destroy());
+      refuse(res, read.reason, { counted: read.reason !== 'body_timeout' });
+      return undefined;
+    }
+    text = read.text;
+  }
+  const signal = requestSignal(res, limits.budgetMs, ends);
+  return {
+    takeText() {
+      const taken = text;
+      text = null;
+      return taken;
+    },
+    signal,
   };
 }
 
@@ -311,23 +347,26 @@ function drainable(req: IncomingMessage, maxBytes: number): boolean {
 }
 
 /**
- * What `readBody` gives: the body's text; `too_large`, a body over `limits.bodyBytes`;
- * or `refused`, the body bound it met (counted by `readBody` when it met it, but a
- * deadline, which is counted with its answer).
+ * What `readBody` gives: the body's text; `too_large`, a body over `limits.bodyBytes` or
+ * `limits.bodyValues`; or `refused`, the body bound it met (counted by `readBody` when
+ * it met it, but a deadline, which is counted with its answer).
  */
 type BodyRead =
   | { readonly kind: 'text'; readonly text: string }
-  | { readonly kind: 'too_large' }
+  | { readonly kind: 'too_large'; readonly by: 'bytes' | 'values' }
   | { readonly kind: 'refused'; readonly reason: 'body_bytes' | 'address_body_bytes' | 'body_timeout' };
 type BodyStop = Exclude<BodyRead, { kind: 'text' }>;
-const TOO_LARGE: BodyStop = { kind: 'too_large' };
+const TOO_LARGE = { bytes: { kind: 'too_large', by: 'bytes' }, values: { kind: 'too_large', by: 'values' } } as const satisfies Record<string, BodyStop>;
 const REFUSED = {
   body_bytes: { kind: 'refused', reason: 'body_bytes' },
   address_body_bytes: { kind: 'refused', reason: 'address_body_bytes' },
   body_timeout: { kind: 'refused', reason: 'body_timeout' },
 } as const satisfies Record<string, BodyStop>;
 
-/** The request-body bytes held by all requests being read, against their bound and each address's share of it. */
+/**
+ * The bytes the requests' bodies hold, counted as parsed (memory/jsonSize.ts: the text
+ * and what `JSON.parse` makes of it), against their bound and each address's share of it.
+ */
 class BodyBytes {
   private held = 0;
   constructor(
@@ -353,25 +392,30 @@ class BodyBytes {
 }
 
 /**
- * The request body as text; `too_large` past `bodyBytes`; refused for `body_bytes` or
+ * The request body as text; `too_large` past `bodyBytes` or `bodyValues` (its JSON's
+ * structural units, counted as it arrives); refused for `body_bytes` or
  * `address_body_bytes` when the bodies of the requests in flight, or those of its
  * address, already hold their bound; `body_timeout` when it has not arrived whole
- * within `bodyTimeoutMs`. A body read whole keeps its bytes counted until `res` closes
- * (its text, its parsed JSON and a sharing key live that long); a refused, timed-out
- * or abandoned one gives them back at once. Read with stream events, not `for await`:
- * an async iterator over the request costs more than the small bodies it reads.
+ * within `bodyTimeoutMs`. A body is charged what it may hold once parsed
+ * (`heldJsonBytes`), from its first chunk until `res` closes (its parse lives that
+ * long); a refused, timed-out or abandoned one gives it back at once. Read with stream
+ * events, not `for await`: an async iterator over the request costs more than the small
+ * bodies it reads.
  */
 function readBody(
   req: IncomingMessage,
   res: ServerResponse,
   buffered: BodyBytes,
   ends: RequestEnds,
-  limits: Pick<RequestLimits, 'bodyBytes' | 'bodyTimeoutMs'>,
+  limits: Pick<RequestLimits, 'bodyBytes' | 'bodyValues' | 'bodyTimeoutMs'>,
   onRefused?: (reason: 'body_bytes' | 'address_body_bytes') => void,
 ): Promise<BodyRead> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    const units = new JsonUnits();
     let size = 0;
+    /** What the body is charged: heldJsonBytes of its bytes and units so far. */
+    let held = 0;
     /** The bound a body being drained was refused for (its answer, should the deadline come first). */
     let refused: BodyStop | undefined;
     // One deadline for the whole body, the drain of a refused one included.
@@ -402,9 +446,13 @@ function readBody(
       settle(outcome);
     };
     const onData = (chunk: Buffer) => {
-      if (size + chunk.length > limits.bodyBytes) return stop(TOO_LARGE);
-      const full = buffered.take(chunk.length, ends.hold);
+      if (size + chunk.length > limits.bodyBytes) return stop(TOO_LARGE.bytes);
+      units.add(chunk);
+      if (units.units > limits.bodyValues) return stop(TOO_LARGE.values);
+      const charge = heldJsonBytes(size + chunk.length, units.units);
+      const full = buffered.take(charge - held, ends.hold);
       if (full) return stop(REFUSED[full]);
+      held = charge;
       size += chunk.length;
       chunks.push(chunk);
     };
@@ -415,7 +463,7 @@ function readBody(
       // The bytes stay counted until the response closes (the handler's close listener
       // gives them back; none of the closures here is kept through the upstream wait).
       if (res.closed) release();
-      else ends.bodyBytes = size;
+      else ends.bodyBytes = held;
       chunks.length = 0;
       resolve({ kind: 'text', text });
     };
@@ -440,7 +488,8 @@ function readBody(
       req.off('close', onClose);
     };
     const release = () => {
-      buffered.give(size, ends.hold);
+      buffered.give(held, ends.hold);
+      held = 0;
       size = 0;
       chunks.length = 0;
     };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { HeaderMap, type ApolloServerPlugin, type GraphQLResponse } from '@apollo/server';
 import type { GraphQLFormattedError } from 'graphql';
@@ -56,17 +57,28 @@ const TRACE_HEADER = 'apollo-federation-include-trace';
  * for an answer kept whole (wholeAnswers.ts): the company the request's identity
  * resolves to (per request, before anything is shared: a refused identity shares
  * nothing, its error is its own), the content type and accept header, and the body's
- * text exactly. Undefined: the request is worked out alone (a trace asked for, a
- * refused identity, a client already gone). Worked out once per request, by the handler.
+ * text exactly (`bodyDigest`). Undefined: the request is worked out alone (a trace asked
+ * for, a refused identity, a client already gone). Worked out once per request, by the
+ * handler.
  */
-export async function identicalRequestKey(context: GraphQLContext, body: string, headers: IncomingHttpHeaders): Promise<string | undefined> {
+export async function identicalRequestKey(context: GraphQLContext, digest: string, headers: IncomingHttpHeaders): Promise<string | undefined> {
   if (headers[TRACE_HEADER] !== undefined) return undefined;
   const tenantId = await context.tenant().then(
     (tenant) => tenant.tenantId,
     () => undefined,
   );
   if (tenantId === undefined || context.signal.aborted) return undefined;
-  return `${tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${body}`;
+  return `${tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${digest}`;
+}
+
+/**
+ * A body's text as the identical-request key knows it: its SHA-256, so that the key is
+ * 44 characters, not a second copy of a body of up to a mebibyte held as long as the
+ * request. Equal digests are equal texts (no collision of SHA-256 is known), and the
+ * company is part of the key besides.
+ */
+export function bodyDigest(text: string): string {
+  return createHash('sha256').update(text).digest('base64');
 }
 
 /**

@@ -49,6 +49,8 @@ export interface Metrics {
   readonly graphqlAborted: Counter<'operation_type'>;
   readonly graphqlInFlight: Gauge;
   readonly requestBodyBytes: Gauge;
+  /** Bytes WebSocket connections' messages hold, received but not yet handled, counted as parsed (http/liveInbox.ts). */
+  readonly liveQueuedMessageBytes: Gauge;
   /** GraphQL requests refused before any GraphQL work, by the bound reached (graphql/admission/refusals.ts). */
   readonly requestsRefused: Counter<'reason'>;
   /** Connections closed by a connection bound before a request of theirs was served (graphql/admission/refusals.ts). */
@@ -254,7 +256,7 @@ function createTokenMetrics(registers: Registry[]): Pick<Metrics, 'tokenRequests
 }
 
 /** The GraphQL request metrics: operations, duration, errors, aborts, requests and body bytes in flight, requests refused. */
-function createGraphqlMetrics(registers: Registry[]): Pick<Metrics, 'graphqlRequests' | 'graphqlDuration' | 'graphqlErrors' | 'graphqlAborted' | 'graphqlInFlight' | 'requestBodyBytes' | 'requestsRefused'> {
+function createGraphqlMetrics(registers: Registry[]): Pick<Metrics, 'graphqlRequests' | 'graphqlDuration' | 'graphqlErrors' | 'graphqlAborted' | 'graphqlInFlight' | 'requestBodyBytes' | 'liveQueuedMessageBytes' | 'requestsRefused'> {
   return {
     graphqlRequests: new Counter({
       name: 'wfs_graphql_requests_total',
@@ -288,12 +290,17 @@ function createGraphqlMetrics(registers: Registry[]): Pick<Metrics, 'graphqlRequ
     }),
     requestBodyBytes: new Gauge({
       name: 'wfs_graphql_request_body_bytes',
-      help: 'Request-body bytes held by the GraphQL requests in flight (at 64 MiB, further requests are answered 503)',
+      help: 'Bytes the bodies of the GraphQL requests in flight hold, counted as parsed: twice their bytes and 64 a JSON value (at 64 MiB, further requests are answered 503)',
+      registers,
+    }),
+    liveQueuedMessageBytes: new Gauge({
+      name: 'wfs_live_queued_message_bytes',
+      help: "Bytes WebSocket connections' messages hold, received but not yet handled, counted as parsed (a connection past 1 MiB, or any while all pass 32 MiB, is not read until they drain)",
       registers,
     }),
     requestsRefused: new Counter({
       name: 'wfs_graphql_requests_refused_total',
-      help: 'GraphQL requests refused before any GraphQL work, by the bound reached (503: body_bytes, in_flight; 429: address_body_bytes, address_in_flight, one address past its share; 408: body_timeout; 401: query_router_secret; 400: query_document, query_cost, a document refused by the query limits, validation or the cost bound)',
+      help: 'GraphQL requests refused before any GraphQL work, by the bound reached (503: body_bytes, in_flight; 429: address_body_bytes, address_in_flight, one address past its share; 408: body_timeout; 401: query_router_secret; 400: query_document, query_cost, a document refused by the query limits, validation or the cost bound; query_subscription, a subscription sent over HTTP)',
       labelNames: ['reason'],
       registers,
     }),

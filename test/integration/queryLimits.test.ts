@@ -242,9 +242,9 @@ describe('request bodies', () => {
   });
 
   it('refuses bodies past the bound (16 MiB here) being read at once with 503 SERVICE_UNAVAILABLE and Retry-After, reads the rest, and gives every byte back', async () => {
-    // A quarter of the shipped 64 MiB, and a quarter of the bodies: the same proportions in a
-    // quarter of the bytes. test/e2e/slowBodies.test.ts meets the shipped bound itself.
-    const BOUND = 16 * 1024 * 1024;
+    // Half the shipped 64 MiB: a body of 1 MB of string counts about 2 MB as parsed
+    // (memory/jsonSize.ts), so 16 fit. test/e2e/slowBodies.test.ts meets the shipped bound itself.
+    const BOUND = 32 * 1024 * 1024;
     const bounded = await startTestSubgraph({}, {}, { limits: { request: { bodyTimeoutMs: 60_000, bufferedBodyBytes: BOUND } } }, subgraph.emulator);
     try {
       await bodiesPastTheBound(bounded.server);
@@ -269,7 +269,7 @@ describe('request bodies', () => {
      * reads them (completed bodies give their bytes back as their answers go out).
      */
     const slowClients = async (count: number, untilRefused = false): Promise<string[]> => {
-      // From ten loopback addresses: each holds at most 3 MB, under its share (a quarter of the bound, 4 MiB), so the replica's bound is what they meet.
+      // From ten loopback addresses: each holds at most three bodies, 6 MB as parsed, under its share (a quarter of the bound, 8 MiB), so the replica's bound is what they meet.
       const clients = Array.from({ length: count }, (_, i) => {
         const socket = connect({ port, host: '127.0.0.1', localAddress: `127.0.0.${10 + (i % 10)}` });
         const client = { socket, answer: '', closed: Promise.resolve('') };
@@ -291,7 +291,7 @@ describe('request bodies', () => {
     };
     const status = (answer: string) => answer.slice(0, 12);
 
-    // 25 bodies: after four steps 20 MB would be held, past the bound's 16.8 MB.
+    // 25 bodies: after four steps 25 × 1.6 MB = 40 MB would be held as parsed, past the bound's 33.5 MB.
     const refusedBefore = await refused();
     const answers = await slowClients(25, true);
     const busy = answers.filter((answer) => status(answer) === 'HTTP/1.1 503');
@@ -305,8 +305,8 @@ describe('request bodies', () => {
     expect(busy[0]).toContain('"code":"SERVICE_UNAVAILABLE"');
     expect(served[0]).toContain('{"data":{"__typename":"Query"}}');
 
-    // Every refused or finished body gave its bytes back: 15 MB at once fit again (in the
-    // 16.8 MB bound, a leak of 1.8 MB would refuse one).
+    // Every refused or finished body gave its bytes back: 15 bodies, 30 MB as parsed, at once
+    // fit again (in the 33.5 MB bound, a leak of 3.5 MB would refuse one).
     const again = await slowClients(15);
     expect(again.map(status)).toEqual(Array(15).fill('HTTP/1.1 200'));
     expect(await bodyBytes()).toBe(0);

@@ -72,7 +72,9 @@ describe('requests in flight', () => {
   });
 
   it('a body counts against the body bound until its answer is out, not only while it is read', async () => {
-    subgraph = await startTestSubgraph({ latencyMs: 400 }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, { limits: { request: { bufferedBodyBytes: 1_500_000 } } });
+    // A body holds what it is counted as parsed (memory/jsonSize.ts): twice its bytes, and
+    // 64 bytes a JSON value. Two of about 1.8 MB each do not fit 3 MB; one does.
+    subgraph = await startTestSubgraph({ latencyMs: 400 }, { WFS_ROUTER_SECRET: ROUTER_SECRET }, { limits: { request: { bufferedBodyBytes: 3_000_000 } } });
     const tenant = { ...as(subgraph.emulator.tenants[0]!), ...ROUTER };
     // An unused variable pads each body to about 900 KB.
     const padded = (first: number) => ({ query: `{ locations(first: ${first}) { nodes { id } } }`, variables: { pad: 'x'.repeat(900_000) } });
@@ -145,12 +147,13 @@ describe("one client address's share of the bounds", () => {
   });
 
   it('refuses an address past a quarter of the body bytes with 429 once its body is drained, while another address is served', async () => {
-    subgraph = await startTestSubgraph({}, {}, { limits: { request: { bufferedBodyBytes: 400_000, bodyTimeoutMs: 60_000 } } });
+    subgraph = await startTestSubgraph({}, {}, { limits: { request: { bufferedBodyBytes: 801_000, bodyTimeoutMs: 60_000 } } });
     const tenant = as(subgraph.emulator.tenants[0]!);
-    // 99 999 of 100 000 bytes: a quarter of 400 000 holds exactly one.
+    // 99 999 of 100 000 bytes, counted as parsed: twice its bytes and one JSON value of 64
+    // (memory/jsonSize.ts), 200 062, and a quarter of 801 000 holds exactly one.
     const first = stalledBody(subgraph.server.url, '127.0.0.1', 100_000, 99_999, tenant);
     sockets.push(first.socket);
-    await waitFor(async () => (await scrapeTotal(subgraph.server.url, 'wfs_graphql_request_body_bytes')) === 99_999, "the first body's bytes held");
+    await waitFor(async () => (await scrapeTotal(subgraph.server.url, 'wfs_graphql_request_body_bytes')) === 200_062, "the first body's bytes held");
     const refused = await post(subgraph, { query: '{ __typename }', variables: { pad: 'x'.repeat(20_000) } }, tenant, '127.0.0.1');
     expect(refused.status).toBe(429);
     expect(refused.body.errors?.[0]?.extensions?.code).toBe('SERVICE_UNAVAILABLE');

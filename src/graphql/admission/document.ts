@@ -11,7 +11,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { GraphQLError, Kind, getVariableValues, parse, specifiedRules, validate, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { createDocumentStore } from '../server/documentStore';
 import { LIMIT_ERROR_CODE, isTokenLimitError, limitParseOptions, limitRules, type QueryLimits } from './limits';
-import type { RefusalReason } from './refusals';
+import { refusal, refusalError, statusOf, type RefusalReason } from './refusals';
 
 /** What graphql-js's "Validation aborted." means, and what to do about it. */
 export const VALIDATION_ABORTED =
@@ -102,6 +102,14 @@ export function declaredVariables(schema: GraphQLSchema, operation: OperationDef
  */
 export function documentRefusals<TContext extends object>(refused: (reason: RefusalReason) => void): ApolloServerPlugin<TContext> {
   const hooks: Awaited<ReturnType<NonNullable<ApolloServerPlugin<TContext>['requestDidStart']>>> = {
+    // A subscription's field has no event to resolve outside the live hub: graphql-js
+    // would call its resolver without one (an internal error and an error log). Refused
+    // before execution instead, as Apollo Router refuses a subscription it cannot serve.
+    async didResolveOperation({ operation }) {
+      if (operation?.operation !== 'subscription') return;
+      refused('query_subscription');
+      throw new GraphQLError(refusalError('query_subscription').message, { extensions: { code: refusal('query_subscription').code, http: { status: statusOf('query_subscription') } } });
+    },
     async parsingDidStart() {
       return async (error) => {
         if (error) refused('query_document');

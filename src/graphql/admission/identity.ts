@@ -12,8 +12,27 @@ import { DEFAULT_LIMITS, type JwtIdentityConfig } from '../../config';
 import { graphQLError } from '../errors';
 import { createJwksKeys, type JwksOptions } from '../server/jwks';
 
-/** Works out which tenant a GraphQL request acts for. */
-export type IdentityResolver = (headers: IncomingHttpHeaders) => Promise<string>;
+/**
+ * Works out which tenant a GraphQL request acts for. `verify` does the same and keeps
+ * what a check of the same identity later needs (`VerifiedIdentity`), for a WebSocket
+ * connection; `reads` names the headers it reads.
+ */
+export type IdentityResolver = ((headers: IncomingHttpHeaders) => Promise<string>) & {
+  readonly verify?: (headers: IncomingHttpHeaders) => Promise<VerifiedIdentity>;
+  readonly reads?: readonly string[];
+};
+
+/**
+ * An identity once verified, and what checking it again needs, not the headers it came
+ * in: trusted-header mode keeps the tenant id; JWT mode keeps the tenant, the token's
+ * `exp` and its key's `alg` and `kid`, never the token itself. A connection keeps this
+ * for its life, where it kept up to three headers of 8 KiB before.
+ */
+export interface VerifiedIdentity {
+  readonly tenantId: string;
+  /** Checks again what can change: the token's expiry, its key still in the JWKS, the tenant still configured; the tenant, or the same errors as at first. */
+  recheck(): Promise<string>;
+}
 
 export interface IdentityOptions {
   /** Verified-identity mode when set; trusted-header mode otherwise. */
@@ -60,47 +79,85 @@ export function createIdentityResolver(options: IdentityOptions): IdentityResolv
     }
     return tenantId;
   };
-  const jwt = options.jwt;
-  if (jwt) {
-    const keys = options.jwks ?? createJwksKeys(new URL(jwt.jwksUrl), { ...(options.now && { now: options.now }), ...options.jwksOptions });
-    return async (headers) => {
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
-      if (!match) throw graphQLError('UNAUTHENTICATED', 'send an Authorization: Bearer token that names your tenant');
-      let claims: Record<string, unknown>;
-      try {
-        // jose checks `exp` and `nbf` whenever present; `requiredClaims` makes `exp` a
-        // must, so a token cannot be valid forever.
-        const verified = await jwtVerify(match[1]!, keys, {
-          issuer: jwt.issuer,
-          ...(jwt.audience !== undefined && { audience: jwt.audience }),
-          algorithms: ACCEPTED_JWT_ALGORITHMS,
-          requiredClaims: ['exp'],
-          clockTolerance: JWT_CLOCK_TOLERANCE_SECONDS,
-          ...(options.now && { currentDate: new Date(options.now()) }),
-        });
-        claims = verified.payload;
-        const typ = verified.protectedHeader.typ;
-        if (typ !== undefined && !ACCEPTED_JWT_TYPES.includes(typ.toLowerCase().replace(/^application\//, ''))) {
-          throw Object.assign(new Error('unexpected typ'), { code: 'ERR_JWT_TYP' });
+  const verify = options.jwt ? jwtVerifier(options.jwt, options, checkConfigured) : headerVerifier(options, checkConfigured);
+  const resolve = async (headers: IncomingHttpHeaders) => (await verify(headers)).tenantId;
+  return Object.assign(resolve, { verify, reads: options.jwt ? ['authorization'] : [options.tenantHeader.toLowerCase()] });
+}
+
+/** Verified-identity mode: the bearer JWT verified against the JWKS, the tenant from its claim. */
+function jwtVerifier(jwt: JwtIdentityConfig, options: IdentityOptions, checkConfigured: (tenantId: string) => string): (headers: IncomingHttpHeaders) => Promise<VerifiedIdentity> {
+  const keys = options.jwks ?? createJwksKeys(new URL(jwt.jwksUrl), { ...(options.now && { now: options.now }), ...options.jwksOptions });
+  const unverified = (error: unknown) => {
+    const code = (error as { code?: unknown }).code;
+    return graphQLError('UNAUTHENTICATED', `the bearer token could not be verified${typeof code === 'string' && /^ERR_[A-Z_]{1,60}$/.test(code) ? ` (${code})` : ''}`);
+  };
+  return async (headers) => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
+    if (!match) throw graphQLError('UNAUTHENTICATED', 'send an Authorization: Bearer token that names your tenant');
+    let claims: Record<string, unknown>;
+    let key: { alg: string; kid?: string };
+    try {
+      // jose checks `exp` and `nbf` whenever present; `requiredClaims` makes `exp` a
+      // must, so a token cannot be valid forever.
+      const verified = await jwtVerify(match[1]!, keys, {
+        issuer: jwt.issuer,
+        ...(jwt.audience !== undefined && { audience: jwt.audience }),
+        algorithms: ACCEPTED_JWT_ALGORITHMS,
+        requiredClaims: ['exp'],
+        clockTolerance: JWT_CLOCK_TOLERANCE_SECONDS,
+        ...(options.now && { currentDate: new Date(options.now()) }),
+      });
+      claims = verified.payload;
+      const typ = verified.protectedHeader.typ;
+      if (typ !== undefined && !ACCEPTED_JWT_TYPES.includes(typ.toLowerCase().replace(/^application\//, ''))) {
+        throw Object.assign(new Error('unexpected typ'), { code: 'ERR_JWT_TYP' });
+      }
+      const { alg, kid } = verified.protectedHeader;
+      key = { alg, ...(kid !== undefined && { kid }) };
+    } catch (error) {
+      throw unverified(error);
+    }
+    const tenantId = claims[jwt.tenantClaim];
+    if (typeof tenantId !== 'string' || tenantId === '') {
+      throw graphQLError('UNAUTHENTICATED', `the bearer token has no "${jwt.tenantClaim}" claim naming the tenant`);
+    }
+    const exp = claims.exp as number;
+    return {
+      tenantId: checkConfigured(tenantId),
+      // What jwtVerify would find different now: `exp` passed (with the same tolerance),
+      // the key no longer in the JWKS (asked of the same key source, which fetches
+      // again for a key it does not know), the tenant no longer configured.
+      recheck: async () => {
+        const now = Math.floor((options.now?.() ?? Date.now()) / 1000);
+        if (exp <= now - JWT_CLOCK_TOLERANCE_SECONDS) throw unverified({ code: 'ERR_JWT_EXPIRED' });
+        try {
+          await keys(key, undefined as never);
+        } catch (error) {
+          throw unverified(error);
         }
-      } catch (error) {
-        const code = (error as { code?: unknown }).code;
-        throw graphQLError('UNAUTHENTICATED', `the bearer token could not be verified${typeof code === 'string' && /^ERR_[A-Z_]{1,60}$/.test(code) ? ` (${code})` : ''}`);
-      }
-      const tenantId = claims[jwt.tenantClaim];
-      if (typeof tenantId !== 'string' || tenantId === '') {
-        throw graphQLError('UNAUTHENTICATED', `the bearer token has no "${jwt.tenantClaim}" claim naming the tenant`);
-      }
-      return checkConfigured(tenantId);
+        return checkConfigured(tenantId);
+      },
     };
-  }
+  };
+}
+
+/**
+ * Trusted-header mode reads the tenant from a header the router sets (so it must only
+ * be reachable through the router, on a private network); in demo mode a request that
+ * names none gets the demo default.
+ */
+function headerVerifier(options: IdentityOptions, checkConfigured: (tenantId: string) => string): (headers: IncomingHttpHeaders) => Promise<VerifiedIdentity> {
   return async (headers) => {
     const value = headers[options.tenantHeader];
-    const tenantId = (Array.isArray(value) ? value[0] : value)?.trim();
-    if (tenantId) return checkConfigured(tenantId);
+    const named = (Array.isArray(value) ? value[0] : value)?.trim();
+    if (named) {
+      const tenantId = checkConfigured(named);
+      return { tenantId, recheck: async () => checkConfigured(tenantId) };
+    }
     if (options.defaultTenant) {
       options.onDefaultTenant?.();
-      return options.defaultTenant;
+      const tenantId = options.defaultTenant;
+      return { tenantId, recheck: async () => tenantId };
     }
     throw graphQLError('UNAUTHENTICATED', `send the "${options.tenantHeader}" header naming your tenant`);
   };
@@ -151,23 +208,27 @@ export function identityHeaders(upgrade: IncomingHttpHeaders, params: Readonly<R
 }
 
 /**
- * One WebSocket connection's identity: its headers and tenant, checked again once
- * IDENTITY_RECHECK_MS have passed since the last check (a token that expired, a tenant
- * no longer configured), shared by the subscribes that arrive meanwhile. A failed check
- * is not kept.
+ * One WebSocket connection's identity: what its verification kept (`VerifiedIdentity`),
+ * checked again once IDENTITY_RECHECK_MS have passed since the last check (a token that
+ * expired, a key withdrawn, a tenant no longer configured), shared by the subscribes
+ * that arrive meanwhile. A failed check is not kept.
  */
 export class ConnectionIdentity {
   private checked: { readonly tenantId: Promise<string>; readonly at: number } | undefined;
 
-  constructor(
-    readonly headers: IncomingHttpHeaders,
-    private readonly identify: IdentityResolver,
-  ) {}
+  constructor(private readonly check: () => Promise<string>) {}
+
+  /** The identity of a connection whose verification kept `verified` (checked just now). */
+  static of(verified: VerifiedIdentity): ConnectionIdentity {
+    const identity = new ConnectionIdentity(() => verified.recheck());
+    identity.checked = { tenantId: Promise.resolve(verified.tenantId), at: performance.now() };
+    return identity;
+  }
 
   tenant(): Promise<string> {
     const now = performance.now();
     if (this.checked && now - this.checked.at < IDENTITY_RECHECK_MS) return this.checked.tenantId;
-    const tenantId = this.identify(this.headers);
+    const tenantId = this.check();
     const checked = (this.checked = { tenantId, at: now });
     tenantId.catch(() => {
       if (this.checked === checked) this.checked = undefined;

@@ -43,6 +43,7 @@ export const REFUSALS = {
   // A query's document, before execution (Apollo Server with document.ts, limits.ts and cost.ts).
   query_document: { metric: REQUESTS, code: 'GRAPHQL_VALIDATION_FAILED', answer: { status: 400 }, bound: 'a query document that does not parse, validate or meet the query limits (GRAPHQL_PARSE_FAILED when it does not parse)' },
   query_cost: { metric: REQUESTS, code: 'GRAPHQL_VALIDATION_FAILED', answer: { status: 400 }, bound: 'a query over WFS_MAX_COST' },
+  query_subscription: { metric: REQUESTS, code: 'BAD_REQUEST', answer: { status: 400 }, bound: 'a subscription sent as an HTTP request', message: 'subscriptions are served over WebSocket at this path (graphql-ws, subprotocol graphql-transport-ws); send queries over HTTP and subscribe over a WebSocket' },
   // A connection, before a request of it is served (http/requestBounds.ts).
   replica: { metric: CONNECTIONS, code: null, answer: 'dropped', bound: "the replica's open sockets (WFS_MAX_CONNECTIONS)" },
   address: { metric: CONNECTIONS, code: null, answer: 'dropped', bound: "one client address's open sockets (WFS_MAX_CONNECTIONS_PER_ADDRESS)" },
@@ -55,6 +56,7 @@ export const REFUSALS = {
   address_blocked: { metric: LIVE, code: null, answer: { status: 429 }, bound: 'an address blocked after WFS_LIVE_ADDRESS_STRIKES connections that broke the protocol or were refused' },
   // An open WebSocket connection (http/liveSocket.ts, the subscribe gate).
   messages: { metric: LIVE, code: null, answer: { close: 1008 }, bound: "one connection's messages per second", message: 'too many messages' },
+  message_values: { metric: LIVE, code: null, answer: { close: 1009 }, bound: "one message's JSON values, objects, arrays and keys (what it becomes once parsed)", message: 'message has too many JSON values' },
   refusals: { metric: LIVE, code: null, answer: { close: 1008 }, bound: "one connection's refused subscribes", message: 'too many refused subscriptions' },
   identity: { metric: LIVE, code: 'UNAUTHENTICATED', answer: { close: 4403 }, bound: 'an identity refused at connection_init' },
   identity_lapsed: { metric: LIVE, code: 'UNAUTHENTICATED', answer: 'result', bound: "a connection's identity lapsed while subscriptions were open (a JWT past exp, a key withdrawn): they end with the error" },

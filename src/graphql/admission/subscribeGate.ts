@@ -17,6 +17,7 @@
  * error is, the shape gateways pass on: its execution arguments are registered as
  * refused, and the gate's `subscribe` answers them with their errors.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { GraphQLError, getOperationAST, parse, subscribe, type ExecutionArgs } from 'graphql';
 import type { Context } from 'graphql-ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -52,7 +53,13 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   const { schema, services, refused } = options;
   const connections = new Map<Context<Record<string, unknown> | undefined, GateExtra>, Connection>();
   const bytes = new VariableBytes(limits);
-  const identityNames = [options.tenantHeader.toLowerCase(), 'authorization', 'router-authorization'];
+  // Only the headers identity reads in this mode: the router secret is checked at the
+  // upgrade (upgradeGate.ts) and not kept; `authorization` is not read in trusted-header mode.
+  const identityNames = services.identify.reads ?? [options.tenantHeader.toLowerCase(), 'authorization'];
+  const verify = services.identify.verify ?? (async (headers: IncomingHttpHeaders) => {
+    const tenantId = await services.identify(headers);
+    return { tenantId, recheck: () => services.identify(headers) };
+  });
   const { refuse, answer, errorsOf } = createRefusalAnswers(schema, refused);
   const perConnection = `at most ${limits.subscriptionsPerConnection} subscriptions may be open on one connection; complete some, or open another connection`;
   const release = (connection: Connection, id: string) => {
@@ -81,7 +88,8 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       // Read once: what graphql-ws keeps for the connection's life (its `extra`, the
       // payload) is not needed again; the identity keeps only the headers it reads.
       delete (ctx as { connectionParams?: unknown }).connectionParams;
-      const problem = await services.identify(headers).then(() => undefined, identityError);
+      const verified = await verify(headers).catch((error: unknown) => ({ problem: identityError(error) }));
+      const problem = 'problem' in verified ? verified.problem : undefined;
       // A gateway's connection (the transport's router verdict) is kept when its caller's
       // identity is refused: each subscribe is answered with the refusal, which gateways
       // pass on, where a close at `connection_init` reaches their client as silence.
@@ -92,7 +100,11 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
       }
       const named = options.demo && headers[options.demo.tenantHeader];
       const demoTenant = !problem && options.demo && !(Array.isArray(named) ? named[0] : named)?.trim() ? options.demo.defaultTenant : undefined;
-      connections.set(ctx, { identity: new ConnectionIdentity(headers, services.identify), close: ctx.extra.close, contexts: new Map(), variableBytes: 0, slots: 0, refusals: 0, demoTenant });
+      // A gateway's connection whose caller was refused keeps the headers identity reads
+      // (a few, each bounded), to check them again at each subscribe; every other
+      // connection keeps only what its verification kept.
+      const identity = 'problem' in verified ? new ConnectionIdentity(() => services.identify(headers)) : ConnectionIdentity.of(verified);
+      connections.set(ctx, { identity, close: ctx.extra.close, contexts: new Map(), variableBytes: 0, slots: 0, refusals: 0, demoTenant });
       return demoTenant ? { demoTenant } : true;
     },
     onSubscribe: async (ctx, id, payload) => {
@@ -200,7 +212,7 @@ function createAdmission(options: SubscribeGateOptions, bytes: VariableBytes, re
     // Checked and taken with no wait in between, so that a burst of subscribes cannot all pass.
     const over = bytes.over(connection.variableBytes, tenantId, variables.bytes);
     if (over) return refuse(over, bytes.messages[over]);
-    const context = new SubscriptionContext(services, connection.identity.headers, tenantId, options.budgetMs, { hub: options.hub });
+    const context = new SubscriptionContext(services, tenantId, options.budgetMs, { hub: options.hub });
     // Not expected (a reused id waits for the end of the one it replaces), but its slot and bytes are given back.
     if (connection.contexts.has(id)) release(connection, id);
     connection.contexts.set(id, { context, tenantId, variableBytes: variables.bytes });

@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GraphQLError } from 'graphql';
 import type { LiveHub } from '../../live/hub';
+import type { IdentityResolver } from '../admission/identity';
 import { NO_OBSERVER, type RequestRecord } from '../../upstream/observer';
 import { createTenantData, type DataServices, type TenantData } from './tenantData';
 
@@ -45,7 +46,7 @@ export interface LiveContext {
 /** Process-wide services the per-request context is built from. */
 export interface ContextServices extends DataServices {
   /** Works out which tenant a request acts for (admission/identity.ts builds it); rejects with UNAUTHENTICATED or FORBIDDEN. */
-  readonly identify: (headers: IncomingHttpHeaders) => Promise<string>;
+  readonly identify: IdentityResolver;
 }
 
 /**

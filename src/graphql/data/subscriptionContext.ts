@@ -8,6 +8,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { createContext, type ContextServices, type GraphQLContext, type LiveContext } from './context';
 
+const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
+
 /** The abort reason of a subscription's work when it ends: one object, not a DOMException (and its stack) per subscription when a connection with many closes. */
 const SUBSCRIPTION_OVER = new DOMException('the subscription is over', 'AbortError');
 
@@ -22,7 +24,6 @@ export class SubscriptionContext implements GraphQLContext {
 
   constructor(
     services: ContextServices,
-    private readonly headers: IncomingHttpHeaders,
     tenantId: string,
     private readonly budgetMs: number,
     live: Omit<LiveContext, 'renew' | 'ended'>,
@@ -76,6 +77,7 @@ export class SubscriptionContext implements GraphQLContext {
     const controller = (this.controller = new AbortController());
     this.timer = setTimeout(() => controller.abort(new DOMException('the request budget is spent', 'TimeoutError')), this.budgetMs);
     this.timer.unref();
-    this.current = createContext(this.services, this.headers, controller.signal);
+    // The tenant is known (`identify` answers it): no header of the connection is kept or read.
+    this.current = createContext(this.services, NO_HEADERS, controller.signal);
   }
 }

@@ -4,17 +4,19 @@
  *   0 base        config, small helpers
  *   1 rest        upstream/ (the REST side) and live/ (its lists polled for subscribers), with upstream/observer.ts, the Observer port
  *                 that upstream/, live/, graphql/ and the observability adapters all import downward
- *   2 graphql     graphql/ (server/ set-up, data/ layer, resolvers/, their generated types), the emulator, the explorer
+ *   2 graphql     graphql/ (server/ set-up, data/ layer, resolvers/, their generated types), the explorer
  *   3 observe     observability/ (metrics, logs, OpenTelemetry, inline trace adapters), http/
  *   4 wiring      app.ts, server.ts, main.ts, index.ts, demo.ts
  * An import from a floor to a higher one is an upward arrow; the rules forbid the ones that matter.
+ * Beside src/, the product, stand what builds on it (tools/, bench/, test/): src/ imports none
+ * of them but through one door, the demo's emulator (`src-is-the-product`).
  * Every file or folder a pattern here names must exist (scripts/namedPaths.cjs, `missing` in
  * `npm run architecture`): a rule about a file that is gone checks nothing, silently.
  */
 const FLOORS = [
   { name: 'base', path: '^src/(config|nodeVersion|compileCache|heapLimit|exampleQuery|browserRedirect|routerSecret)\\.ts$' },
   { name: 'rest', path: '^src/(upstream|live)/' },
-  { name: 'graphql', path: '^src/(graphql|emulator|explorer|__generated__)/' },
+  { name: 'graphql', path: '^src/(graphql|explorer|__generated__)/' },
   { name: 'observe', path: '^src/(observability|http)/' },
   { name: 'wiring', path: '^src/(app|server|main|index|demo)\\.ts$' },
 ];
@@ -28,6 +30,22 @@ module.exports = {
       comment: 'An import circle: neither module can be read (or loaded) without the other.',
       from: { path: '^src/' },
       to: { circular: true },
+    },
+    {
+      name: 'src-is-the-product',
+      severity: 'error',
+      comment:
+        'src/ is the product. The harness (tools/: the upstream emulator, the probes), the benchmarks (bench/) and the tests (test/) build on it; it never imports them, but for the demo (the next rule).',
+      from: { path: '^src/', pathNot: '^src/demo\\.ts$' },
+      to: { path: '^(tools|bench|test)/' },
+    },
+    {
+      name: 'demo-reaches-the-emulator-by-one-door',
+      severity: 'error',
+      comment:
+        "The demo (`npm start` with no upstream configured, CONTRACT.md) runs on the upstream emulator, and is the one module of src/ that imports anything outside it: tools/emulator/index.ts, the emulator's front door, and nothing else of tools/, bench/ or test/.",
+      from: { path: '^src/demo\\.ts$' },
+      to: { path: '^(tools|bench|test)/', pathNot: '^tools/emulator/index\\.ts$' },
     },
     {
       name: 'upstream-knows-no-graphql',
@@ -109,9 +127,10 @@ module.exports = {
     },
   ],
   options: {
-    doNotFollow: { path: 'node_modules' },
+    // tools/, bench/ and test/ are seen (an import of them from src/ breaks a rule above), not cruised.
+    doNotFollow: { path: 'node_modules|^(tools|bench|test)/' },
     exclude: { path: '^src/explorer/browser/' },
-    includeOnly: '^src/',
+    includeOnly: '^(src|tools|bench|test)/',
     // Type-only imports count: a circle through types is still a circle for the reader.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },

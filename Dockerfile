@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Build stage: full install (TypeScript, esbuild, the explorer's front end; codegen output
 # is committed), check the types of src/ (`npm run build` compiles without checking
-# them), compile to dist/, bundle the server into dist/main.js and build the
+# them), compile to dist/, bundle the server (and the demo's emulator) into dist/main.js and build the
 # explorer's browser files into dist/explorer/assets/ (scripts/bundle/).
 # --ignore-scripts: no dependency needs an install script here, and the one that has
 # an important one, the `node` devDependency (it downloads a Node binary for laptops
@@ -13,6 +13,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json schema.graphql ./
 COPY src ./src
+# The demo (no WFS_AUTH_URL, or WFS_DEMO=true) runs on the upstream emulator, which the
+# bundle takes from tools/emulator/.
+COPY tools/emulator ./tools/emulator
 COPY scripts/bundle ./scripts/bundle
 RUN node node_modules/typescript-7/bin/tsc -p tsconfig.build.json --noEmit --singleThreaded && npm run build
 

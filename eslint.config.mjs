@@ -5,7 +5,7 @@
 //   subgraph schema must carry a description, because the explorer's docs pane, IDEs and
 //   relay-compiler's generated types show those descriptions or nothing
 //   (test/unit/lint.test.ts runs it).
-// - The TypeScript of src/, test/, scripts/, bench/ and router/ (Hive Gateway's config and
+// - The TypeScript of src/, tools/, test/, scripts/, bench/ and router/ (Hive Gateway's config and
 //   response-cache plugin, which the gateway loads): ESLint's and typescript-eslint's
 //   recommended rules, without type information (a type-aware lint would take as long as
 //   the typecheck beside it, which already runs with `strict`), and the tests' two timing
@@ -15,7 +15,7 @@ import { builtinRules } from 'eslint/use-at-your-own-risk';
 import tseslint from 'typescript-eslint';
 import testTiming from './eslint-rules/testTiming.cjs';
 
-const typescript = ['{src,test,scripts,bench,router}/**/*.{ts,mts}'];
+const typescript = ['{src,tools,test,scripts,bench,router}/**/*.{ts,mts}'];
 
 // ESLint's own `recommended` set is the rules its documentation marks recommended; that
 // is all `@eslint/js`'s config is, and reading the marks saves a dependency.
@@ -72,7 +72,7 @@ export default [
     },
   },
   {
-    files: ['{test,scripts,bench}/**/*.{ts,mts}'],
+    files: ['{test,tools/probes,scripts,bench}/**/*.{ts,mts}'],
     rules: {
       // Tests, probes and benchmarks read GraphQL and REST answers as JSON and check their
       // shape with `expect` or by hand: `any` there is the honest type. src/ has none.

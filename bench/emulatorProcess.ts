@@ -9,7 +9,7 @@
  *
  * Options come as JSON in argv[2] (see EmulatorProcessOptions).
  */
-import { makeTenant, startEmulator, type Emulator } from '../src/emulator';
+import { makeTenant, startEmulator, type Emulator } from '../tools/emulator';
 
 export interface EmulatorProcessOptions {
   readonly latencyMs: number;

@@ -1,8 +1,9 @@
 // The drawing of src/'s imports, and its check: `npm run architecture`.
-// Cruises src/ with dependency-cruiser and the rules in .dependency-cruiser.cjs, prints
+// Cruises src/ (and sees what it imports from tools/, bench/ and test/) with dependency-cruiser and the rules in .dependency-cruiser.cjs, prints
 // the figures (rooms, floors, arrows, arrows running back up, circles), every rule
 // broken and every file or folder the rules name that does not exist (namedPaths.cjs),
-// and exits 1 when a rule is broken or names something missing. `--json` prints the figures as JSON (the test reads them).
+// and exits 1 when a rule is broken or names something missing. `--json` prints the figures as JSON (the test reads them);
+// `--root DIR` checks the tree in DIR instead of this checkout (the test's own small trees that break a rule).
 import { createRequire } from 'node:module';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -11,6 +12,8 @@ import { cruise } from 'dependency-cruiser';
 const require = createRequire(import.meta.url);
 const config = require('../.dependency-cruiser.cjs');
 const { missingNames } = require('./namedPaths.cjs');
+const rootAt = process.argv.indexOf('--root');
+if (rootAt !== -1) process.chdir(process.argv[rootAt + 1]);
 const floors = config.FLOORS.map((floor, level) => ({ ...floor, level, pattern: new RegExp(floor.path) }));
 const floorOf = (file) => floors.find((floor) => floor.pattern.test(file));
 
@@ -35,8 +38,15 @@ for (const module of modules) {
 const rooms = readdirSync('src', { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
 const violations = output.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`);
 const unplaced = modules.map((module) => module.source).filter((file) => !floorOf(file));
-const sourceFiles = readdirSync('src', { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative('.', path.join(entry.parentPath, entry.name)).split(path.sep).join('/'));
-const namedPatterns = [...config.FLOORS.map((floor) => floor.path), ...config.forbidden.flatMap((rule) => [rule.from.path, rule.to.path]), config.options.exclude.path].filter((pattern) => typeof pattern === 'string');
+// The rules name files of src/ and of the folders beside it that src/ must not import (tools/, bench/, test/).
+const sourceFiles = ['src', 'tools', 'bench', 'test'].flatMap((folder) =>
+  readdirSync(folder, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative('.', path.join(entry.parentPath, entry.name)).split(path.sep).join('/')),
+);
+const namedPatterns = [
+  ...config.FLOORS.map((floor) => floor.path),
+  ...config.forbidden.flatMap((rule) => [rule.from.path, rule.from.pathNot, rule.to.path, rule.to.pathNot]),
+  config.options.exclude.path,
+].filter((pattern) => typeof pattern === 'string');
 const missing = [...new Set(missingNames(namedPatterns, sourceFiles))];
 const figures = {
   rooms: rooms.length,

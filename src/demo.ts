@@ -1,5 +1,5 @@
 import { NUMERIC_SETTINGS, type Config } from './config';
-import { startEmulator, startShiftChurn, type Emulator } from './emulator';
+import { startEmulator, startShiftChurn, type Emulator } from '../tools/emulator';
 import { EXAMPLE_QUERY } from './exampleQuery';
 
 export interface Demo {
@@ -12,7 +12,7 @@ export interface Demo {
  * Demo mode (no WFS_AUTH_URL): the embedded emulator plays the upstream, with its
  * seeded companies as the configured tenants. Everything else runs as in production.
  */
-/** How often the demo's first company has a shift edited (emulator/churn.ts), in ms. */
+/** How often the demo's first company has a shift edited (tools/emulator/churn.ts), in ms. */
 export const DEMO_CHURN_MS = 10_000;
 /**
  * The demo's live poll interval, in seconds, unless WFS_POLL_INTERVAL_SECONDS is set:

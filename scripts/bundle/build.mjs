@@ -1,20 +1,21 @@
 // `npm run build`: src/ compiled to dist/, file by file, then the production server as
-// one file.
+// one file, then the emulator of tools/emulator/ into dist/emulator/.
 //
 // Compiling is esbuild's, not tsc's: the TypeScript of src/ (but what tsconfig.build.json
 // excludes) becomes CommonJS in dist/, one file each with its source map. Type checking
 // is `npm run typecheck`'s, which the test line runs beside the build: tsc emitting
 // dist/ (before esbuild) checked every type a second time, most of a build's 11 CPU-seconds, and the
-// emitted files only served what the bundle leaves out (the emulator, the benchmarks and
-// tools that import single modules). esbuild compiles each file on its own, as the
+// emitted files only served what the bundle leaves out (the benchmarks and tools that
+// import single modules). esbuild compiles each file on its own, as the
 // `isolatedModules` setting of the tests' transform requires every file can be
 // (test/helpers/tsJestShared.js), so no file needs another's types to compile.
 //
 // The bundle then replaces dist/main.js (the server that dist/index.js starts) with one
 // file of it and of the packages it loads. A start then reads and compiles one file instead of resolving,
 // reading and wrapping some 600 modules in node_modules, which was most of a cold start
-// (bench/README.md, "Cold start"). Everything else in dist/ stays tsc's output (the
-// emulator, the benchmarks and tools that import single modules).
+// (bench/README.md, "Cold start"). The demo and the emulator it runs on (tools/emulator/)
+// are in it, run only in demo mode (src/main.ts loads the demo then). Everything else in
+// dist/ stays single files (for the benchmarks and tools that import single modules).
 //
 // Left out of the bundle, loaded from node_modules when used: the packages only some
 // deployments load, and only when configured (Redis, the OpenTelemetry SDK, the
@@ -98,10 +99,17 @@ const graphqlInstanceOf = {
   },
 };
 
-/** The .ts files of src/ that tsconfig.build.json compiles: all but its `exclude` folders and declaration files. */
+/**
+ * Files of src/ that exist in dist/ only inside the bundle: the demo imports the emulator
+ * from tools/emulator/ (the one import of src/ from outside it, .dependency-cruiser.cjs),
+ * which a file compiled on its own would name by a path that dist/ does not have.
+ */
+const BUNDLE_ONLY = ['src/demo.ts'];
+
+/** The .ts files of src/ that tsconfig.build.json compiles: all but its `exclude` folders, BUNDLE_ONLY and declaration files. */
 function buildSources() {
   const { exclude = [] } = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8'));
-  const excluded = exclude.map((folder) => join(root, folder));
+  const excluded = [...exclude, ...BUNDLE_ONLY].map((folder) => join(root, folder));
   const visit = (dir) =>
     readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
       const path = join(dir, entry.name);
@@ -112,38 +120,43 @@ function buildSources() {
   return visit(join(root, 'src'));
 }
 
+/** What every build below shares: CommonJS for Node 22 and later, each file with its source map. */
+const forNode = { absWorkingDir: root, platform: 'node', target: 'node22', format: 'cjs', sourcemap: 'linked', logLevel: 'warning' };
+
 await build({
-  absWorkingDir: root,
+  ...forNode,
   entryPoints: buildSources(),
   outdir: 'dist',
   outbase: 'src',
   bundle: false,
-  platform: 'node',
-  target: 'node22',
-  format: 'cjs',
   tsconfig: 'tsconfig.build.json',
-  sourcemap: 'linked',
-  logLevel: 'warning',
 });
 
 const result = await build({
-  absWorkingDir: root,
+  ...forNode,
   entryPoints: ['src/main.ts'],
   outfile: 'dist/main.js',
   bundle: true,
-  platform: 'node',
-  target: 'node22',
-  format: 'cjs',
   external: EXTERNAL,
   plugins: [replacedPackages, graphqlInstanceOf],
   // Whitespace and syntax only: names stay, so a stack trace still reads; the source
   // map next to the bundle maps it back (node --enable-source-maps dist/index.js).
   minifyWhitespace: true,
   minifySyntax: true,
-  sourcemap: 'linked',
   legalComments: 'none',
-  logLevel: 'warning',
   metafile: true,
+});
+
+// The emulator (tools/emulator/) for `npm run emulator` (dist/emulator/main.js) and for the
+// benchmarks that load a build's emulator (dist/emulator/index.js): each one file with
+// the modules of src/ it uses (the resource registry), packages loaded from node_modules.
+await build({
+  ...forNode,
+  entryPoints: ['tools/emulator/index.ts', 'tools/emulator/main.ts'],
+  outdir: 'dist/emulator',
+  bundle: true,
+  packages: 'external',
+  tsconfig: 'tsconfig.build.json',
 });
 
 const graphqlCopies = new Set(Object.keys(result.metafile.inputs).flatMap((input) => input.match(/^(.*node_modules\/graphql)\//)?.[1] ?? []));

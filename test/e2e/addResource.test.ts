@@ -2,7 +2,7 @@ import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:c
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { demoTenants } from '../../src/emulator';
+import { demoTenants } from '../../tools/emulator';
 import { as } from '../helpers/fixtures';
 import { errorCodes, postGraphQL } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
@@ -193,7 +193,7 @@ type TimesheetEdge {
     ],
   },
   {
-    file: 'src/emulator/seed.ts',
+    file: 'tools/emulator/seed.ts',
     edits: [
       ["import type { EmulatorLocation, EmulatorShift, EmulatorTenant } from './types';", "import type { EmulatorLocation, EmulatorRecord, EmulatorShift, EmulatorTenant } from './types';"],
       [

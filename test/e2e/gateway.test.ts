@@ -6,7 +6,7 @@ import path from 'node:path';
 import { parse } from 'graphql';
 import { parse as parseYaml } from 'yaml';
 import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
-import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { makeTenant, type EmulatorTenant } from '../../tools/emulator';
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
 import { listsCalled, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { as, gatewayTenants } from '../helpers/fixtures';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { request } from 'undici';
 import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
-import type { EmulatorTenant } from '../../src/emulator';
+import type { EmulatorTenant } from '../../tools/emulator';
 import { as, freePort, gatewayTenants } from '../helpers/fixtures';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 

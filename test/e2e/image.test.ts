@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { emulatorEnv } from '../helpers/postGraphQL';
 import { waitFor } from '../helpers/waitFor';
 

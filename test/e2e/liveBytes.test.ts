@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { demoTenants } from '../../src/emulator';
+import { demoTenants } from '../../tools/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { wsUrl } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';

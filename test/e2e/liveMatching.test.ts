@@ -1,6 +1,6 @@
 import type { Client } from 'graphql-ws';
 import { request } from 'undici';
-import { makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import { makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '../../tools/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';

@@ -1,5 +1,5 @@
 import type { Client } from 'graphql-ws';
-import { makeTenant, startEmulator, type Emulator } from '../../src/emulator';
+import { makeTenant, startEmulator, type Emulator } from '../../tools/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';

@@ -1,6 +1,6 @@
 import type { Client } from 'graphql-ws';
 import { Redis } from 'ioredis';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { liveSealingKey } from '../../src/live/redisCoordinator';
 import { fingerprint } from '../../src/live/snapshot';
 import { seal } from '../../src/upstream/redis/seal';

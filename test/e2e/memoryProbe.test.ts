@@ -1,4 +1,4 @@
-import { runMemoryProbe } from '../../scripts/memoryProbe';
+import { runMemoryProbe } from '../../tools/probes/memoryProbe';
 
 /**
  * `npm run probe:memory` end to end, small: the built server (`dist/index.js`, so

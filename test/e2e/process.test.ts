@@ -5,7 +5,7 @@ import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { ConfigError, loadConfig, startupFailureLine } from '../../src/config';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { isSupportedNodeVersion, MINIMUM_NODE_VERSION } from '../../src/nodeVersion';
 import { startRedisServer } from '../helpers/redisServer';
 import { emulatorEnv, postGraphQL } from '../helpers/postGraphQL';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { scrapeTotal } from '../helpers/metrics';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';

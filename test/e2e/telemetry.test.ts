@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import { startEmulator, type Emulator, type EmulatorTenant } from '../../tools/emulator';
 import { spanAttributes as attributes, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlpReceiver';
 import { emulatorEnv, postGraphQL } from '../helpers/postGraphQL';
 

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { Server as HttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { request } from 'undici';
-import { makeTenant, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import { makeTenant, type Emulator, type EmulatorTenant } from '../../tools/emulator';
 import type { TenantCredentials } from '../../src/config';
 import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 

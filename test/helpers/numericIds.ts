@@ -1,4 +1,4 @@
-import type { EmulatorTenant } from '../../src/emulator';
+import type { EmulatorTenant } from '../../tools/emulator';
 
 /**
  * The tenant with its records renumbered as an upstream that counts each list on its

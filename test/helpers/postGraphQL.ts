@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import type { EmulatorTenant } from '../../src/emulator';
+import type { EmulatorTenant } from '../../tools/emulator';
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;

@@ -10,7 +10,7 @@ import ShiftChangesSubscription, { type ShiftChangesSubscription$data } from '..
 import ShiftListPaginationQuery from '../../examples/relay/src/__generated__/ShiftListPaginationQuery.graphql';
 import ShiftListFragment from '../../examples/relay/src/__generated__/ShiftList_query.graphql';
 import { shiftChangesUpdater } from '../../examples/relay/src/liveUpdates';
-import type { EmulatorShift } from '../../src/emulator';
+import type { EmulatorShift } from '../../tools/emulator';
 import { encodeNodeId } from '../../src/graphql/data/node';
 import { waitFor } from './waitFor';
 

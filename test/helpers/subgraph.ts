@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import type { Counter, Gauge } from 'prom-client';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
-import { startEmulator, type Emulator, type EmulatorOptions, type ListCounts } from '../../src/emulator';
+import { startEmulator, type Emulator, type EmulatorOptions, type ListCounts } from '../../tools/emulator';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server';
 import { CHECKING } from '../../src/upstream/token/tokenEndpointCheck';

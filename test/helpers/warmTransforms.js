@@ -9,7 +9,7 @@ const vm = require('node:vm');
 const ESM_ONLY_PACKAGES = ['jose', 'cockatiel'];
 
 /**
- * Fills Jest's transform cache with every TypeScript file of src/ and test/ and the files
+ * Fills Jest's transform cache with every TypeScript file of src/, tools/ and test/ and the files
  * of the ESM-only packages the suites load (ESM_ONLY_PACKAGES), in this
  * process, before the workers start (jest.config.js's `globalSetup`, test/helpers/runTmpdir.js,
  * when the test line asks: JEST_WARM_TRANSFORM_CACHE=1, scripts/test.sh).
@@ -42,10 +42,10 @@ async function warmTransforms(projectConfig, files = filesToWarm(projectConfig.r
   return files.length;
 }
 
-/** What the line's suites load and ts-jest compiles: src/ and test/, and the ESM-only packages' files. */
+/** What the line's suites load and ts-jest compiles: src/, tools/ and test/, and the ESM-only packages' files. */
 function filesToWarm(rootDir) {
   return [
-    ...['src', 'test'].flatMap((dir) => filesEndingIn(join(rootDir, dir), '.ts')),
+    ...['src', 'tools', 'test'].flatMap((dir) => filesEndingIn(join(rootDir, dir), '.ts')),
     // The folder of each package's entry point, as jest-runtime resolves it (`require`).
     ...ESM_ONLY_PACKAGES.flatMap((name) => filesEndingIn(dirname(require.resolve(name, { paths: [rootDir] })), '.js')),
   ];

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from 'graphql-ws';
 import type { Counter } from 'prom-client';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { startRedisServer } from '../helpers/redisServer';
 import { livePolls, livePollersLeading, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

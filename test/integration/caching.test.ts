@@ -13,7 +13,7 @@ import { randomDocument } from '../helpers/randomDocument';
 import { seeded } from '../helpers/seeded';
 import { livePolls, startTestSubgraph, subscribedAndPolled, TEST_CURSOR_SECRET, type GraphQLResponse, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
-import { measureFreshness, observe, pendingEdit, summarize } from '../../scripts/freshnessProbe';
+import { measureFreshness, observe, pendingEdit, summarize } from '../../tools/probes/freshnessProbe';
 
 /**
  * Answers that may be kept (docs/caching.md), over real HTTP against the emulator: a

@@ -26,7 +26,7 @@ import ShiftCardFragment from '../../examples/relay/src/__generated__/ShiftCard_
 import ShiftListPaginationQuery from '../../examples/relay/src/__generated__/ShiftListPaginationQuery.graphql';
 import ShiftListFragment from '../../examples/relay/src/__generated__/ShiftList_query.graphql';
 import { createTenantEnvironment } from '../../examples/relay/src/environment';
-import { demoTenants, makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { demoTenants, makeTenant, type EmulatorTenant } from '../../tools/emulator';
 import { encodeNodeId } from '../../src/graphql/data/node';
 import { liveClient } from '../helpers/liveClient';
 import { withNumericIds } from '../helpers/numericIds';

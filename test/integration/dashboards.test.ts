@@ -10,7 +10,7 @@ import { editShiftEnd } from '../helpers/relayLive';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
-import { startEmulator } from '../../src/emulator';
+import { startEmulator } from '../../tools/emulator';
 import { createLogger } from '../../src/observability/logger';
 import { startServer } from '../../src/server';
 import { TOKEN_PATH } from '../../src/upstream/token/tokenEndpoint';

@@ -4,7 +4,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'graphql';
 import { request } from 'undici';
-import { makeTenant } from '../../src/emulator';
+import { makeTenant } from '../../tools/emulator';
 import { DOCUMENT_STORE_BYTES, createDocumentStore, documentBytes } from '../../src/graphql/server/documentStore';
 import { exposedGc } from '../helpers/gcMetrics';
 import { settledHeap } from '../helpers/heldBytes';

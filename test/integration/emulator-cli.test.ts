@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config';
-import { runEmulatorCli, type EmulatorCli } from '../../src/emulator/main';
+import { runEmulatorCli, type EmulatorCli } from '../../tools/emulator/main';
 import { waitFor } from '../helpers/waitFor';
 
 let cli: EmulatorCli | undefined;

@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { testTenant, tokenFor } from '../helpers/fixtures';
-import { demoTenants, makeTenant, startEmulator, type Emulator, type PageReferenceFormat } from '../../src/emulator';
+import { demoTenants, makeTenant, startEmulator, type Emulator, type PageReferenceFormat } from '../../tools/emulator';
 
 const A = testTenant('a', { locations: 23, shifts: 150 });
 const B = testTenant('b', { locations: 3, shifts: 4 });

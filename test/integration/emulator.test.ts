@@ -1,6 +1,6 @@
 import { decodeJwt } from 'jose';
 import { Agent, request } from 'undici';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { RESOURCES } from '../../src/upstream/resources';
 import { testTenant, tokenFor } from '../helpers/fixtures';
 import { listsCalled } from '../helpers/subgraph';

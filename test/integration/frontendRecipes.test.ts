@@ -4,7 +4,7 @@ import type { Client as UrqlClient } from '@urql/core';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createElement } from 'react';
-import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { makeTenant, type EmulatorTenant } from '../../tools/emulator';
 import { wsUrl } from '../helpers/liveClient';
 import {
   APOLLO_CLIENT,

@@ -1,7 +1,7 @@
 import { Server as HttpServer, type IncomingHttpHeaders } from 'node:http';
 import type { Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { demoTenants, makeTenant, type EmulatorShift } from '../../src/emulator';
+import { demoTenants, makeTenant, type EmulatorShift } from '../../tools/emulator';
 import { exposedGc } from '../helpers/gcMetrics';
 import { collect, liveClient, wsUrl, type Received } from '../helpers/liveClient';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

@@ -1,6 +1,6 @@
 import type { Counter } from 'prom-client';
 import WebSocket from 'ws';
-import { demoTenants } from '../../src/emulator';
+import { demoTenants } from '../../tools/emulator';
 import { initParams } from '../../src/graphql/admission/identity';
 import { wsUrl } from '../helpers/liveClient';
 import { counterTotal, waitFor } from '../helpers/waitFor';

@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { demoTenants } from '../../src/emulator';
+import { demoTenants } from '../../tools/emulator';
 import { encodeNodeId } from '../../src/graphql/data/node';
 import { wsUrl } from '../helpers/liveClient';
 import { editShiftEnd } from '../helpers/relayLive';

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { Counter } from 'prom-client';
-import { demoTenants } from '../../src/emulator';
+import { demoTenants } from '../../tools/emulator';
 import { wsUrl } from '../helpers/liveClient';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';

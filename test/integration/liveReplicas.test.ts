@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import type { Client } from 'graphql-ws';
 import type { Counter } from 'prom-client';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { collect, liveClient, type Received } from '../helpers/liveClient';
 import { startRedisServer } from '../helpers/redisServer';
 import { livePolls, livePollersLeading, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

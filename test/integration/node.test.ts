@@ -1,4 +1,4 @@
-import { demoTenants, makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '../../src/emulator';
+import { demoTenants, makeTenant, startEmulator, type Emulator, type EmulatorTenant } from '../../tools/emulator';
 import { encodeNodeId } from '../../src/graphql/data/node';
 import { withNumericIds } from '../helpers/numericIds';
 import { errorCodes, listsCalled, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

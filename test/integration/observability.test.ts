@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { request } from 'undici';
-import { makeTenant, type EmulatorTenant } from '../../src/emulator';
+import { makeTenant, type EmulatorTenant } from '../../tools/emulator';
 import { as } from '../helpers/fixtures';
 import { errorCodes, postGraphQL, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';

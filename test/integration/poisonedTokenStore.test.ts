@@ -9,7 +9,7 @@ import { openRecord, recordKey, sealRecord } from '../../src/upstream/token/toke
 import { makeLocations, startForeignUpstream, type ForeignTenant, type ForeignUpstream } from '../helpers/foreignUpstream';
 import { startRedisServer, type RedisTestServer } from '../helpers/redisServer';
 import type { Client } from 'graphql-ws';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { collect, liveClient } from '../helpers/liveClient';
 import { scrapeTotal } from '../helpers/metrics';
 import { errorCodes, foreignUpstreamEnv, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import type { Counter } from 'prom-client';
 import { Kind, getIntrospectionQuery, print } from 'graphql';
 import { request } from 'undici';
-import { makeTenant } from '../../src/emulator';
+import { makeTenant } from '../../tools/emulator';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/admission/limits';
 import { sleep } from '../helpers/fixtures';
 import { nestedBomb } from '../helpers/nestedBomb';

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { startRedisServer } from '../helpers/redisServer';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 

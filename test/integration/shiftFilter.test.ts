@@ -1,4 +1,4 @@
-import type { EmulatorTenant, PageReferenceFormat } from '../../src/emulator';
+import type { EmulatorTenant, PageReferenceFormat } from '../../tools/emulator';
 import { FILTER_SCAN_PAGES } from '../../src/graphql/data/connections';
 import { as, testTenant } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { EmulatorTenant } from '../../src/emulator';
+import type { EmulatorTenant } from '../../tools/emulator';
 import { as, testTenant } from '../helpers/fixtures';
 import { errorCodes, listsCalled, startTestSubgraph, writeTenantsFile, type TestSubgraph } from '../helpers/subgraph';
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { CHECKING, startTokenEndpointCheck, type TokenEndpointVerdict } from '../../src/upstream/token/tokenEndpointCheck';
 import { as } from '../helpers/fixtures';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
-import { startEmulator } from '../../src/emulator';
+import { startEmulator } from '../../tools/emulator';
 import { createLogger } from '../../src/observability/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from '../../src/upstream/transport/http';

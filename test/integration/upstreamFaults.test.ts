@@ -1,4 +1,4 @@
-import { startEmulator, type Emulator } from '../../src/emulator';
+import { startEmulator, type Emulator } from '../../tools/emulator';
 import { WfsClient } from '../../src/upstream/client';
 import { NO_OBSERVER } from '../../src/upstream/observer';
 import { createUpstreamAgent } from '../../src/upstream/transport/http';

@@ -185,12 +185,12 @@ describe("README.md's start line against a real upstream", () => {
 });
 
 describe("docs/configuration.md, the emulator's settings", () => {
-  const emulatorDir = path.join(repoRoot, 'src', 'emulator');
+  const emulatorDir = path.join(repoRoot, 'tools', 'emulator');
   const read = [...new Set(readdirSync(emulatorDir).filter((file) => file.endsWith('.ts')).flatMap((file) => [...readFileSync(path.join(emulatorDir, file), 'utf8').matchAll(/\benv\.(EMULATOR_[A-Z0-9_]+)/g)].map((match) => match[1]!)))];
   const table = section(readDoc('docs/configuration.md'), "The emulator's settings");
   const listed = table.split('\n').filter((line) => line.startsWith('| `')).map((line) => /^\| `([A-Z0-9_]+)`/.exec(line)![1]!);
 
-  it('lists exactly the EMULATOR_* variables src/emulator/ reads, each once', () => {
+  it('lists exactly the EMULATOR_* variables tools/emulator/ reads, each once', () => {
     expect(read.length).toBeGreaterThanOrEqual(6);
     expect([...listed].sort()).toEqual([...read].sort());
   });

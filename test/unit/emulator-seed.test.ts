@@ -1,4 +1,4 @@
-import { demoTenants, generatedTenants, makeTenant } from '../../src/emulator';
+import { demoTenants, generatedTenants, makeTenant } from '../../tools/emulator';
 
 describe('demo tenants', () => {
   const tenants = demoTenants();

@@ -69,7 +69,7 @@ describe("npm run lint's reach", () => {
 
   // router/ holds TypeScript the gateways load (Hive Gateway's config and response-cache
   // plugin): type-checked with the rest, so linted with the rest.
-  it.each(['src', 'test', 'scripts', 'bench', 'router'])('lints the TypeScript of %s/ with the recommended rules', async (folder) => {
+  it.each(['src', 'tools', 'test', 'scripts', 'bench', 'router'])('lints the TypeScript of %s/ with the recommended rules', async (folder) => {
     expect(command.split(' ')).toContain(folder);
     const messages = await lint.asConfigured('const unused = 1;\n', `${folder}/reach.ts`);
     expect(messages.map((message) => message.ruleId)).toEqual(['@typescript-eslint/no-unused-vars']);

@@ -4,7 +4,7 @@ import type { ListReader } from '../../src/live/listReader';
 import { PollBudget } from '../../src/live/pollBudget';
 import { diff, diffInSlices, apply, fingerprint, SnapshotMemory } from '../../src/live/snapshot';
 import { NO_OBSERVER, type PollerReason } from '../../src/upstream/observer';
-import { makeTenant, startShiftChurn } from '../../src/emulator';
+import { makeTenant, startShiftChurn } from '../../tools/emulator';
 import { UpstreamError } from '../../src/upstream/errors';
 import { locations, shifts, type AnyResource, type ShiftRecord } from '../../src/upstream/resources';
 import { Watching, MAX_BACKOFF_PERIODS, RECENT_PAGES_PER_LIST, RECENT_PAGES_PER_REPLICA, RECENT_PERIODS, type WatchTarget } from '../../src/live/watch';

@@ -19,9 +19,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { request } from 'undici';
-import type { EmulatorCounters, FaultSpec } from '../src/emulator/types';
+import type { EmulatorCounters, FaultSpec } from '../emulator/types';
 
-const ROOT = resolve(__dirname, '..');
+const ROOT = resolve(__dirname, '..', '..');
 const SHORT = process.argv.includes('--short');
 const DURATION_S = Number(process.env.SOAK_SECONDS ?? (SHORT ? 30 : 180));
 const TOKEN_LIFETIME_S = SHORT ? 20 : 60;
@@ -73,7 +73,7 @@ function freePort(): Promise<number> {
 }
 
 function startEmulatorProcess(): Promise<{ child: ChildProcess; ready: Ready; call: (message: Record<string, unknown>) => Promise<unknown> }> {
-  const child = fork(join(ROOT, 'node_modules/jiti/lib/jiti-cli.mjs'), [join(ROOT, 'scripts/soakEmulator.ts')], {
+  const child = fork(join(ROOT, 'node_modules/jiti/lib/jiti-cli.mjs'), [join(ROOT, 'tools/probes/soakEmulator.ts')], {
     cwd: ROOT,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { PATH: process.env.PATH ?? '', SOAK_TENANTS: String(TENANTS), SOAK_TOKEN_LIFETIME: String(TOKEN_LIFETIME_S) },

@@ -1,4 +1,4 @@
-import type { ResourceSet } from '../upstream/resources';
+import type { ResourceSet } from '../../src/upstream/resources';
 import type { FaultQueue } from './faults';
 import type { Timers } from './http';
 import type { TokenAuthority } from './tokens';

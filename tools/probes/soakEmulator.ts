@@ -1,10 +1,10 @@
 /**
- * The upstream emulator as its own process for `npm run soak` (scripts/soak.ts): the
+ * The upstream emulator as its own process for `npm run soak` (tools/probes/soak.ts): the
  * soak drives it over IPC (inject a fault, revoke tokens, move a tenant, read the
  * counters), so the subgraph under test and the upstream never share a process.
  */
-import { makeTenant, startEmulator } from '../src/emulator';
-import type { FaultSpec } from '../src/emulator/types';
+import { makeTenant, startEmulator } from '../emulator';
+import type { FaultSpec } from '../emulator/types';
 
 type Command =
   | { id: number; cmd: 'fault'; spec: FaultSpec }

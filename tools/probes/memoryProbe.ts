@@ -25,9 +25,9 @@ import { request } from 'undici';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generatedTenants, startEmulator, type EmulatorTenant } from '../src/emulator';
-import { DEPLOYED_NODE_OPTIONS } from '../bench/settings';
-import { peakRssMiB, startServerProcess, type ServerChild } from '../bench/processes';
+import { generatedTenants, startEmulator, type EmulatorTenant } from '../emulator';
+import { DEPLOYED_NODE_OPTIONS } from '../../bench/settings';
+import { peakRssMiB, startServerProcess, type ServerChild } from '../../bench/processes';
 
 export interface MemoryProbeOptions {
   readonly companies: number;

@@ -8,7 +8,7 @@ import { demoTenants } from './seed';
 import { createShardHandler, listOf } from './shard';
 import { freshCounters, validateSettings, type EmulatorState } from './state';
 import { TokenAuthority } from './tokens';
-import { RESOURCES, ResourceSet } from '../upstream/resources';
+import { RESOURCES, ResourceSet } from '../../src/upstream/resources';
 import type { Emulator, EmulatorOptions, EmulatorTenant } from './types';
 
 // Copies, so moving a tenant or a test editing its fixtures never affects the other.

@@ -34,9 +34,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import WebSocket from 'ws';
-import { DEPLOYED_NODE_OPTIONS } from '../bench/settings';
-import { freePort, peakRssMiB, startServerProcess, type ServerChild } from '../bench/processes';
-import { demoTenants, generatedTenants, startEmulator, type Emulator, type EmulatorTenant } from '../src/emulator';
+import { DEPLOYED_NODE_OPTIONS } from '../../bench/settings';
+import { freePort, peakRssMiB, startServerProcess, type ServerChild } from '../../bench/processes';
+import { demoTenants, generatedTenants, startEmulator, type Emulator, type EmulatorTenant } from '../emulator';
 
 const QUERY = 'subscription { shiftChanges { kind nodeId shift { id end } } }';
 
@@ -277,7 +277,7 @@ async function flood(interval: number, addresses: number, queries: number): Prom
     const quiet = await measured(server.url, other.tenantId, queries, pid);
     // Sixteen hostile clients in a process of their own (so the emulator in this one is
     // not starved), connecting again whenever the server closes or refuses them (FLOODER).
-    const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY, String(addresses)], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+    const flooder = spawn(process.execPath, ['-e', FLOODER, server.url.replace(/^http/, 'ws'), hostile.tenantId, QUERY, String(addresses)], { cwd: join(__dirname, '..', '..'), stdio: ['ignore', 'pipe', 'inherit'] });
     const floodStarted = performance.now();
     let flooderOutput = '';
     flooder.stdout!.on('data', (chunk) => (flooderOutput += String(chunk)));

@@ -40,10 +40,10 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import WebSocket from 'ws';
-import { DEPLOYED_NODE_OPTIONS, repoRoot } from '../bench/settings';
-import { freePort, startChild, startServerProcess, type Child, type ServerChild } from '../bench/processes';
-import { generatedTenants, startEmulator, type Emulator, type EmulatorTenant } from '../src/emulator';
-import { scrapeTotal } from '../test/helpers/metrics';
+import { DEPLOYED_NODE_OPTIONS, repoRoot } from '../../bench/settings';
+import { freePort, startChild, startServerProcess, type Child, type ServerChild } from '../../bench/processes';
+import { generatedTenants, startEmulator, type Emulator, type EmulatorTenant } from '../emulator';
+import { scrapeTotal } from '../../test/helpers/metrics';
 
 // ---------------------------------------------------------------------------------------
 // The measurement (also what test/integration/caching.test.ts runs against a subgraph).

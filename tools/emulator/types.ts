@@ -1,4 +1,4 @@
-import type { ListName } from '../upstream/resources';
+import type { ListName } from '../../src/upstream/resources';
 
 /** A location record as the emulator serves it; extra fields prove clients ignore them. */
 export interface EmulatorLocation {

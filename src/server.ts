@@ -44,7 +44,7 @@ export interface ServerOptions extends AppOverrides {
   readonly telemetryEnv?: Readonly<Record<string, string | undefined>>;
   /** Apollo Server plugins that run after the subgraph's own (tests observe requests with them). */
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
-  /** Bounds in place of the configuration's (`config.limits`), group by group (tests lower them); config.ts's `Limits` says each one. */
+  /** Bounds in place of the configuration's (`config.limits`), group by group (tests lower them); config/limits.ts's `Limits` says each one. */
   readonly limits?: LimitOverrides;
   /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
   readonly compileAfter?: number;
@@ -91,7 +91,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // Connections, their headers' time and the router secret are bounded before any request is served (http/requestBounds.ts).
   const httpServer = createServer(boundedServerOptions());
   const router = createRouterGate(config.routerSecret ?? null);
-  // Every bound, each room given its group (config.ts, `Limits`).
+  // Every bound, each room given its group (config/limits.ts, `Limits`).
   const limits = withLimits(config.limits, options.limits);
   boundConnections(httpServer, {
     ...limits.connection,

@@ -20,7 +20,7 @@ import { ViewIndex, type WorkMeter } from './viewIndex';
 
 export type { LiveEvent } from './delivery';
 
-/** The hub's bounds: `limits.live` of the configuration (config.ts says each one's default and reason). */
+/** The hub's bounds: `limits.live` of the configuration (config/limits.ts says each one's default and reason). */
 export type { LiveLimits };
 
 /** The hub's refusal reasons (graphql/admission/refusals.ts has every reason's code and label). */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Kind, buildSchema, parse, print, printSchema, validate, type ConstDirectiveNode, type GraphQLInterfaceType, type GraphQLSchema } from 'graphql';
 import { parse as parseYaml } from 'yaml';
-import { KNOWN_ENV_VARIABLES, loadConfig } from '../../src/config';
+import { KNOWN_ENV_VARIABLES, loadConfig, SETTINGS } from '../../src/config';
 import { DEFAULT_PAGE_SIZE } from '../../src/graphql/data/connections';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/admission/limits';
 
@@ -276,7 +276,7 @@ describe('router/router.yaml', () => {
     expect(assigned.length).toBeGreaterThan(0);
     expect(new Set(assigned)).toEqual(new Set([privateId]));
     expect(code).toContain('Router.APOLLO_AUTHENTICATION_JWT_CLAIMS');
-    const defaultClaim = /nonEmpty\(env\.WFS_TENANT_CLAIM\) \?\? '(\w+)'/.exec(readFileSync(path.join(repoRoot, 'src', 'config.ts'), 'utf8'))![1];
+    const defaultClaim = SETTINGS.WFS_TENANT_CLAIM.fallback;
     expect(code).toContain(`claims["${defaultClaim}"]`);
     expect(code).toContain('header(request, "authorization")');
     expect(code).toContain('header(request, "x-tenant-id")');
@@ -285,7 +285,7 @@ describe('router/router.yaml', () => {
   it("enforces demand control with the subgraph's default cost budget, assuming our default page size", () => {
     expect(router.demand_control).toMatchObject({ enabled: true, mode: 'enforce' });
     expect(router.demand_control.strategy.static_estimated).toEqual({ max: DEFAULT_QUERY_LIMITS.maxCost, list_size: DEFAULT_PAGE_SIZE });
-    expect(loadConfig({}).maxCost).toBe(DEFAULT_QUERY_LIMITS.maxCost);
+    expect(loadConfig({}).limits.query.maxCost).toBe(DEFAULT_QUERY_LIMITS.maxCost);
   });
 });
 

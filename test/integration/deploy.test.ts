@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { request } from 'undici';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { NUMERIC_SETTINGS } from '../../src/config';
+import { NUMERIC_SETTINGS, SETTINGS } from '../../src/config';
 import { scrapeTotal } from '../helpers/metrics';
 import { startRedisServer } from '../helpers/redisServer';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
@@ -25,13 +25,14 @@ const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
 type Doc = Record<string, any>;
 
 /**
- * Names the server reads: `env.NAME` / `env['NAME']` and quoted `WFS_*` names in
- * src/config.ts (the only reader of process.env) and the OTEL_* names src/observability/otel
- * reads before handing the rest to the OpenTelemetry SDK.
+ * Names the server reads: every setting of src/config/ (the only reader of process.env
+ * but for OpenTelemetry), and the OTEL_* names src/observability/otel reads
+ * (`env.NAME` / `env['NAME']` and quoted names) before handing the rest to the
+ * OpenTelemetry SDK.
  */
 function namesTheServerReads(): Set<string> {
-  const names = new Set<string>();
-  const sources = [read('src/config.ts'), ...readdirSync(path.join(root, 'src/observability/otel')).map((file) => read(`src/observability/otel/${file}`))];
+  const names = new Set<string>(Object.keys(SETTINGS));
+  const sources = readdirSync(path.join(root, 'src/observability/otel')).map((file) => read(`src/observability/otel/${file}`));
   for (const source of sources) {
     for (const match of source.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)|\[['"]([A-Z][A-Z0-9_]*)['"]\])/g)) names.add((match[1] ?? match[2])!);
     for (const match of source.matchAll(/['"]((?:WFS|OTEL)_[A-Z0-9_]+)['"]/g)) names.add(match[1]!);
@@ -98,7 +99,7 @@ describe('deploy/ examples', () => {
     await subgraph?.close();
   });
 
-  it('finds the names the server reads (the parser of config.ts works)', () => {
+  it('finds the names the server reads (the settings of src/config/ and the OpenTelemetry switch)', () => {
     expect([...known]).toEqual(expect.arrayContaining(['PORT', 'NODE_ENV', 'WFS_AUTH_URL', 'WFS_TENANTS_FILE', 'WFS_CURSOR_SECRET', 'WFS_ROUTER_SECRET', 'WFS_REDIS_URL', 'OTEL_EXPORTER_OTLP_ENDPOINT']));
   });
 

@@ -167,9 +167,9 @@ describe('the cost table of docs/limits.md', () => {
 
 describe('WFS_MAX_COST', () => {
   it('defaults to the limits default, 50 000, and takes a positive integer', () => {
-    expect(loadConfig({}).maxCost).toBe(DEFAULT_QUERY_LIMITS.maxCost);
+    expect(loadConfig({}).limits.query.maxCost).toBe(DEFAULT_QUERY_LIMITS.maxCost);
     expect(DEFAULT_QUERY_LIMITS.maxCost).toBe(50_000);
-    expect(loadConfig({ WFS_MAX_COST: '2500' }).maxCost).toBe(2500);
+    expect(loadConfig({ WFS_MAX_COST: '2500' }).limits.query.maxCost).toBe(2500);
   });
 
   it.each(['0', '-3', 'lots', '1.5', '2000000000'])('refuses %p, naming the variable', (value) => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { KNOWN_ENV_VARIABLES, loadConfig, NUMERIC_SETTINGS, UPSTREAM_SETTINGS } from '../../src/config';
 import { isSupportedNodeVersion } from '../../src/nodeVersion';
+import { configurationTable, withSettingsTable } from '../../scripts/configurationTable';
 import { headingAnchors, inlineCode, links, manualPages, markdownFiles, readDoc, repoRoot, section, shellBlocks, shellCommands } from '../helpers/markdown';
 
 /**
@@ -40,9 +41,9 @@ describe('the manual (README.md and docs/*.md)', () => {
     expect(broken).toEqual([]);
   });
 
-  it('names only files of the repository that exist (src/, test/, scripts/, deploy/, ...)', () => {
+  it('names only files of the repository that exist (src/, tools/, test/, scripts/, deploy/, ...)', () => {
     const missing = pages.flatMap((page) =>
-      [...readDoc(page).matchAll(/`((?:src|test|scripts|deploy|router|examples|operations|bench|docs)\/[\w./-]+\.(?:ts|mts|mjs|cjs|js|json|ya?ml|toml|md|graphql))`/g)]
+      [...readDoc(page).matchAll(/`((?:src|tools|test|scripts|deploy|router|examples|operations|bench|docs)\/[\w./-]+\.(?:ts|mts|mjs|cjs|js|json|ya?ml|toml|md|graphql))`/g)]
         .map((match) => match[1]!)
         .filter((file) => !file.includes('timesheet') && !file.includes('Timesheet') && !existsSync(path.join(repoRoot, file)))
         .map((file) => `${page}: ${file}`),
@@ -125,6 +126,11 @@ describe('docs/configuration.md', () => {
     });
   const named = rows.flatMap((row) => row.names);
 
+  it("is the table of src/config/'s settings, entry by entry (`npm run docs:configuration` writes it)", () => {
+    const page = readDoc('docs/configuration.md');
+    expect(withSettingsTable(page, configurationTable())).toBe(page);
+  });
+
   it('lists exactly the WFS_* settings of KNOWN_ENV_VARIABLES, each once', () => {
     const wfs = named.filter((name) => name.startsWith('WFS_'));
     expect([...wfs].sort()).toEqual([...KNOWN_ENV_VARIABLES].sort());
@@ -142,12 +148,12 @@ describe('docs/configuration.md', () => {
     expect(UPSTREAM_SETTINGS.filter((name) => !demo.includes(`\`${name}\``))).toEqual([]);
   });
 
-  it("states each numeric setting's default and range as src/config.ts applies them", () => {
+  it("states each numeric setting's default and range as src/config/ applies them", () => {
     const spaced = (n: number) => n.toLocaleString('en-US').replace(/,/g, ' ');
-    for (const [name, { default: fallback, max }] of Object.entries(NUMERIC_SETTINGS)) {
+    for (const [name, { default: fallback, min, max }] of Object.entries(NUMERIC_SETTINGS)) {
       const row = rows.find((candidate) => candidate.names.includes(name))!;
       expect({ name, default: row.default.trim() }).toEqual({ name, default: `\`${fallback}\`` });
-      expect({ name, range: row.meaning.includes(`1 to ${spaced(max)}`) }).toEqual({ name, range: true });
+      expect({ name, range: row.meaning.includes(`${spaced(min)} to ${spaced(max)}`) }).toEqual({ name, range: true });
     }
     // Where another page restates a default beside its setting, it is the same number.
     for (const page of manualPages()) {

@@ -1,6 +1,6 @@
 /**
  * The subscribe gate's options (subscribeGate.ts): its bounds (their defaults and
- * reasons are config.ts's DEFAULT_LIMITS.gate; refusals past them are in refusals.ts),
+ * reasons are config/limits.ts's DEFAULT_LIMITS.gate; refusals past them are in refusals.ts),
  * what the transport tells it of a connection, and the hooks it gives graphql-ws.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -12,7 +12,7 @@ import type { ContextServices } from '../data/context';
 import type { QueryLimits } from './limits';
 import type { RefusalReason } from './refusals';
 
-/** The gate's bounds: `limits.gate` of the configuration (config.ts says each one's default and reason). */
+/** The gate's bounds: `limits.gate` of the configuration (config/limits.ts says each one's default and reason). */
 export type SubscribeGateLimits = GateLimits;
 
 /** What the transport tells the gate of a connection (graphql-ws's `extra`). */

@@ -13,7 +13,7 @@ import {
 } from 'graphql';
 import { DEFAULT_LIMITS, type QueryLimits } from '../../config';
 
-/** What one GraphQL document may ask for: `limits.query` of the configuration (config.ts says what each counts, its default and reason). */
+/** What one GraphQL document may ask for: `limits.query` of the configuration (config/limits.ts says what each counts, its default and reason). */
 export type { QueryLimits };
 
 /** The defaults, for rooms built without the configuration (unit tests). */

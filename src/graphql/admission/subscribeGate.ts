@@ -4,7 +4,7 @@
  * completed by `connection_init`'s, checked at connect, at each subscribe at most once a
  * second, and again every `identityRecheckMs` while subscriptions are open). A subscribe
  * meets the query path's document check (document.ts) and cost bound (cost.ts), and the
- * gate's bounds (`limits.gate`, config.ts): subscriptions per connection, new subscriptions per
+ * gate's bounds (`limits.gate`, config/limits.ts): subscriptions per connection, new subscriptions per
  * company and second, refused subscribes per connection, bytes of variables kept
  * (variableBytes.ts). Every refusal is one reason of refusals.ts, counted through
  * `refused`.

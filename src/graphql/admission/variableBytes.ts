@@ -1,7 +1,7 @@
 /**
  * The bytes of variables the open subscriptions keep (the coerced values their
  * operations declare, measured as their JSON text), per connection, per company on the
- * replica and in all, against the gate's bounds (`limits.gate`, config.ts): checked and taken with
+ * replica and in all, against the gate's bounds (`limits.gate`, config/limits.ts): checked and taken with
  * no wait in between, so that a burst of subscribes cannot all pass.
  */
 import type { SubscribeGateLimits } from './gateOptions';

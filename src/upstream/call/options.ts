@@ -27,7 +27,7 @@ export interface ListPageOptions {
   readonly budget?: CallBudget;
 }
 
-/** The client's defaults, each spelled here only (the settings of src/config.ts keep theirs there). */
+/** The client's defaults, each spelled here only (the settings of src/config/ keep theirs there). */
 export const CLIENT_DEFAULTS = {
   maxRateLimitRetries: 2,
   maxRetryAfterSeconds: 2,
@@ -47,14 +47,14 @@ export interface WfsClientOptions {
   readonly deadlineMs?: number;
   /**
    * How long, in ms, one HTTP attempt may take (`WFS_UPSTREAM_ATTEMPT_TIMEOUT_MS`);
-   * an attempt that runs out of it counts against the shard's breaker. Default: its value in src/config.ts.
+   * an attempt that runs out of it counts against the shard's breaker. Default: its value in src/config/.
    */
   readonly attemptTimeoutMs?: number;
-  /** The longest shard (503) Retry-After window kept, in seconds (`WFS_SHARD_RETRY_AFTER_MAX_S`). Default: its value in src/config.ts. */
+  /** The longest shard (503) Retry-After window kept, in seconds (`WFS_SHARD_RETRY_AFTER_MAX_S`). Default: its value in src/config/. */
   readonly shardRetryAfterMaxSeconds?: number;
-  /** The longest tenant (429) Retry-After window kept, in seconds (`WFS_TENANT_RETRY_AFTER_MAX_S`). Default: its value in src/config.ts. */
+  /** The longest tenant (429) Retry-After window kept, in seconds (`WFS_TENANT_RETRY_AFTER_MAX_S`). Default: its value in src/config/. */
   readonly tenantRetryAfterMaxSeconds?: number;
-  /** Upstream page calls one GraphQL request may make (`WFS_UPSTREAM_CALL_BUDGET`). Default: its value in src/config.ts. */
+  /** Upstream page calls one GraphQL request may make (`WFS_UPSTREAM_CALL_BUDGET`). Default: its value in src/config/. */
   readonly callBudget?: number;
   readonly retry?: RetryPolicyOptions;
   readonly breaker?: Omit<ShardBreakerOptions, 'onStateChange' | 'onFailFast'>;

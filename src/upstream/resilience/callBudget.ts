@@ -1,7 +1,7 @@
 import { UpstreamError } from '../errors';
 import { DEFAULT_LIMITS, NUMERIC_SETTINGS } from '../../config';
 
-/** The default of `WFS_UPSTREAM_CALL_BUDGET` (src/config.ts): upstream pages one GraphQL request may ask for. */
+/** The default of `WFS_UPSTREAM_CALL_BUDGET` (src/config/): upstream pages one GraphQL request may ask for. */
 export const DEFAULT_UPSTREAM_CALL_BUDGET = NUMERIC_SETTINGS.WFS_UPSTREAM_CALL_BUDGET.default;
 
 /** Empty pages in a row that still claim `has_more` before a chain counts as broken. */

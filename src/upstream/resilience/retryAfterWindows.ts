@@ -4,9 +4,9 @@ import { NUMERIC_SETTINGS } from '../../config';
 export type WindowScope = 'tenant' | 'shard';
 
 export interface RetryAfterWindowsOptions {
-  /** The longest shard (503) window we keep, in seconds, whatever the shard asks. Default: its value in src/config.ts. */
+  /** The longest shard (503) window we keep, in seconds, whatever the shard asks. Default: its value in src/config/. */
   readonly shardMaxSeconds?: number;
-  /** The longest tenant (429) window we keep, in seconds. Default: its value in src/config.ts. */
+  /** The longest tenant (429) window we keep, in seconds. Default: its value in src/config/. */
   readonly tenantMaxSeconds?: number;
   /** Epoch ms. Default Date.now. */
   readonly now?: () => number;

@@ -10,12 +10,11 @@ import { createIdentityResolver } from './graphql/admission/identity';
 import type { Observer } from './upstream/observer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
-import { LogLimiter } from './observability/logLimiter';
+import { redisDropLog, REJECTED_RECORD_REASONS } from './observability/redisDrops';
 import { WfsClient, type WfsClientOptions } from './upstream/client';
 import { DEFAULT_TIMEOUTS, createUpstreamAgent } from './upstream/transport/http';
 import type * as RedisConnectionModule from './upstream/redis/connection';
 import type * as RedisTokenStoreModule from './upstream/token/redisTokenStore';
-import { MAX_RECORD_BYTES, type RejectedRecordReason } from './upstream/token/tokenRecord';
 import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/token/tokenCache';
 import { requestToken } from './upstream/token/tokenEndpoint';
@@ -173,28 +172,19 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
   };
 }
 
-/** How often, per Redis key and reason, a refused shared token record is logged (each is counted). */
-const REJECTED_RECORD_LOG_WINDOW_MS = 5 * 60_000;
-
-const REJECTED_RECORD_LOGS: Record<RejectedRecordReason, string> = {
-  seal: 'a shared token record failed its seal check: written by another deployment with a different WFS_REDIS_KEY (give each deployment its own WFS_REDIS_KEY_PREFIX), or forged; ignored, this replica fetches its own token',
-  shape: 'a shared token record or refresh lock is not as a replica writes it (fields, tenant binding, api_base, lifetime, key type, or a lock without expiry): written by a replica with other settings, or forged; ignored',
-  size: `a shared token record or refresh lock is longer than any a replica writes (${MAX_RECORD_BYTES} bytes): refused unread, most likely forged; ignored`,
-};
-
 /**
  * The shared token store on the replica's Redis connections, and what it tells the
  * metrics and the logs. `wfs_shared_token_store_up` follows whether Redis answers (the
  * connection and each command), not what is stored: a refused record is counted by
- * reason and logged once per key and reason every 5 minutes, in words that say what it
- * is. An outage writes one line when it starts and one when Redis is back.
+ * reason and logged once per key and reason every 5 minutes (observability/redisDrops.ts),
+ * in words that say what it is. An outage writes one line when it starts and one when Redis is back.
  */
 function sharedTokenStore(connections: RedisConnectionModule.RedisConnections, config: Config, logger: Logger, metrics: Metrics, overrides: AppOverrides) {
   const gauge = { store: 'redis' } as const;
-  const rejectedLogs = new LogLimiter({ burst: 1, windowMs: REJECTED_RECORD_LOG_WINDOW_MS, ...(overrides.now && { now: overrides.now }) });
+  const rejectedLog = redisDropLog(logger, overrides.now);
   let closing = false;
   let outage = false;
-  for (const reason of Object.keys(REJECTED_RECORD_LOGS) as RejectedRecordReason[]) metrics.sharedTokenStoreRejected.inc({ reason }, 0);
+  for (const reason of REJECTED_RECORD_REASONS) metrics.sharedTokenStoreRejected.inc({ reason }, 0);
   const handle = (require('./upstream/token/redisTokenStore') as typeof RedisTokenStoreModule).createRedisTokenStore(connections, {
     encryptionKey: config.redisKey ?? '',
     keyPrefix: config.redisKeyPrefix,
@@ -214,7 +204,7 @@ function sharedTokenStore(connections: RedisConnectionModule.RedisConnections, c
     },
     onRejected: (reason, key) => {
       metrics.sharedTokenStoreRejected.inc({ reason });
-      if (rejectedLogs.allow(`${reason} ${key}`, undefined)) logger.warn({ key, reason }, REJECTED_RECORD_LOGS[reason]);
+      rejectedLog.tokenRecordRejected(reason, key);
     },
   });
   metrics.sharedTokenStoreUp.set(gauge, handle.store.availability.up ? 1 : 0);

@@ -28,6 +28,7 @@ import { createSubscribeGate } from './graphql/admission/subscribeGate';
 import { createObservability, type Observability } from './observability';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, registerHeldUnits, type Metrics } from './observability/metrics';
+import { redisDropLog } from './observability/redisDrops';
 import { tokenUrl } from './upstream/token/tokenEndpoint';
 
 export { EXAMPLE_QUERY } from './exampleQuery';
@@ -245,6 +246,7 @@ function startLive(parts: { config: Config; options: ServerOptions; app: App; ob
       ? new InvalidationSender({ urls: config.cacheInvalidationUrls, key: config.cacheInvalidationKey ?? '', onOutcome: (outcome) => metrics.cacheInvalidations.inc({ outcome }) })
       : undefined;
   // Live updates (live/index.ts): one poller per company and list over the reading side queries use.
+  const dropLog = redisDropLog(logger);
   const live = createLive({
     onChanged: (tenantId, list, polled) => {
       app.services.indexes.changed(tenantId, list);
@@ -256,6 +258,8 @@ function startLive(parts: { config: Config; options: ServerOptions; app: App; ob
     events: observability.observer,
     redis: app.redis,
     onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),
+    onRedisUp: () => logger.info('live updates: Redis is back; sharing polls with the other replicas again'),
+    onRedisDropped: (reason, key) => dropLog.liveDropped(reason, key),
     limits,
     ...(options.live && { options: options.live }),
   });

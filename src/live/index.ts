@@ -13,6 +13,7 @@ import { tenantListReader, type ListRead } from './listReader';
 import type { LiveEvents } from './metrics';
 import { PollBudget } from './pollBudget';
 import type * as RedisCoordinatorModule from './redisCoordinator';
+import type { RedisDropReason } from './redisMessages';
 import { SnapshotMemory, type MemoryBudget } from './snapshot';
 import { Watching } from './watch';
 import { RESOURCES, type AnyResource } from '../upstream/resources';
@@ -43,6 +44,10 @@ export interface LiveParts {
   readonly events: LiveEvents;
   /** Told once per outage that Redis does not answer (the replica then polls for its own subscribers). */
   readonly onRedisDown?: (error: Error) => void;
+  /** Told once when Redis answers again after `onRedisDown` (the polls are shared again). */
+  readonly onRedisUp?: () => void;
+  /** Told of each message or poll lease read from Redis and dropped (besides the `liveRedisDropped` event), with its Redis key: for the log line. */
+  readonly onRedisDropped?: (reason: RedisDropReason, name: string) => void;
   /** Told of each change a poll saw (`polled`) or another replica's message brought (poller.ts): kept answers are dropped, gateways told. */
   readonly onChanged?: (tenantId: string, list: string, polled: boolean) => void;
   readonly options?: LiveOptions;
@@ -64,7 +69,11 @@ export function createLive(parts: LiveParts): Live {
         prefix: options.redisPrefix ?? `${config.redisKeyPrefix}live:`,
         ...(options.minLeaseMs !== undefined && { minLeaseMs: options.minLeaseMs }),
         ...(parts.onRedisDown && { onDown: parts.onRedisDown }),
-        onDropped: (reason) => parts.events.liveRedisDropped(reason),
+        ...(parts.onRedisUp && { onUp: parts.onRedisUp }),
+        onDropped: (reason, name) => {
+          parts.events.liveRedisDropped(reason);
+          parts.onRedisDropped?.(reason, name);
+        },
       })
     : LOCAL_COORDINATOR;
   const intervalMs = options.pollIntervalMs ?? config.pollIntervalSeconds * 1000;

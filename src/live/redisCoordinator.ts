@@ -27,7 +27,10 @@
  * Redis down or slow: `lead` answers true, so each replica polls for its own
  * subscribers; each replica's snapshot (poller.ts) drops a change it has already
  * delivered, so when Redis comes back and one replica leads again, no client gets a
- * change twice, and none is lost while it was away (each replica polled itself).
+ * change twice, and none is lost while it was away (each replica polled itself). The
+ * outage is told once when it starts (`onDown`: the first failure) and once when it
+ * ends (`onUp`: a connection ready again, or a lease command or PUBLISH answered; a
+ * command that timed out while the connection stayed up ends in no `ready`).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -46,8 +49,10 @@ export interface RedisCoordinatorOptions {
   readonly secret: string;
   /** Told once per outage that Redis does not answer (the replica then polls its own keys). */
   readonly onDown?: (error: Error) => void;
-  /** Told of each message or lease value dropped, and why. */
-  readonly onDropped?: (reason: RedisDropReason) => void;
+  /** Told once when Redis answers again after `onDown`. */
+  readonly onUp?: () => void;
+  /** Told of each message or lease value dropped, why, and its Redis key (the channel or the lease's key). */
+  readonly onDropped?: (reason: RedisDropReason, name: string) => void;
   /** Key and channel prefix: `<WFS_REDIS_KEY_PREFIX>live:` (live/index.ts). Default `wfs:live:`. */
   readonly prefix?: string;
   /** The shortest lease in ms (default MIN_LEASE_MS); tests shorten it to see a failover in 100s of ms. */
@@ -84,24 +89,22 @@ export function createRedisCoordinator(redis: RedisConnections, options: RedisCo
   const subscriber = redis.subscriber();
   let sequence = 0;
 
-  const dropped = (reason: RedisDropReason) => {
-    try {
-      options.onDropped?.(reason);
-    } catch {
-      // A failing counter must not turn a dropped message into a crash.
-    }
-  };
+  const dropped = (reason: RedisDropReason, name: string) => tell(() => options.onDropped?.(reason, name));
   let down = false;
   const report = (error: Error) => {
     if (down) return;
     down = true;
-    options.onDown?.(error);
+    tell(() => options.onDown?.(error));
   };
-  const up = () => (down = false);
+  const up = () => {
+    if (!down) return;
+    down = false;
+    tell(() => options.onUp?.());
+  };
 
   const names = redisNames(options.prefix ?? 'wfs:live:');
   const minLeaseMs = Math.max(1, Math.ceil(options.minLeaseMs ?? MIN_LEASE_MS));
-  const leases = redisLeases({ commands, key, replicaId, leaseName: names.lease, minLeaseMs, now, dropped, report });
+  const leases = redisLeases({ commands, key, replicaId, leaseName: names.lease, minLeaseMs, now, dropped, report, answered: up });
 
   const listeners = new Map<string, (changes: readonly RecordChange[]) => void>();
   const byChannel = new Map<string, string>();
@@ -109,18 +112,18 @@ export function createRedisCoordinator(redis: RedisConnections, options: RedisCo
   // Buffers, not strings: the size is checked before anything is decoded. A throw here
   // would be an uncaught exception (ioredis rethrows a listener's), so nothing throws.
   const onMessage = (channelBytes: Buffer, bytes: Buffer) => {
+    const name = channelBytes.toString('latin1');
     try {
-      const name = channelBytes.toString('latin1');
       const listenerKey = byChannel.get(name);
       const listener = listenerKey === undefined ? undefined : listeners.get(listenerKey);
       if (!listener) return;
       const message = openMessage(key, name, bytes);
-      if (typeof message === 'string') return dropped(message);
+      if (typeof message === 'string') return dropped(message, name);
       if (message.from === replicaId) return;
-      if (!fresh(message)) return dropped('replayed');
+      if (!fresh(message)) return dropped('replayed', name);
       listener(message.changes);
     } catch {
-      dropped('malformed');
+      dropped('malformed', name);
     }
   };
   // A subscription asked for while the subscriber was down may have failed: ask again.
@@ -143,9 +146,9 @@ export function createRedisCoordinator(redis: RedisConnections, options: RedisCo
     publish(name, changes) {
       if (commands.status !== 'ready' || changes.length === 0) return;
       const channelName = names.channel(name);
-      for (const batch of messageBatches(replicaId, changes, () => dropped('unpublishable'))) {
+      for (const batch of messageBatches(replicaId, changes, () => dropped('unpublishable', channelName))) {
         sequence += 1;
-        commands.publish(channelName, seal(key, channelName, envelopeText(replicaId, sequence, now(), batch))).catch(report);
+        commands.publish(channelName, seal(key, channelName, envelopeText(replicaId, sequence, now(), batch))).then(up, report);
       }
     },
     listen(name, onChanges) {
@@ -170,4 +173,13 @@ export function createRedisCoordinator(redis: RedisConnections, options: RedisCo
       // The connections are the wiring's (shared with the token store): it closes them.
     },
   };
+}
+
+/** Runs a listener of the options: a failing counter or log line must not turn a dropped message or an outage into a crash. */
+function tell(listener: () => void): void {
+  try {
+    listener();
+  } catch {
+    // Told and forgotten.
+  }
 }

@@ -38,9 +38,12 @@ export interface LeaseParts {
   /** The shortest lease, in ms. */
   readonly minLeaseMs: number;
   readonly now: () => number;
-  readonly dropped: (reason: RedisDropReason) => void;
+  /** Told of a lease value dropped, with the lease's Redis key. */
+  readonly dropped: (reason: RedisDropReason, name: string) => void;
   /** Told that Redis failed to answer. */
   readonly report: (error: Error) => void;
+  /** Told that Redis answered a lease's read and take (after a failure: it is back). */
+  readonly answered: () => void;
 }
 
 export interface Leases {
@@ -85,18 +88,22 @@ export function redisLeases(parts: LeaseParts): Leases {
         if (current === null) {
           expected = '';
         } else if (typeof current !== 'string') {
-          dropped('lease');
+          dropped('lease', lease);
           expected = '*';
         } else {
           const holder = openLease(lease, current);
-          if (!holder) dropped('lease');
+          if (!holder) dropped('lease', lease);
           // Another replica's lease, within its time (and one lease more, for clocks that
           // differ); past that it was kept alive by someone else (PERSIST, a replay).
-          else if (holder.replica !== replicaId && holder.until + ms > now()) return false;
+          else if (holder.replica !== replicaId && holder.until + ms > now()) {
+            parts.answered();
+            return false;
+          }
           expected = current;
         }
         const value = seal(key, lease, JSON.stringify({ replica: replicaId, until: now() + ms }));
         const taken = (await commands.eval(TAKE_IF_UNCHANGED, 1, lease, expected, value, ms, MAX_LEASE_BYTES)) === 1;
+        parts.answered();
         if (taken) held.set(name, value);
         return taken;
       } catch (error) {

@@ -2,6 +2,7 @@ import { PerformanceObserver, constants as performanceConstants } from 'node:per
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { REFUSAL_REASONS, reasonsOf, refusal, type RefusalMetric, type RefusalReason } from '../graphql/admission/refusals';
 import type { RedisDropReason } from '../live/redisMessages';
+import type { UpstreamErrorCode } from '../upstream/errors';
 import type { Observer, PollerReason, RequestRecord } from '../upstream/observer';
 import { RESOURCES } from '../upstream/resources';
 
@@ -18,6 +19,16 @@ const POLLER_REASONS = ['subscribers', 'watched', 'both'] as const satisfies rea
 
 /** Every reason a message or lease read from Redis is dropped (live/redisMessages.ts). */
 const REDIS_DROP_REASONS = ['oversized', 'unsealed', 'forged', 'malformed', 'replayed', 'lease', 'unpublishable'] as const satisfies readonly RedisDropReason[];
+
+/**
+ * Every outcome of a token request (`wfs_token_requests_total{outcome}`): `ok`, or the code
+ * requestToken's error carries (tokenEndpoint.ts; anything else counts as
+ * UPSTREAM_UNAVAILABLE). The alerts read it in two parts: the endpoint's own failures
+ * (UNAVAILABLE: unreachable, timed out, 5xx; RATE_LIMITED: 429; BAD_RESPONSE: no token
+ * response) page, one tenant's refusal (UNAUTHORIZED: 400/401/403) or unusable token
+ * (MISCONFIGURED) opens a ticket.
+ */
+const TOKEN_REQUEST_OUTCOMES = ['ok', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_RATE_LIMITED', 'UPSTREAM_BAD_RESPONSE', 'UPSTREAM_UNAUTHORIZED', 'UPSTREAM_MISCONFIGURED'] as const satisfies ReadonlyArray<'ok' | UpstreamErrorCode>;
 
 export interface Metrics {
   readonly registry: Registry;
@@ -339,6 +350,8 @@ function startFromZero(metrics: Metrics): void {
   for (const [metric, counter] of refusalCounters(metrics)) for (const reason of reasonsOf(metric)) counter.inc({ reason }, 0);
   // From zero, so the first message dropped is an increase the alert sees (WfsSubgraphLiveRedisDropped).
   for (const reason of REDIS_DROP_REASONS) metrics.live.redisDropped.inc({ reason }, 0);
+  // From zero, so a tenant's first refused token is an increase WfsSubgraphTokensRefused sees.
+  for (const outcome of TOKEN_REQUEST_OUTCOMES) metrics.tokenRequests.inc({ outcome }, 0);
   metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' }, 0);
   metrics.ready.set(1);
   metrics.live.stretchFactor.set(1);

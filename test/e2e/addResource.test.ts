@@ -197,7 +197,7 @@ type TimesheetEdge {
     edits: [
       ["import type { EmulatorLocation, EmulatorShift, EmulatorTenant } from './types';", "import type { EmulatorLocation, EmulatorRecord, EmulatorShift, EmulatorTenant } from './types';"],
       [
-        'export function demoTenants(): EmulatorTenant[] {\n  return [harbourLaneCoffee(), northfieldCareHomes(), alpenrose()];',
+        'export function demoTenants(): EmulatorTenant[] {\n  return [harbourLaneCoffee(), northfieldCareHomes(), alpenrose(), mapleRidgeGrocers()];',
         `function withTimesheets(tenant: EmulatorTenant, count: number): EmulatorTenant {
   const timesheets: EmulatorRecord[] = tenant.shifts
     .slice(0, count)
@@ -206,7 +206,7 @@ type TimesheetEdge {
 }
 
 export function demoTenants(): EmulatorTenant[] {
-  return [harbourLaneCoffee(), withTimesheets(northfieldCareHomes(), 40), alpenrose()];`,
+  return [harbourLaneCoffee(), withTimesheets(northfieldCareHomes(), 40), alpenrose(), mapleRidgeGrocers()];`,
       ],
     ],
   },

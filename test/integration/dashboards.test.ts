@@ -37,6 +37,7 @@ interface Rule {
   alert?: string;
   record?: string;
   expr: string;
+  labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
 interface RuleFile {
@@ -74,6 +75,28 @@ const dashboardMissing = (selector: SeriesSelector) =>
   [['job', '$job'], ['namespace', '$namespace']].filter(([label, value]) => !has(selector, label!, '=~', value!)).map(([label, value]) => `${label}=~"${value}"`);
 /** The rules' rule: our job in every selector (a rule has no namespace to pick; ratios group by it). */
 const ruleMissing = (selector: SeriesSelector) => (has(selector, 'job', '=', serviceName) ? [] : [`job="${serviceName}"`]);
+
+/**
+ * docs/operations.md's alert table, as alert name -> severity: the rows under its
+ * `| alert | fires when | severity |` header, each first cell one alert name in backticks.
+ */
+function documentedAlerts(markdown: string): Map<string, string> {
+  const lines = markdown.split('\n');
+  const header = lines.findIndex((line) => /^\|\s*alert\s*\|\s*fires when\s*\|\s*severity\s*\|$/.test(line.trim()));
+  if (header < 0) throw new Error('no "| alert | fires when | severity |" table');
+  const rows = new Map<string, string>();
+  for (const line of lines.slice(header + 2)) {
+    if (!line.startsWith('|')) break;
+    const cells = line.split('|').map((cell) => cell.trim());
+    const name = /^`(\w+)`$/.exec(cells[1] ?? '')?.[1];
+    if (!name) throw new Error(`an alert table row without one alert name: ${line}`);
+    rows.set(name, cells[cells.length - 2] ?? '');
+  }
+  return rows;
+}
+
+/** The rules file's alerts, as name -> severity. */
+const ruleAlerts = new Map(rules.groups.flatMap((group) => group.rules.flatMap((rule) => (rule.alert ? [[rule.alert, rule.labels?.['severity'] ?? ''] as const] : []))));
 
 describe('dashboard and alert rules', () => {
   let redis: RedisTestServer;
@@ -128,6 +151,23 @@ describe('dashboard and alert rules', () => {
     expect(JSON.stringify(variables['job']?.query)).toMatch(/label_values\(wfs_ready, job\)/);
     expect(JSON.stringify(variables['namespace']?.query)).toMatch(/label_values\(wfs_ready\{job=~\\"\$job\\"\}, namespace\)/);
     expect(variables['namespace']?.allValue).toBe('.*');
+  });
+
+  it("are listed in docs/operations.md's alert table, every alert of the rules file and no other, each with its severity", () => {
+    const documented = documentedAlerts(read('docs', 'operations.md'));
+    expect(ruleAlerts.size).toBeGreaterThan(10);
+    expect(Object.fromEntries([...documented].sort())).toEqual(Object.fromEntries([...ruleAlerts].sort()));
+  });
+
+  it('would see an alert missing from the table, one the rules do not have, and a wrong severity (the check can fail)', () => {
+    const table = (rows: string[]) => ['| alert | fires when | severity |', '|---|---|---|', ...rows, '', 'After the table.'].join('\n');
+    const doctored = documentedAlerts(table(['| `WfsSubgraphErrorRateHigh` | errors | ticket |', '| `WfsSubgraphGone` | never | page |']));
+    expect([...doctored]).toEqual([
+      ['WfsSubgraphErrorRateHigh', 'ticket'],
+      ['WfsSubgraphGone', 'page'],
+    ]);
+    expect(Object.fromEntries(doctored)).not.toEqual(Object.fromEntries(ruleAlerts));
+    expect(() => documentedAlerts(table(['| `WfsSubgraphLatencyBudgetBurnFast` / `…Slow` | burns | page / ticket |']))).toThrow(/without one alert name/);
   });
 
   it('select every alert rule series by our job', () => {

@@ -3,8 +3,13 @@ import { ApolloProvider } from '@apollo/client/react';
 import type { Client as UrqlClient } from '@urql/core';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { createElement } from 'react';
+import { loadConfig } from '../../src/config';
+import { startDemo, type Demo } from '../../src/demo';
 import { makeTenant, type EmulatorTenant } from '../../tools/emulator';
+import { createLogger } from '../../src/observability/logger';
+import { startServer, type RunningServer } from '../../src/server';
 import { wsUrl } from '../helpers/liveClient';
 import {
   APOLLO_CLIENT,
@@ -40,6 +45,8 @@ import { waitFor } from '../helpers/waitFor';
  *   `useLocations`, rendered by React (test/helpers/reactHost.ts), each with two
  *   `loadMore` calls; urql's client block with Graphcache's relayPagination() and its
  *   `loadLocations`. Relay's paging (examples/relay) runs in clients.test.ts;
+ * - the same client and hook on the demo as `npm start` serves it (its seeded companies,
+ *   trusted-header mode): the company of 130 locations loads its second page;
  * - the code of a refused live connection, read by the page's `refusalCode` from what
  *   the "Live updates" recipes hand to `showLiveError` (and Relay, on examples/relay's
  *   environment, to `onError`): a refused identity (the socket closed with 4403) and a
@@ -63,6 +70,14 @@ afterAll(async () => {
   await subgraph?.close();
 });
 
+/** What the location picker hooks return. */
+interface Picker {
+  locations: Array<{ id: string; name: string }>;
+  hasMore: boolean;
+  loadMore: () => Promise<unknown>;
+  error?: unknown;
+}
+
 /** The first `count` locations of a company, as the picker lists them. */
 const firstLocations = (tenant: EmulatorTenant, count: number) => tenant.locations.slice(0, count).map((location) => ({ id: location.id, name: location.name }));
 
@@ -80,13 +95,6 @@ describe("docs/frontend.md's location picker pages, as printed", () => {
     await idp?.close();
   });
   const token = () => idp.sign({ tenant_id: MANY_SITES.tenantId });
-
-  interface Picker {
-    locations: Array<{ id: string; name: string }>;
-    hasMore: boolean;
-    loadMore: () => Promise<unknown>;
-    error?: unknown;
-  }
 
   /** The hook rendered with the client; two loadMore calls; three pages of distinct locations, in upstream order. */
   async function pagesThrough(client: ApolloClient, hook: () => Picker): Promise<void> {
@@ -138,6 +146,47 @@ describe("docs/frontend.md's location picker pages, as printed", () => {
     expect(new Set(third.locations.map((location) => location.id)).size).toBe(3 * PAGE);
     expect(third.locations.map(({ id, name }) => ({ id, name }))).toEqual(firstLocations(MANY_SITES, 3 * PAGE));
     expect(third.next).not.toBeNull();
+  });
+});
+
+describe("docs/frontend.md's location picker on the demo's own data, as `npm start` serves it", () => {
+  let demo: Demo;
+  let server: RunningServer;
+  beforeAll(async () => {
+    demo = await startDemo(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' }), {});
+    const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+    server = await startServer(demo.config, { logger: createLogger('warn', quiet), defaultTenant: demo.defaultTenant });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await demo?.emulator.close();
+  });
+
+  it("Apollo Client 4 (the page's client and useLocationPicker), on the demo company with more than 100 locations: fetchMore loads the second page", async () => {
+    // The demo company that pages (Maple Ridge Grocers, 130 locations), sent in the demo's tenant header.
+    const grocer = demo.emulator.tenants.find((tenant) => tenant.locations.length > PAGE)!;
+    expect({ name: grocer.name, locations: grocer.locations.length }).toEqual({ name: 'Maple Ridge Grocers', locations: 130 });
+    const { client } = runBlock<{ client: ApolloClient }>(APOLLO_CLIENT, {
+      replace: [
+        ['https://graph.example.com/graphql', server.url],
+        ["authorization: 'Bearer <token>'", `${JSON.stringify(demo.config.tenantHeader)}: ${JSON.stringify(grocer.tenantId)}`],
+      ],
+    });
+    const { useLocationPicker } = runBlock<{ useLocationPicker: () => Picker }>(APOLLO_PICKER);
+    const picker = renderHook(useLocationPicker, (children) => createElement(ApolloProvider, { client, children }));
+    const shown = () => picker.current()?.locations ?? [];
+    try {
+      await waitFor(() => shown().length > 0, 'the first page');
+      expect({ count: shown().length, hasMore: picker.current()!.hasMore, error: picker.current()!.error }).toEqual({ count: PAGE, hasMore: true, error: undefined });
+      await picker.current()!.loadMore();
+      await waitFor(() => shown().length > PAGE, 'the second page in the list');
+      // Every location of the company, in upstream order, and nothing more to load.
+      expect(shown().map(({ id, name }) => ({ id, name }))).toEqual(firstLocations(grocer, grocer.locations.length));
+      expect(picker.current()!.hasMore).toBe(false);
+    } finally {
+      picker.unmount();
+      client.stop();
+    }
   });
 });
 

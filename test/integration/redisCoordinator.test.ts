@@ -30,6 +30,8 @@ let fleet = 0;
 interface Replica {
   readonly coordinator: Coordinator & { readonly replicaId: string };
   readonly drops: RedisDropReason[];
+  /** The Redis key of each drop (the channel, or the lease's key), in order. */
+  readonly dropKeys: string[];
   /** Each call of the listener of KEY, in order. */
   readonly heard: Array<readonly RecordChange[]>;
 }
@@ -38,8 +40,10 @@ interface Replica {
 async function replica(prefix: string, options: Partial<RedisCoordinatorOptions> = {}, listen = true): Promise<Replica> {
   const connections = connectRedis(redis.url);
   const drops: RedisDropReason[] = [];
+  const dropKeys: string[] = [];
   const heard: Array<readonly RecordChange[]> = [];
-  const coordinator = createRedisCoordinator(connections, { secret: SECRET, prefix, minLeaseMs: LEASE_MS, onDropped: (reason) => drops.push(reason), ...options });
+  const onDropped = (reason: RedisDropReason, name: string) => (drops.push(reason), dropKeys.push(name));
+  const coordinator = createRedisCoordinator(connections, { secret: SECRET, prefix, minLeaseMs: LEASE_MS, onDropped, ...options });
   opened.push({ coordinator, connections });
   await waitFor(() => connections.commands.status === 'ready' && connections.subscriber().status === 'ready', 'the replica connected');
   if (listen) {
@@ -47,7 +51,7 @@ async function replica(prefix: string, options: Partial<RedisCoordinatorOptions>
     coordinator.listen(KEY, (changes) => heard.push(changes));
     await waitFor(async () => (await subscribers(prefix)) > before, 'the replica subscribed');
   }
-  return { coordinator, drops, heard };
+  return { coordinator, drops, dropKeys, heard };
 }
 
 /** Connections subscribed to the channel of KEY. */
@@ -326,6 +330,8 @@ describe('poll leases in Redis', () => {
       expect(await a.coordinator.lead(KEY, 10)).toBe(false);
     }
     expect(b.drops).toEqual(foreign.map(() => 'lease'));
+    // Each named by the lease's key, for the log line that says where to look.
+    expect(b.dropKeys).toEqual(foreign.map(() => leaseName));
     expect(a.drops).toEqual([]);
   });
 
@@ -340,5 +346,39 @@ describe('poll leases in Redis', () => {
     expect(await admin.pttl(lease!)).toBeGreaterThan(0);
     // Not counted as foreign: it is a replica's, only old.
     expect(b.drops).toEqual([]);
+  });
+});
+
+describe('Redis going and coming back', () => {
+  it('is told once when Redis stops answering and once when it answers again, a lease command timed out on a connection that stayed up included', async () => {
+    const { prefix } = await newFleet();
+    const events: string[] = [];
+    const { coordinator } = await replica(prefix, { onDown: () => events.push('down'), onUp: () => events.push('up') }, false);
+    expect(await coordinator.lead(KEY, 10)).toBe(true);
+    expect(events).toEqual([]);
+    // Writes (a lease's script) wait until UNPAUSE: the command times out (1 s), the
+    // connection stays up, so no `ready` event says Redis is back: the next answer must.
+    await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
+    try {
+      expect(await coordinator.lead(KEY, 10)).toBe(true);
+      expect(await coordinator.lead(KEY, 10)).toBe(true);
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+    }
+    expect(events).toEqual(['down']);
+    expect(await coordinator.lead(KEY, 10)).toBe(true);
+    expect(await coordinator.lead(KEY, 10)).toBe(true);
+    expect(events).toEqual(['down', 'up']);
+  });
+});
+
+describe('what a replica drops', () => {
+  it('names the channel of each message it drops', async () => {
+    const { prefix, a, b } = await newFleet();
+    await admin.publish(channelOf(prefix), 'plain text');
+    await admin.publish(channelOf(prefix), sealed(prefix, envelope([added('shift-x')]), sealingKey('another-deployments-secret-0123456789abc', 'wfs-subgraph live message v1')));
+    await marker(b, a, 'marker-keys');
+    expect(a.drops).toEqual(['unsealed', 'forged']);
+    expect(a.dropKeys).toEqual([channelOf(prefix), channelOf(prefix)]);
   });
 });

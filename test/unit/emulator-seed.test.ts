@@ -35,6 +35,26 @@ describe('demo tenants', () => {
     expect(coffee!.shifts[0]!.start).toBe('2026-11-23T06:00:00+13:00');
     expect(care!.shifts.some((s) => s.start.endsWith('T22:00:00+00:00') && s.end.endsWith('T07:30:00+00:00'))).toBe(true);
   });
+
+  it('keep the first three as they were (tests and docs name them: 7, 12 and 3 locations) and add one that pages at the documented sizes', () => {
+    expect(tenants.map((t) => [t.name, t.locations.length])).toEqual([
+      ['Harbour Lane Coffee', 7],
+      ['Northfield Care Homes', 12],
+      ['Alpenrose Bäckerei', 3],
+      ['Maple Ridge Grocers', 130],
+    ]);
+    const grocer = tenants[3]!;
+    expect(grocer.grantedScopes).toEqual(['locations.read', 'shifts.read']);
+    // The location picker's `first: 100` has a second page; so do the README's rota (`first: 50`)
+    // and its week at one location (`first: 50`, Monday to Monday), at the distribution centre.
+    expect(grocer.locations.length).toBeGreaterThan(100);
+    expect(new Set(grocer.locations.map((l) => l.name)).size).toBe(grocer.locations.length);
+    const depot = grocer.locations[0]!.id;
+    const week = grocer.shifts.filter((s) => s.location === depot && Date.parse(s.start) < Date.parse('2026-11-30T00:00:00-05:00'));
+    expect(week.length).toBeGreaterThan(50);
+    expect(grocer.shifts).toHaveLength(1_932);
+    expect(grocer.shifts[0]!.start).toBe('2026-11-23T05:00:00-05:00');
+  });
 });
 
 describe('makeTenant', () => {

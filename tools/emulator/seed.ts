@@ -95,12 +95,52 @@ function alpenrose(): EmulatorTenant {
   };
 }
 
+/** The towns of Maple Ridge Grocers' stores, in Ontario (Eastern time, -05:00 all of the seeded weeks). */
+const ONTARIO_TOWNS = [
+  'Barrie', 'Belleville', 'Brampton', 'Brantford', 'Burlington', 'Cambridge', 'Guelph', 'Hamilton', 'Kingston', 'Kitchener',
+  'London', 'Markham', 'Milton', 'Mississauga', 'Niagara Falls', 'North Bay', 'Oakville', 'Orillia', 'Oshawa', 'Ottawa',
+  'Peterborough', 'Sarnia', 'Sault Ste. Marie', 'St. Catharines', 'Sudbury', 'Thunder Bay', 'Timmins', 'Toronto', 'Waterloo', 'Windsor',
+] as const;
+
+/**
+ * A grocery chain big enough to page at the documented sizes: 130 locations (the
+ * location picker's `first: 100` has a second page) and, at its distribution centre
+ * (the first location), more than 50 shifts a week (the README's `Week` query at
+ * `first: 50` has a second page too); 1,932 shifts over two weeks in all.
+ */
+function mapleRidgeGrocers(): EmulatorTenant {
+  const stores = Array.from({ length: 129 }, (_, index) => {
+    const town = ONTARIO_TOWNS[index % ONTARIO_TOWNS.length]!;
+    const number = String(index + 101);
+    return [`Store ${number}, ${town}`, `${200 + index * 3} Main Street, ${town}, ON`] as const;
+  });
+  const sites = [['Distribution Centre, Mississauga', '6000 Dixie Road, Mississauga, ON L5T 1A6'] as const, ...stores];
+  const depot: ShiftPattern[] = ['05:00', '06:00', '07:00', '13:00', '14:00', '15:00', '21:00', '22:00', '23:00'].map((from, slot) => ({
+    from,
+    to: `${String((Number(from.slice(0, 2)) + 8) % 24).padStart(2, '0')}:00`,
+    role: slot % 3 === 2 ? 'forklift operator' : 'warehouse associate',
+  }));
+  const store: ShiftPattern[] = [{ from: '08:00', to: '16:00', role: 'store associate' }];
+  const locs = locations('mrg', 'Maple Ridge Grocers', sites, 'America/Toronto');
+  return {
+    tenantId: '5d8b2e71-c4a9-4f06-b3d5-7e1f9a2c6b84',
+    name: 'Maple Ridge Grocers',
+    clientId: 'maple-ridge-grocers-demo',
+    clientSecret: 'demo-secret-mrg-6c2e9f4a7d1b',
+    grantedScopes: ['locations.read', 'shifts.read'],
+    shard: 1,
+    locations: locs,
+    shifts: buildRoster({ prefix: 'mrg', locations: locs, patterns: (_location, index) => (index === 0 ? depot : store), days: 14, offset: '-05:00', staffPerLocation: 4, openShare: 0.04 }),
+  };
+}
+
 /**
  * The seeded demo companies (fixed ids and demo-only credentials), spread over two
- * shards; one of them is not granted `shifts.read`. Fresh objects on every call.
+ * shards; one of them is not granted `shifts.read`, and one is large enough to page
+ * (more than 100 locations). Fresh objects on every call.
  */
 export function demoTenants(): EmulatorTenant[] {
-  return [harbourLaneCoffee(), northfieldCareHomes(), alpenrose()];
+  return [harbourLaneCoffee(), northfieldCareHomes(), alpenrose(), mapleRidgeGrocers()];
 }
 
 const GENERATED_SHIFTS: ReadonlyArray<{ from: number; length: number; role: string }> = [

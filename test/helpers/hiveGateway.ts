@@ -65,8 +65,12 @@ function quietResponseCacheInit<T>(build: () => T): T {
   }
 }
 
-/** `env`: more of the config's variables (WFS_CACHE_INVALIDATION_KEY, WFS_TENANT_HEADER, HIVE_RESPONSE_CACHE_MAX_KEYS). */
-export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string, env: Record<string, string> = {}): Promise<RunningGateway> {
+/**
+ * `env`: more of the config's variables (WFS_CACHE_INVALIDATION_KEY, WFS_TENANT_HEADER,
+ * HIVE_RESPONSE_CACHE_MAX_KEYS); `port`: where to listen (a free port a subgraph was told
+ * to send its invalidations to), any when 0.
+ */
+export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string, env: Record<string, string> = {}, port = 0): Promise<RunningGateway> {
   const supergraph = path.join(repoRoot, 'supergraph.graphql');
   // The CLI's config type is the runtime's plus CLI-only options (none used here).
   const config = createGatewayConfig({ ...env, WFS_ROUTER_SECRET: routerSecret, SUPERGRAPH_PATH: supergraph, SUBGRAPH_WFS_URL: urls.wfs, SUBGRAPH_PEOPLE_URL: urls.people });
@@ -93,7 +97,7 @@ export async function startHiveGateway(urls: { wfs: string; people: string }, ro
     }) as Parameters<typeof useServer>[0],
     wsServer,
   );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${gateway.graphqlEndpoint}`;
   return {
     url,

@@ -15,7 +15,7 @@ import type { GatewayPlugin } from '@graphql-hive/gateway';
 import { ResponseStore } from './responseStore';
 
 /**
- * The subgraph's identity settings (CONTRACT.md section 2), read from the same variables
+ * The subgraph's identity settings (docs/configuration.md), read from the same variables
  * with the same defaults, so a gateway in front of it keys its cache on what the subgraph
  * decides the company from: router/main.rhai reads them too (test/integration/composition.test.ts
  * holds the three alike).

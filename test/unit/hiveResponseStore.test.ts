@@ -1,4 +1,5 @@
 import { AnswerTags, tagsIn } from '../../router/answerTags';
+import { applyInvalidations, cacheSession, identitySettings } from '../../router/hiveResponseCache';
 import { ResponseStore } from '../../router/responseStore';
 
 /**
@@ -127,5 +128,43 @@ describe('AnswerTags', () => {
     answers.heard(second, ['t2']);
     expect(answers.tagsOf(firstKey)).toBeUndefined();
     expect(answers.tagsOf(secondKey)).toEqual(['t2']);
+  });
+});
+
+describe("the gateway's session and invalidations on the shipped store", () => {
+  const asked = (headers: Record<string, string>) => new Request('http://gateway/graphql', { method: 'POST', headers });
+
+  it('keys on the tenant header the subgraph reads and Authorization together; none without the one the mode needs', () => {
+    const trusted = identitySettings({ WFS_TENANT_HEADER: 'X-Company' });
+    const service = { authorization: 'Bearer shared-service-token' };
+    const a = cacheSession(asked({ 'x-company': 'a', ...service }), trusted);
+    const b = cacheSession(asked({ 'x-company': 'b', ...service }), trusted);
+    expect(a).toMatch(/^[0-9a-f]{64}$/);
+    expect(b).not.toBe(a);
+    expect(cacheSession(asked({ 'x-company': 'a', ...service }), trusted)).toBe(a);
+    // The header of the default name is not the one this subgraph reads.
+    expect(cacheSession(asked({ 'x-tenant-id': 'a', ...service }), trusted)).toBeNull();
+    const verified = identitySettings({ WFS_JWKS_URL: 'https://id.example.com/jwks.json' });
+    expect(cacheSession(asked({ 'x-tenant-id': 'a' }), verified)).toBeNull();
+    expect(cacheSession(asked({ authorization: 'Bearer one' }), verified)).not.toBe(cacheSession(asked({ authorization: 'Bearer two' }), verified));
+  });
+
+  it("drops a list's answers for its tag, a record's list's answers for the record's tag, and every answer for a type", async () => {
+    const tags = new Map<string, readonly string[]>([
+      [id(1), ['wfs-aa:shifts']],
+      [id(2), ['wfs-bb:shifts']],
+    ]);
+    const cache = new ResponseStore({ maxKeys: 100, tagsOf: (answerId) => tags.get(answerId) });
+    const fill = () => [1, 2].forEach((n) => store(cache, n, 1));
+    const held = () => [1, 2].map((n) => cache.get(answer(n)) !== undefined);
+    fill();
+    expect(await applyInvalidations(cache, [{ kind: 'cache_tag', subgraphs: ['wfs'], cache_tag: 'wfs-aa:shifts' }])).toBe(1);
+    expect(held()).toEqual([false, true]);
+    fill();
+    expect(await applyInvalidations(cache, [{ kind: 'cache_tag', subgraphs: ['wfs'], cache_tag: 'wfs-bb:shifts:s9' }])).toBe(1);
+    expect(held()).toEqual([true, false]);
+    fill();
+    expect(await applyInvalidations(cache, [{ kind: 'type', subgraph: 'wfs', type: 'Shift' }])).toBe(2);
+    expect(held()).toEqual([false, false]);
   });
 });

@@ -282,7 +282,13 @@ describe('router/router.yaml', () => {
     // Hive plugin reads them (the other gateway's keys: test/e2e/hive-gateway.test.ts).
     const read = [...code.matchAll(/setting\("(\w+)", "([^"]*)"\)/g)].map((match) => [match[1], match[2]]);
     expect(read.sort()).toEqual(Object.values(IDENTITY_VARIABLES).map((variable) => [variable.name, variable.default]).sort());
-    expect(code).toMatch(/^fn setting\(name, default\) \{$/m);
+    expect(code).toMatch(/^fn setting\(name, \w+\) \{$/m);
+    // No name Rhai reserves (its book, "Keywords": they cannot name a function, a parameter
+    // or a variable, even unused), since no test here can run the script.
+    const reserved = ['var', 'static', 'shared', 'goto', 'match', 'case', 'public', 'protected', 'new', 'use', 'with', 'module', 'package', 'super', 'spawn', 'thread', 'go', 'sync', 'async', 'await', 'yield', 'default', 'void', 'null', 'nil'];
+    const named = [...code.matchAll(/\bfn (\w+)\(([^)]*)\)|\blet (\w+)|\|(\w+)\|/g)].flatMap((match) => [match[1], ...(match[2]?.split(',') ?? []), match[3], match[4]]).map((name) => name?.trim()).filter(Boolean);
+    expect(named).toEqual(expect.arrayContaining(['setting', 'name', 'company', 'request']));
+    expect(named.filter((name) => reserved.includes(name!))).toEqual([]);
     expect(code).toContain('env::get(name)');
     expect(code).toContain('claims[tenant_claim]');
     expect(code).toContain('header(request, "authorization")');

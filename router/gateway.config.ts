@@ -10,7 +10,9 @@
  * very file in front of the subgraph and the example people subgraph.
  */
 import { defineConfig } from '@graphql-hive/gateway';
-import { cacheSession, useCacheInvalidationEndpoint, useSubgraphMaxAgeOnly } from './hiveResponseCache';
+import { AnswerTags, useAnswerTags } from './answerTags';
+import { cacheSession, identitySettings, useCacheInvalidationEndpoint, useSubgraphMaxAgeOnly } from './hiveResponseCache';
+import { ResponseStore, type StoreLog } from './responseStore';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -21,11 +23,36 @@ const RESPONSE_CACHE_MAX_TTL_MS = 300_000;
 const WFS_TIMEOUT_MS = 20_000;
 const OTHER_TIMEOUT_MS = 10_000;
 
+/**
+ * The response cache's bound, in keys (HIVE_RESPONSE_CACHE_MAX_KEYS): an answer takes
+ * 1 + 2 per entity it holds (docs/caching.md, "Sizing Hive Gateway's cache"). Sized for
+ * 200 companies each paging through 4 pages of 100 shifts with their users (100 shifts
+ * and up to 100 users: 401 keys a page, 320,800 keys), with a quarter to spare; at the
+ * 335 bytes a key measured for such pages, about 130 MB of heap when full. The store
+ * logs when it evicts an answer no read found: the sign the bound is too small.
+ */
+const DEFAULT_RESPONSE_CACHE_MAX_KEYS = 400_000;
+
+function maxKeysOf(env: Env): number {
+  const given = env.HIVE_RESPONSE_CACHE_MAX_KEYS?.trim();
+  if (!given) return DEFAULT_RESPONSE_CACHE_MAX_KEYS;
+  const value = Number(given);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`HIVE_RESPONSE_CACHE_MAX_KEYS must be a positive integer, got ${JSON.stringify(given)}`);
+  return value;
+}
+
 export function createGatewayConfig(env: Env) {
   const routerSecret = env.WFS_ROUTER_SECRET;
   if (!routerSecret) throw new Error('WFS_ROUTER_SECRET must be set: the wfs subgraph answers only requests that carry it');
+  // What the subgraph decides the company from: its own variables, read here too.
+  const identity = identitySettings(env);
+  const maxKeys = maxKeysOf(env);
+  const answerTags = new AnswerTags();
   return defineConfig({
     supergraph: env.SUPERGRAPH_PATH ?? './supergraph.graphql',
+    // Where the response cache keeps its answers (router/responseStore.ts): bounded in keys,
+    // told which tags each answer carried, saying when it evicts an answer nobody read.
+    cache: ({ log }: { log?: StoreLog }) => new ResponseStore({ maxKeys, log, tagsOf: answerTags.tagsOf }),
     // Where each subgraph runs here; the supergraph's routing URLs are for a laptop.
     transportEntries: {
       wfs: {
@@ -38,11 +65,12 @@ export function createGatewayConfig(env: Env) {
           // to the gateway over SSE or graphql-ws (the CLI serves it at its GraphQL path);
           // over graphql-ws `context.headers` are the upgrade request's headers with the
           // client's connectionParams merged in, so a browser sends
-          // `connectionParams: { 'x-tenant-id': … }` (docs/frontend.md, "Live updates").
+          // `connectionParams: { 'x-tenant-id': … }` (docs/frontend.md, "Live updates";
+          // the subgraph's WFS_TENANT_HEADER, if it names another).
           subscriptions: {
             kind: 'ws',
             headers: [
-              ['x-tenant-id', '{context.headers.x-tenant-id}'],
+              [identity.tenantHeader, `{context.headers.${identity.tenantHeader}}`],
               ['authorization', '{context.headers.authorization}'],
               ['router-authorization', routerSecret],
             ],
@@ -61,10 +89,11 @@ export function createGatewayConfig(env: Env) {
     },
     propagateHeaders: {
       fromClientToSubgraphs: ({ request, subgraphName }) => ({
-        // Trusted-header mode: the tenant the caller acts for. The subgraph believes this
-        // header, so accept it only from callers you trust (internal services on a private
-        // network); public clients use verified-identity mode, where the subgraph ignores it.
-        'x-tenant-id': request.headers.get('x-tenant-id'),
+        // Trusted-header mode: the tenant the caller acts for (WFS_TENANT_HEADER, as the
+        // subgraph reads it). The subgraph believes this header, so accept it only from
+        // callers you trust (internal services on a private network); public clients use
+        // verified-identity mode, where the subgraph ignores it.
+        [identity.tenantHeader]: request.headers.get(identity.tenantHeader),
         // Verified-identity mode: the caller's bearer JWT, which the subgraph verifies.
         authorization: request.headers.get('authorization'),
         // W3C trace context, so the subgraph's spans join the caller's trace.
@@ -86,13 +115,17 @@ export function createGatewayConfig(env: Env) {
     // at all (`session` returning null alone would share its entry with every caller), and
     // a subgraph answer without a positive `max-age` (our `no-store`) keeps the response
     // out (useSubgraphMaxAgeOnly). Answers with errors are not stored (Hive's default).
+    // The key is the response cache's own recipe, built by answerTags so the tags each
+    // answer carried are filed under it.
     responseCaching: {
-      session: (request) => cacheSession(request),
-      enabled: (request) => cacheSession(request) !== null,
+      session: (request) => cacheSession(request, identity),
+      enabled: (request) => cacheSession(request, identity) !== null,
       ttl: RESPONSE_CACHE_MAX_TTL_MS,
+      buildResponseCacheKey: answerTags.key,
     },
     plugins: (ctx) => [
       useSubgraphMaxAgeOnly(),
+      useAnswerTags(answerTags),
       // Our subgraph's invalidations (WFS_CACHE_INVALIDATION_URLS=http://<gateway>/invalidation,
       // the same WFS_CACHE_INVALIDATION_KEY on both): Apollo Router's format, so both gateways
       // share one contract. Without the key, no endpoint.

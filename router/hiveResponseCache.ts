@@ -2,6 +2,7 @@
  * Hive Gateway's response cache, kept per company and told of our changes
  * (docs/caching.md, "Hive Gateway's response cache"); gateway.config.ts wires it.
  *
+ * - `identitySettings`: what decides the company, from the subgraph's own variables.
  * - `cacheSession`: the company a request acts for, as the cache's session, or null;
  *   a request with none is not cached at all (`enabled`), never shared.
  * - `useSubgraphMaxAgeOnly`: a subgraph answer without a positive `max-age` (our
@@ -11,20 +12,61 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { GatewayPlugin } from '@graphql-hive/gateway';
+import { ResponseStore } from './responseStore';
 
 /**
- * Everything the subgraph decides the company from: the tenant header (trusted-header
- * mode) and the bearer token (verified-identity mode, where the subgraph ignores the
- * header). Both go into the session, so two requests share entries only when they send
- * the same of each; neither: null, and `enabled` keeps the request out of the cache
- * (Hive's `session` returning null alone would mean one entry shared by every caller).
- * Hashed, so the cache's keys hold no token.
+ * The subgraph's identity settings (docs/configuration.md), read from the same variables
+ * with the same defaults, so a gateway in front of it keys its cache on what the subgraph
+ * decides the company from: router/main.rhai reads them too (test/integration/composition.test.ts
+ * holds the three alike).
  */
-export function cacheSession(request: Request): string | null {
-  const tenant = request.headers.get('x-tenant-id');
+export const IDENTITY_VARIABLES = {
+  /** The header that names the company in trusted-header mode. */
+  tenantHeader: { name: 'WFS_TENANT_HEADER', default: 'x-tenant-id' },
+  /** The verified token's claim that names it in verified-identity mode. */
+  tenantClaim: { name: 'WFS_TENANT_CLAIM', default: 'tenant_id' },
+  /** Set: verified-identity mode (the subgraph verifies the bearer JWT and ignores the header). */
+  jwks: { name: 'WFS_JWKS_URL', default: '' },
+} as const;
+
+export interface IdentitySettings {
+  /** Lower case, as the subgraph compares it. */
+  readonly tenantHeader: string;
+  readonly tenantClaim: string;
+  /** Verified-identity mode. */
+  readonly verified: boolean;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function setting(env: Env, variable: { name: string; default: string }): string {
+  return env[variable.name]?.trim() || variable.default;
+}
+
+export function identitySettings(env: Env): IdentitySettings {
+  return {
+    tenantHeader: setting(env, IDENTITY_VARIABLES.tenantHeader).toLowerCase(),
+    tenantClaim: setting(env, IDENTITY_VARIABLES.tenantClaim),
+    verified: setting(env, IDENTITY_VARIABLES.jwks) !== '',
+  };
+}
+
+/**
+ * The session of Hive's response cache: everything the subgraph decides the company from,
+ * hashed (the cache's keys hold no token). The tenant header (`WFS_TENANT_HEADER`) and the
+ * `Authorization` header go in together in both modes: this gateway does not verify tokens,
+ * so in verified-identity mode the token (which holds the claim) is what names the company,
+ * and in trusted-header mode the header is, whatever `Authorization` a caller shares with
+ * others (a service token in front of several companies). Null, and `enabled` keeps the
+ * request out of the cache, when the one the mode needs is missing (the subgraph would
+ * refuse it, or answer demo mode's default tenant, which is never kept): Hive's `session`
+ * returning null alone would mean one entry shared by every caller.
+ */
+export function cacheSession(request: Request, identity: IdentitySettings): string | null {
+  const tenant = request.headers.get(identity.tenantHeader);
   const authorization = request.headers.get('authorization');
-  if (!tenant && !authorization) return null;
-  return createHash('sha256').update(JSON.stringify([tenant, authorization])).digest('hex');
+  if (!(identity.verified ? authorization : tenant)) return null;
+  return createHash('sha256').update(JSON.stringify([identity.tenantHeader, tenant, authorization])).digest('hex');
 }
 
 /** A `max-age` or `s-maxage` above 0, and neither `no-store` nor `no-cache`. */
@@ -94,19 +136,33 @@ function recordOf(tag: string): { typename: string; id: string } | undefined {
   return typename ? { typename, id: match![2]! } : undefined;
 }
 
+/** The list's tag a record's tag (`wfs-<company>:<list>:<id>`) belongs to. */
+function listOf(tag: string): string | undefined {
+  return /^(wfs-[0-9a-f]+:[a-z]+):.+$/.exec(tag)?.[1];
+}
+
 /**
- * Applies invalidations to Hive's response cache; resolves to the entries dropped.
+ * Applies invalidations to Hive's response cache; resolves to the answers dropped.
  *
- * A record's tag drops exactly the entries that hold that record (the response cache's
- * `invalidate([{ typename, id }])`, done on the same keys: every company's entry holding
- * an entity of that type and id, since the gateway cannot tell companies apart by our
- * tags). Anything else (a list's tag, a type, a whole subgraph) drops **every** entry:
- * a tag names its company by an HMAC the gateway cannot tie to a session, and an answer
- * may have read a list without holding any of its records (an empty page, a filter that
- * now matches, a count), so no narrower set is sure to hold every answer the change
- * touched. More than needed, never less: the cost is misses, not stale answers.
+ * In the shipped store (router/responseStore.ts), which knows the tags each answer
+ * carried: a tag drops the answers that carried it (and a record's tag those that carried
+ * its list's tag, which every answer that read the list did), and every answer whose tags
+ * nobody heard. So company A's edit to its shifts drops A's answers that read its shifts,
+ * and company B's stay. A type or a whole subgraph drops every answer.
+ *
+ * In another cache (a Redis one shared by several gateways, which does not know the tags):
+ * a record's tag drops the entries that hold that record (the response cache's
+ * `invalidate([{ typename, id }])`, on the same keys: every company's entry holding an
+ * entity of that type and id), and anything else drops **every** entry: an answer may have
+ * read a list without holding any of its records (an empty page, a filter, a count). More
+ * than needed, never less: the cost is misses, not stale answers.
  */
 export async function applyInvalidations(cache: ResponseCacheStore, invalidations: readonly Invalidation[]): Promise<number> {
+  if (cache instanceof ResponseStore) {
+    if (invalidations.some((item) => item.kind !== 'cache_tag')) return cache.dropAnswers();
+    const tags = invalidations.flatMap((item) => (item.kind === 'cache_tag' ? [item.cache_tag, listOf(item.cache_tag) ?? []].flat() : []));
+    return cache.dropTagged(tags);
+  }
   const records = invalidations.map((item) => (item.kind === 'cache_tag' ? recordOf(item.cache_tag) : undefined));
   if (records.some((record) => record === undefined)) {
     const keys = await cache.getKeysByPrefix(PREFIX);

@@ -1,11 +1,11 @@
 import { request } from 'undici';
 import { startPeopleSubgraph, type RunningPeopleSubgraph } from '../../examples/people-subgraph/server';
 import { startTestIdentityProvider, type TestIdentityProvider } from '../helpers/jwks';
-import { as, gatewayTenants, testTenant } from '../helpers/fixtures';
+import { as, freePort, gatewayTenants, testTenant } from '../helpers/fixtures';
 import { HIVE_ROUTER_SECRET as ROUTER_SECRET, startHiveGateway, type GatewayResult as Result, type RunningGateway } from '../helpers/hiveGateway';
 import { livePolls, startTestSubgraph, subscribedAndPolled, TEST_CURSOR_SECRET, type TestSubgraph } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
-import { parseSamples, scrapeText, total } from '../helpers/metrics';
+import { parseSamples, scrapeText, scrapeTotal, total } from '../helpers/metrics';
 import { InvalidationSender, type InvalidationOutcome } from '../../src/live/invalidation';
 import { CacheTags } from '../../src/upstream/cacheTags';
 import { RESOURCES } from '../../src/upstream/resources';
@@ -50,6 +50,8 @@ const WITHDRAWN = testTenant('c', { locations: 2, shifts: 4, scopes: ['shifts.re
 const PARTIAL = testTenant('a', { locations: 4, shifts: 120, scopes: ['shifts.read'] });
 /** The recipes' whole list: 20 shifts. */
 const WHOLE = testTenant('b', { locations: 3, shifts: 20, scopes: ['shifts.read'] });
+/** The paging suite's company: 400 shifts, read 100 at a time with their users. */
+const PAGED = testTenant('g', { locations: 4, shifts: 400, scopes: ['shifts.read'] });
 const UNKNOWN_TENANT = 'ffffffff-0000-4000-8000-00000000abcd';
 /** The key our subgraph would send the gateway's /invalidation (WFS_CACHE_INVALIDATION_KEY on both). */
 const INVALIDATION_KEY = 'invalidation-key-for-the-hive-gateway-test-0123456789';
@@ -68,7 +70,7 @@ const polls = () => livePolls(subgraph.server);
 
 beforeAll(async () => {
   subgraph = await startTestSubgraph(
-    { tenants: [WITH_SHIFTS, OTHER, NO_SHIFTS, WITHDRAWN, PARTIAL, WHOLE] },
+    { tenants: [WITH_SHIFTS, OTHER, NO_SHIFTS, WITHDRAWN, PARTIAL, WHOLE, PAGED] },
     // A freshness window, so answers say `private, max-age=N` and the gateway's response
     // cache keeps them (its own suite below); 30 s outlasts the suite's reads of one query.
     { WFS_ROUTER_SECRET: ROUTER_SECRET, LOG_LEVEL: 'warn', WFS_FRESHNESS_SECONDS: '30' },
@@ -206,7 +208,8 @@ describe('Hive Gateway in front of the subgraph and the people subgraph', () => 
     beforeAll(async () => {
       idp = await startTestIdentityProvider();
       jwtSubgraph = await startTestSubgraph({}, { WFS_ROUTER_SECRET: ROUTER_SECRET, ...idp.env }, {}, subgraph.emulator);
-      jwtGateway = await startHiveGateway({ wfs: jwtSubgraph.server.url, people: people.url }, ROUTER_SECRET);
+      // The gateway with the subgraph's identity settings, as a deployment gives both.
+      jwtGateway = await startHiveGateway({ wfs: jwtSubgraph.server.url, people: people.url }, ROUTER_SECRET, idp.env);
     });
 
     afterAll(async () => {
@@ -332,8 +335,8 @@ describe("Hive Gateway's response cache, per company, fail-closed, told by our i
   });
 
   it("applies our subgraph's invalidation POST (Apollo Router's format, the key in Authorization): the next read goes to the subgraph; refused without the key", async () => {
-    // A list's tag empties the cache (router/hiveResponseCache.ts: the gateway cannot tell
-    // which entries read the list), so the read after it goes to the subgraph.
+    // A list's tag drops the answers that carried it (router/hiveResponseCache.ts), so
+    // the read after it goes to the subgraph.
     await read(WITH_SHIFTS);
     const kept = await subgraphRequests();
     expect(await read(WITH_SHIFTS)).toHaveLength(3);
@@ -360,6 +363,156 @@ describe("Hive Gateway's response cache, per company, fail-closed, told by our i
     expect(await subgraphRequests()).toBe(both);
     expect(await read(WITH_SHIFTS)).toEqual(WITH_SHIFTS.shifts.slice(0, 3).map((shift) => shift.id));
     expect(await subgraphRequests()).toBe(both + 1);
+  });
+});
+
+/**
+ * The edges of that cache as a deployment meets them (router/gateway.config.ts with the
+ * subgraph's own settings): a renamed tenant header, companies behind one shared
+ * `Authorization`, one company's edit told by the subgraph's own invalidations, and a
+ * paging load that must fit the cache's bound.
+ *
+ * A second pair on the shared emulator: a subgraph with `WFS_TENANT_HEADER=x-company`
+ * that POSTs its invalidations to a gateway given the same header, whose port is chosen
+ * first; its cache holds 1,000 keys (HIVE_RESPONSE_CACHE_MAX_KEYS: what Hive's default
+ * cache held), for the paging test's word about evictions. The paging itself is read
+ * through the shared gateway, at the shipped bound.
+ */
+describe("Hive Gateway's response cache at its edges: the subgraph's settings, one company's edit, a paging load", () => {
+  const HEADER = 'x-company';
+  const PROBE = 'query GatewayEdgesProbe { shifts(first: 3) { nodes { id end } } }';
+  let renamed: TestSubgraph;
+  let renamedGateway: RunningGateway;
+  const asCompany = (tenant: { tenantId: string }, extra: Record<string, string> = {}) => ({ [HEADER]: tenant.tenantId, ...extra });
+  const requestsTo = async (server: TestSubgraph) => total(parseSamples(await scrapeText(server.server.url)), 'wfs_graphql_requests_total');
+  const probe = async (tenant: { tenantId: string }, extra: Record<string, string> = {}) => {
+    const result = await renamedGateway.query(PROBE, asCompany(tenant, extra));
+    expect(result.errors).toBeUndefined();
+    return result.data?.['shifts'].nodes as Array<{ id: string; end: string }>;
+  };
+  const firstThree = (tenant: { shifts: Array<{ id: string; end: string }> }) => tenant.shifts.slice(0, 3).map(({ id, end }) => ({ id, end }));
+
+  beforeAll(async () => {
+    const port = await freePort();
+    renamed = await startTestSubgraph(
+      {},
+      {
+        WFS_ROUTER_SECRET: ROUTER_SECRET,
+        LOG_LEVEL: 'warn',
+        WFS_FRESHNESS_SECONDS: '60',
+        WFS_TENANT_HEADER: HEADER,
+        WFS_CACHE_INVALIDATION_URLS: `http://127.0.0.1:${port}/invalidation`,
+        WFS_CACHE_INVALIDATION_KEY: INVALIDATION_KEY,
+      },
+      { live: { pollIntervalMs: 100 } },
+      subgraph.emulator,
+    );
+    renamedGateway = await startHiveGateway(
+      { wfs: renamed.server.url, people: people.url },
+      ROUTER_SECRET,
+      { WFS_TENANT_HEADER: HEADER, WFS_CACHE_INVALIDATION_KEY: INVALIDATION_KEY, HIVE_RESPONSE_CACHE_MAX_KEYS: '1000' },
+      port,
+    );
+    expect(await renamedGateway.query('{ __typename }', {})).toEqual({ data: { __typename: 'Query' } });
+  });
+
+  afterAll(async () => {
+    await renamed?.close();
+    await renamedGateway?.close();
+  });
+
+  it('with a renamed tenant header, serves each company its own answer, and the second read of each from the cache', async () => {
+    const before = await requestsTo(renamed);
+    for (const tenant of [WITH_SHIFTS, OTHER]) expect(await probe(tenant)).toEqual(firstThree(tenant));
+    expect(await requestsTo(renamed)).toBe(before + 2);
+    for (const tenant of [WITH_SHIFTS, OTHER]) expect(await probe(tenant)).toEqual(firstThree(tenant));
+    expect(await requestsTo(renamed)).toBe(before + 2);
+  });
+
+  it('serves two companies behind one Authorization (a service token) their own answers', async () => {
+    const service = { authorization: 'Bearer one-service-token-for-every-company' };
+    const before = await requestsTo(renamed);
+    expect(await probe(OTHER, service)).toEqual(firstThree(OTHER));
+    // The same query and Authorization, another company: its own answer, from the subgraph.
+    expect(await probe(WITH_SHIFTS, service)).toEqual(firstThree(WITH_SHIFTS));
+    expect(await requestsTo(renamed)).toBe(before + 2);
+    expect(await probe(OTHER, service)).toEqual(firstThree(OTHER));
+    expect(await probe(WITH_SHIFTS, service)).toEqual(firstThree(WITH_SHIFTS));
+    expect(await requestsTo(renamed)).toBe(before + 2);
+  });
+
+  it("drops only the edited company's answers when the subgraph's poll sees its edit: another company's stay cached", async () => {
+    const edited = subgraph.emulator.tenants.find((tenant) => tenant.tenantId === PAGED.tenantId)!;
+    const kept = OTHER;
+    for (const tenant of [edited, kept]) await probe(tenant);
+    const cached = await requestsTo(renamed);
+    for (const tenant of [edited, kept]) await probe(tenant);
+    expect(await requestsTo(renamed)).toBe(cached);
+
+    // A subscriber keeps the edited company's shifts polled (through the gateway, over SSE).
+    const controller = new AbortController();
+    const since = await livePolls(renamed.server);
+    const response = await request(renamedGateway.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...asCompany(edited) },
+      body: JSON.stringify({ query: 'subscription { shiftChanges { kind nodeId } }' }),
+      signal: controller.signal,
+    });
+    const reading = (async () => {
+      for await (const chunk of response.body) void chunk;
+    })().catch(() => undefined);
+    try {
+      await subscribedAndPolled(renamed.server, since);
+      const sent = await scrapeTotal(renamed.server.url, 'wfs_cache_invalidations_total', { outcome: 'sent' });
+      const end = editShiftEnd(edited.shifts[0]!);
+      await waitFor(async () => (await scrapeTotal(renamed.server.url, 'wfs_cache_invalidations_total', { outcome: 'sent' })) > sent, 'the invalidation POSTed to the gateway');
+      // The other company's answer: still the gateway's.
+      const hits = renamedGateway.cache.stats.hits;
+      const before = await requestsTo(renamed);
+      expect(await probe(kept)).toEqual(firstThree(kept));
+      expect(await requestsTo(renamed)).toBe(before);
+      expect(renamedGateway.cache.stats.hits).toBe(hits + 1);
+      // The edited company's: asked again, with the edit.
+      expect((await probe(edited))[0]).toEqual({ id: edited.shifts[0]!.id, end });
+      expect(await requestsTo(renamed)).toBe(before + 1);
+    } finally {
+      controller.abort();
+      await reading;
+    }
+    await waitFor(() => renamed.server.live.subscriptions === 0, 'the gateway ended its subscription');
+  });
+
+  /** `pages` pages of 100 of PAGED's shifts with their users, read through `through`, `rounds` times over; resolves to the subgraph requests they made. */
+  const page = (after: string | null) => `query GatewayPaging { shifts(first: 100${after ? `, after: ${JSON.stringify(after)}` : ''}) { nodes { id user { id } } pageInfo { endCursor } } }`;
+  const readPages = async (through: RunningGateway, server: TestSubgraph, headers: Record<string, string>, rounds: number) => {
+    const before = await requestsTo(server);
+    for (let round = 0; round < rounds; round++) {
+      let after: string | null = null;
+      for (let index = 0; index < 4; index++) {
+        const result = await through.query(page(after), headers);
+        expect(result.errors).toBeUndefined();
+        const shifts = result.data?.['shifts'] as { nodes: Array<{ id: string }>; pageInfo: { endCursor: string } };
+        expect(shifts.nodes.map((node) => node.id)).toEqual(PAGED.shifts.slice(index * 100, index * 100 + 100).map((shift) => shift.id));
+        after = shifts.pageInfo.endCursor;
+      }
+    }
+    return (await requestsTo(server)) - before;
+  };
+
+  it('pages through 4 x 100 shifts with their users again and again from the cache, at the shipped bound', async () => {
+    // 100 shifts and their 25 users: 1 + 2 x 125 = 251 keys a page, 1,004 for the four.
+    const evicted = gateway.cache.stats.evictedUnread;
+    expect(await readPages(gateway, subgraph, as(PAGED), 6)).toBe(4);
+    expect(gateway.cache.stats.evictedUnread).toBe(evicted);
+    expect(gateway.cacheLog).toEqual([]);
+  });
+
+  it('says so when its bound is too small for that load (1,000 keys, what Hive held by default)', async () => {
+    expect(await readPages(renamedGateway, renamed, asCompany(PAGED), 3)).toBe(12);
+    // 12 answers stored, 3 fit: 9 or more evicted before a read found them (every read missed).
+    expect(renamedGateway.cache.stats.evictedUnread).toBeGreaterThanOrEqual(9);
+    expect(renamedGateway.cacheLog).toEqual([expect.stringMatching(/^response cache: 1 answer\(s\) evicted before any read found them \(bound 1000 keys, 1 since start\); raise HIVE_RESPONSE_CACHE_MAX_KEYS/)]);
+    expect(renamedGateway.cache.size).toBeLessThanOrEqual(1000);
   });
 });
 

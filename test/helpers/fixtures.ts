@@ -12,9 +12,9 @@ import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
  * Tests that need another shape pass options instead of copying these.
  */
 
-const SHARDS = { a: 0, b: 1, c: 1, d: 0, e: 1, f: 0 } as const;
+const SHARDS = { a: 0, b: 1, c: 1, d: 0, e: 1, f: 0, g: 1 } as const;
 type Letter = keyof typeof SHARDS;
-const NUMBER: Record<Letter, number> = { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 };
+const NUMBER: Record<Letter, number> = { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7 };
 
 /**
  * Test company `letter`: tenant id `aaaaaaaa-0000-4000-8000-000000000001` (b: …0002,

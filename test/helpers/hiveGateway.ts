@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { LocalForageCacheStorage, createGatewayRuntime, getGraphQLWSOptions } from '@graphql-hive/gateway';
+import { createGatewayRuntime, getGraphQLWSOptions } from '@graphql-hive/gateway';
 import { useServer } from 'graphql-ws/use/ws';
 import { request } from 'undici';
 import { WebSocketServer } from 'ws';
+import type { ResponseStore } from '../../router/responseStore';
 
 /**
  * Hive Gateway as the test line runs it: `@graphql-hive/gateway` with the committed
@@ -38,6 +39,10 @@ export interface RunningGateway {
   /** The gateway's GraphQL endpoint (HTTP; the same path serves graphql-ws). */
   readonly url: string;
   query(query: string, headers: Record<string, string>): Promise<GatewayResult>;
+  /** The config's cache (router/responseStore.ts), where the response cache keeps its answers. */
+  readonly cache: ResponseStore;
+  /** What the cache logged (its warnings about answers evicted unread). */
+  readonly cacheLog: readonly string[];
   close(): Promise<void>;
 }
 
@@ -60,14 +65,20 @@ function quietResponseCacheInit<T>(build: () => T): T {
   }
 }
 
-/** `env`: more of the config's variables (WFS_CACHE_INVALIDATION_KEY). */
-export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string, env: Record<string, string> = {}): Promise<RunningGateway> {
+/**
+ * `env`: more of the config's variables (WFS_CACHE_INVALIDATION_KEY, WFS_TENANT_HEADER,
+ * HIVE_RESPONSE_CACHE_MAX_KEYS); `port`: where to listen (a free port a subgraph was told
+ * to send its invalidations to), any when 0.
+ */
+export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string, env: Record<string, string> = {}, port = 0): Promise<RunningGateway> {
   const supergraph = path.join(repoRoot, 'supergraph.graphql');
   // The CLI's config type is the runtime's plus CLI-only options (none used here).
   const config = createGatewayConfig({ ...env, WFS_ROUTER_SECRET: routerSecret, SUPERGRAPH_PATH: supergraph, SUBGRAPH_WFS_URL: urls.wfs, SUBGRAPH_PEOPLE_URL: urls.people });
-  // The cache the `hive-gateway` CLI gives a config that names none (its
-  // getCacheInstanceFromConfig: localforage, in memory on Node), where the response cache keeps its entries.
-  const cache = new LocalForageCacheStorage({});
+  // The config's cache, built as the `hive-gateway` CLI builds a config's cache factory
+  // (its getCacheInstanceFromConfig), with a log the tests read.
+  const cacheLog: string[] = [];
+  const log = { warn: (...args: unknown[]) => void cacheLog.push(args.map(String).join(' ')) };
+  const cache = (config.cache as (ctx: { log: typeof log }) => ResponseStore)({ log });
   const gateway = quietResponseCacheInit(() => createGatewayRuntime({ ...config, cache, supergraph, logging: false } as Parameters<typeof createGatewayRuntime>[0]));
   const server: Server = createServer(gateway);
   server.keepAliveTimeout = 500;
@@ -86,10 +97,12 @@ export async function startHiveGateway(urls: { wfs: string; people: string }, ro
     }) as Parameters<typeof useServer>[0],
     wsServer,
   );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${gateway.graphqlEndpoint}`;
   return {
     url,
+    cache,
+    cacheLog,
     async query(query, headers) {
       const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers }, body: JSON.stringify({ query }) });
       return (await response.body.json()) as GatewayResult;

@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Kind, buildSchema, parse, print, printSchema, validate, type ConstDirectiveNode, type GraphQLInterfaceType, type GraphQLSchema } from 'graphql';
 import { parse as parseYaml } from 'yaml';
-import { KNOWN_ENV_VARIABLES, loadConfig, SETTINGS } from '../../src/config';
+import { KNOWN_ENV_VARIABLES, loadConfig } from '../../src/config';
 import { DEFAULT_PAGE_SIZE } from '../../src/graphql/data/connections';
 import { DEFAULT_QUERY_LIMITS } from '../../src/graphql/admission/limits';
+import { IDENTITY_VARIABLES, identitySettings } from '../../router/hiveResponseCache';
 
 /**
  * Our schema must compose with the subgraphs around it the way every real supergraph
@@ -229,9 +230,10 @@ describe('router/router.yaml', () => {
     }
   });
 
-  it('propagates the tenant header and Authorization to every subgraph', () => {
-    const propagated = router.headers.all.request.map((rule) => rule['propagate']?.['named']?.toLowerCase());
-    expect(propagated).toEqual(expect.arrayContaining(['x-tenant-id', 'authorization']));
+  it("propagates the tenant header the subgraph's WFS_TENANT_HEADER names (its default else) and Authorization to every subgraph", () => {
+    const propagated = router.headers.all.request.map((rule) => rule['propagate']?.['named']);
+    const { name, default: fallback } = IDENTITY_VARIABLES.tenantHeader;
+    expect(propagated).toEqual(expect.arrayContaining([`\${env.${name}:-${fallback}}`, 'authorization']));
   });
 
   it('sends the router secret, from the environment, to our subgraph only', () => {
@@ -276,10 +278,35 @@ describe('router/router.yaml', () => {
     expect(assigned.length).toBeGreaterThan(0);
     expect(new Set(assigned)).toEqual(new Set([privateId]));
     expect(code).toContain('Router.APOLLO_AUTHENTICATION_JWT_CLAIMS');
-    const defaultClaim = SETTINGS.WFS_TENANT_CLAIM.fallback;
-    expect(code).toContain(`claims["${defaultClaim}"]`);
+    // The subgraph's identity settings, read from its variables with its defaults, as the
+    // Hive plugin reads them (the other gateway's keys: test/e2e/hive-gateway.test.ts).
+    const read = [...code.matchAll(/setting\("(\w+)", "([^"]*)"\)/g)].map((match) => [match[1], match[2]]);
+    expect(read.sort()).toEqual(Object.values(IDENTITY_VARIABLES).map((variable) => [variable.name, variable.default]).sort());
+    expect(code).toMatch(/^fn setting\(name, \w+\) \{$/m);
+    // No name Rhai reserves (its book, "Keywords": they cannot name a function, a parameter
+    // or a variable, even unused), since no test here can run the script.
+    const reserved = ['var', 'static', 'shared', 'goto', 'match', 'case', 'public', 'protected', 'new', 'use', 'with', 'module', 'package', 'super', 'spawn', 'thread', 'go', 'sync', 'async', 'await', 'yield', 'default', 'void', 'null', 'nil'];
+    const named = [...code.matchAll(/\bfn (\w+)\(([^)]*)\)|\blet (\w+)|\|(\w+)\|/g)].flatMap((match) => [match[1], ...(match[2]?.split(',') ?? []), match[3], match[4]]).map((name) => name?.trim()).filter(Boolean);
+    expect(named).toEqual(expect.arrayContaining(['setting', 'name', 'company', 'request']));
+    expect(named.filter((name) => reserved.includes(name!))).toEqual([]);
+    expect(code).toContain('env::get(name)');
+    expect(code).toContain('claims[tenant_claim]');
     expect(code).toContain('header(request, "authorization")');
-    expect(code).toContain('header(request, "x-tenant-id")');
+    expect(code).toContain('header(request, tenant_header)');
+  });
+
+  it("reads the subgraph's identity settings with the subgraph's defaults (Hive's plugin and main.rhai alike)", () => {
+    for (const variable of Object.values(IDENTITY_VARIABLES)) expect(KNOWN_ENV_VARIABLES).toContain(variable.name);
+    // Verified-identity mode needs an upstream: one company in a tenants file of its own.
+    const dir = mkdtempSync(path.join(tmpdir(), 'wfs-identity-'));
+    const tenantsFile = path.join(dir, 'tenants.json');
+    writeFileSync(tenantsFile, JSON.stringify([{ tenantId: 't1', clientId: 'c1', clientSecret: 's1', scope: 'shifts.read' }]));
+    const jwt = { WFS_AUTH_URL: 'https://id.example.com', WFS_TENANTS_FILE: tenantsFile, WFS_JWKS_URL: 'https://id.example.com/jwks.json', WFS_JWT_ISSUER: 'issuer', WFS_JWT_AUDIENCE: 'audience' };
+    expect(identitySettings({})).toEqual({ tenantHeader: loadConfig({}).tenantHeader, tenantClaim: loadConfig(jwt).jwt!.tenantClaim, verified: false });
+    const renamed = { WFS_TENANT_HEADER: ' X-Company ', WFS_TENANT_CLAIM: 'org' };
+    expect(identitySettings({ ...jwt, ...renamed })).toEqual({ tenantHeader: loadConfig({ ...jwt, ...renamed }).tenantHeader, tenantClaim: loadConfig({ ...jwt, ...renamed }).jwt!.tenantClaim, verified: true });
+    expect(identitySettings(renamed).tenantHeader).toBe('x-company');
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("enforces demand control with the subgraph's default cost budget, assuming our default page size", () => {

@@ -25,7 +25,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { SocketLimits } from '../config';
 import type { Logger } from '../observability/logger';
 import { createAddressGuard } from '../graphql/admission/addressGuard';
-import { closeCodeOf, messageOf, type RefusalReason } from '../graphql/admission/refusals';
+import type { RefusalReason } from '../graphql/admission/refusals';
 import type { RouterGate } from '../graphql/admission/routerGate';
 import { createUpgradeGate, refuseMessages } from '../graphql/admission/upgradeGate';
 import { heldJsonBytes, jsonUnitsOf } from '../memory/jsonSize';
@@ -257,8 +257,8 @@ function readMessage(socket: WebSocket, key: string, connection: ConnectionReadi
     const bytes = data as Buffer;
     const units = jsonUnitsOf(bytes);
     if (units > messageValues) {
-      refused('message_values');
-      return close(closeCodeOf('message_values') ?? 1009, messageOf('message_values'));
+      const { code, reason } = refuseMessages(refused, 'message_values');
+      return close(code, reason);
     }
     const handled = inbox.arrive(heldJsonBytes(bytes.length, units));
     messageRate.consume(key).then(

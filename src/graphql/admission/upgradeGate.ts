@@ -84,10 +84,10 @@ export function createUpgradeGate(options: UpgradeGateOptions): UpgradeGate {
   };
 }
 
-/** The close a connection past its message rate gets (counted as `messages`): its code and reason from the table. */
-export function refuseMessages(refused: (reason: RefusalReason) => void): { readonly code: number; readonly reason: string } {
-  refused('messages');
-  return { code: closeCodeOf('messages') ?? 1008, reason: messageOf('messages') };
+/** The close a connection past its message rate gets (counted as `messages`), or that sent a message of more JSON values than one may have (`message_values`): its code and reason from the table. */
+export function refuseMessages(refused: (reason: RefusalReason) => void, reason: 'messages' | 'message_values' = 'messages'): { readonly code: number; readonly reason: string } {
+  refused(reason);
+  return { code: closeCodeOf(reason) ?? (reason === 'messages' ? 1008 : 1009), reason: messageOf(reason) };
 }
 
 /** Answers an upgrade with `status` and closes the socket; `body` is a GraphQL error's JSON. */

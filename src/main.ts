@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig, startupFailureLine, type Config } from './config';
 import type * as DemoModule from './demo';
 import { heapLimit, heapWarning } from './heapLimit';
+import { accountSummary } from './memory/account';
 import { createLogger } from './observability/logger';
 import { startServer } from './server';
 
@@ -53,7 +54,16 @@ async function start(): Promise<void> {
   // Serving is not being ready: /ready waits for the token endpoint check (or a real
   // token), and the line says which of the two this is.
   const notReady = server.readinessProblem();
-  const started = { url: server.url, tenants: config.tenants.length, redis: Boolean(config.redisUrl), heapLimitMiB: heap.limitMiB };
+  // The memory account (memory/account.ts): what every bound filled at once may hold, against what the heap leaves clients.
+  const memory = accountSummary(server.memory.account);
+  if (server.memory.kind === 'scaled') {
+    const { worstCaseMiB } = accountSummary(server.memory.before);
+    logger.warn(
+      { ...memory, scaledBy: Math.round(server.memory.factor * 1000) / 1000, limits: server.memory.limits },
+      `memory account: the default bounds filled at once (${worstCaseMiB} MiB) do not fit the ${memory.budgetMiB} MiB a heap of ${memory.heapLimitMiB} MiB leaves clients; connections, requests in flight, subscriptions and the byte bounds are scaled down by the same factor (docs/limits.md, "The memory account")`,
+    );
+  }
+  const started = { url: server.url, tenants: config.tenants.length, redis: Boolean(config.redisUrl), heapLimitMiB: heap.limitMiB, memoryBudgetMiB: memory.budgetMiB, memoryWorstCaseMiB: memory.worstCaseMiB };
   if (notReady === undefined) logger.info({ ...started, ready: true }, 'subgraph ready');
   else logger.info({ ...started, ready: false, reason: notReady }, 'subgraph listening, not ready yet: /ready answers 503 until the token endpoint answers like one');
 

@@ -3,7 +3,9 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import type { GraphQLSchema } from 'graphql';
 import type { AddressInfo } from 'node:net';
 import { createApp, type App, type AppOverrides } from './app';
-import { withLimits, type Config, type LimitOverrides, type Limits } from './config';
+import { getHeapStatistics } from 'node:v8';
+import { ConfigError, settingOfBound, withLimits, type Config, type LimitOverrides, type Limits } from './config';
+import { DOCUMENT_STORE_BYTES, PERSISTED_QUERY_BYTES } from './graphql/server/documentStore';
 import { EXAMPLE_QUERY } from './exampleQuery';
 import { createExplorer } from './explorer';
 import type { RefusalReason } from './graphql/admission/refusals';
@@ -26,6 +28,7 @@ import { CacheTags } from './upstream/cacheTags';
 import { InvalidationSender } from './live/invalidation';
 import { createSubscribeGate } from './graphql/admission/subscribeGate';
 import { createObservability, type Observability } from './observability';
+import { accountSummary, fitToHeap, type Fitting } from './memory/account';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, registerHeldUnits, type Metrics } from './observability/metrics';
 import { redisDropLog } from './observability/redisDrops';
@@ -47,6 +50,8 @@ export interface ServerOptions extends AppOverrides {
   readonly plugins?: ReadonlyArray<ApolloServerPlugin<GraphQLContext>>;
   /** Bounds in place of the configuration's (`config.limits`), group by group (tests lower them); config/limits.ts's `Limits` says each one. */
   readonly limits?: LimitOverrides;
+  /** The heap limit the memory account is set against, in bytes (default: V8's `heap_size_limit` in force). */
+  readonly heapLimitBytes?: number;
   /** Executions by graphql-js before an operation is compiled (default graphql/server/execution.ts's COMPILE_AFTER; tests compile at once with 0). */
   readonly compileAfter?: number;
   /** Live updates' poll interval, Redis prefix and lease (tests shorten them); see live/index.ts. */
@@ -59,6 +64,8 @@ export interface RunningServer {
   readonly port: number;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** The memory account the bounds were fitted to at start (memory/account.ts). */
+  readonly memory: Fitting;
   /** What `/ready` would answer 503 with now, or undefined when it answers 200. */
   readinessProblem(): string | undefined;
   /** The live-update hub (its subscriptions and pollers). */
@@ -80,6 +87,11 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  // Every bound, each room given its group (config/limits.ts, `Limits`), fitted to the
+  // heap before anything is started: refused (a ConfigError) or scaled down if their
+  // worst case does not fit (memory/account.ts).
+  const memory = fitBounds(withLimits(config.limits, options.limits), config, options);
+  const limits = memory.limits;
   const metrics = createMetrics();
   // Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER is set; then OpenTelemetry loads here.
   const observability = await createObservability({
@@ -92,8 +104,6 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // Connections, their headers' time and the router secret are bounded before any request is served (http/requestBounds.ts).
   const httpServer = createServer(boundedServerOptions());
   const router = createRouterGate(config.routerSecret ?? null);
-  // Every bound, each room given its group (config/limits.ts, `Limits`).
-  const limits = withLimits(config.limits, options.limits);
   boundConnections(httpServer, {
     ...limits.connection,
     router,
@@ -153,6 +163,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     port,
     metrics,
     logger,
+    memory,
     readinessProblem: () => (draining ? DRAINING_REASON : app.readinessProblem()),
     live: live.hub,
     drain,
@@ -296,6 +307,23 @@ async function listen(httpServer: Server, config: Config): Promise<{ url: string
   const port = (httpServer.address() as AddressInfo).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return { url: `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${port}${GRAPHQL_PATH}`, port };
+}
+
+/**
+ * The bounds fitted to the heap (memory/account.ts): kept if every bound filled at once
+ * fits what the heap leaves clients, scaled down together if they are all defaults (a
+ * heap smaller than the shipped one; main.ts says so at start), refused otherwise.
+ */
+function fitBounds(limits: Limits, config: Config, options: ServerOptions): Fitting & { readonly limits: Limits } {
+  const reserve = { entityIndexBytes: config.entityIndexMaxRecords * UNIT_BYTES, documentBytes: DOCUMENT_STORE_BYTES + PERSISTED_QUERY_BYTES };
+  const fitting = fitToHeap(limits, options.heapLimitBytes ?? getHeapStatistics().heap_size_limit, reserve);
+  if (fitting.kind !== 'refused') return fitting;
+  const { worstCaseMiB, budgetMiB, heapLimitMiB } = accountSummary(fitting.account);
+  const set = fitting.boundsSet.map((name) => settingOfBound(name) ?? name);
+  throw new ConfigError(
+    set[0] ?? '--max-old-space-size',
+    `every bound filled at once may hold ${worstCaseMiB} MiB, over the ${budgetMiB} MiB a heap of ${heapLimitMiB} MiB leaves what clients fill (bounds set: ${set.join(', ') || 'none'}); lower them, or start node with a larger --max-old-space-size (docs/limits.md, "The memory account")`,
+  );
 }
 
 /**

@@ -24,5 +24,5 @@ export {
   type RequestLimits,
   type SocketLimits,
 } from './limits';
-export { KNOWN_ENV_VARIABLES, NUMERIC_SETTINGS, SETTINGS, UPSTREAM_SETTINGS, type SettingName } from './settings';
+export { KNOWN_ENV_VARIABLES, NUMERIC_SETTINGS, SETTINGS, UPSTREAM_SETTINGS, settingOfBound, type SettingName } from './settings';
 export type { Config, JwtIdentityConfig, TenantCredentials } from './types';

@@ -15,13 +15,14 @@ const defaults = {
   /** Sockets before any request is read (http/requestBounds.ts, `boundConnections`). */
   connection: {
     /** Open sockets of the replica, HTTP and WebSocket together (Node's `server.maxConnections`; `WFS_MAX_CONNECTIONS`). */
-    // The 20 000 WebSocket connections, the 2 000 requests in flight and room for idle
-    // keep-alive connections and probes. At about 9 KB a socket that never finished its
-    // headers, a full replica holds about 220 MB of them, for at most the header deadline.
-    maxConnections: 25_000,
+    // What the shipped 256 MiB heap holds with every other bound filled at once (the
+    // memory account, memory/account.ts and docs/limits.md): a socket whose headers are
+    // still arriving holds its 8 KiB and up to 16 KiB of header text, so 1 500 of them
+    // take about 36 MiB. The router keeps a pool of a few connections; a bigger heap
+    // takes more (raise --max-old-space-size and this together: the account checks).
+    maxConnections: 1_500,
     /** Open sockets of one client address not (yet) known to be the router's (`WFS_MAX_CONNECTIONS_PER_ADDRESS`). */
-    // Twice one address's 500 requests in flight (the share of requests binds first); it
-    // takes 25 addresses acting together to fill a replica.
+    // Twice one address's 500 requests in flight (the share of requests binds first).
     connectionsPerAddress: 1_000,
     /** How long a request's headers may take to arrive whole, in ms (Node's `headersTimeout`; `WFS_HEADERS_TIMEOUT_MS`). */
     // Node's default is 60 s, checked every 30 s: 15 000 sockets that never finished their
@@ -58,7 +59,9 @@ const defaults = {
     // and 64 bytes a structural unit: memory/jsonSize.ts), from its first chunk until its
     // response closes: 16 bodies of 1 MiB of `{},` from one address reached the heap
     // limit when bytes alone were counted.
-    bufferedBodyBytes: 64 * 1024 * 1024,
+    // At 16 MiB, seven bodies of 1 MiB of string at once, or two of 100 000 `{}`: the
+    // share of the heap the memory account leaves them (memory/account.ts).
+    bufferedBodyBytes: 16 * 1024 * 1024,
     /** The share of `inFlight` and `bufferedBodyBytes` one client address may hold (0 to 1); past it 429. */
     // A quarter (500 requests and 16 MiB of bodies by default) is about three times what a
     // replica at its autoscaling target serves in a second (171 requests per second,
@@ -111,17 +114,23 @@ const defaults = {
   /** The WebSocket transport (http/liveSocket.ts, liveMessages.ts) and its upgrade admission (graphql/admission/upgradeGate.ts, addressGuard.ts). */
   socket: {
     /** Open WebSocket connections on the replica; past it an upgrade is answered 503. */
-    connections: 20_000,
+    // Each holds about 20 KiB, and a message half received up to messageBytes more: 250
+    // take about 21 MiB of the account. A gateway keeps one per caller identity and
+    // multiplexes its subscriptions; a bigger heap takes more.
+    connections: 250,
     /**
      * Open connections from one client address (an IPv6 address by its /64; the router
      * secret exempt, and with a secret set every accepted upgrade carries it); past it
      * an upgrade is answered 429 (`WFS_LIVE_CONNECTIONS_PER_ADDRESS`).
      */
-    // A fortieth of the replica's: a NAT'd office's screens fit, and it takes 40 addresses
-    // (or /64s) acting together to fill a replica, not one /64 or 20 IPv4 addresses.
-    connectionsPerAddress: 500,
+    // Two fifths of the replica's: it takes three addresses (or /64s) acting together to
+    // fill a replica; the router secret is exempt.
+    connectionsPerAddress: 100,
     /** The largest message a client may send, in bytes (ws closes the connection with 1009 past it). */
-    messageBytes: 256 * 1024,
+    // A connection_init carries at most three headers of 8 KiB (gate.initHeaderChars), a
+    // subscribe a document of at most 5 000 tokens and a filter; ws holds a message half
+    // received for as long as it takes, so this is in the account once per connection.
+    messageBytes: 64 * 1024,
     /** The most JSON values, objects, arrays and keys one message may hold (its structural units, memory/jsonSize.ts); past it the connection is closed (1009). */
     // A subscribe is a query and a filter (tens of values), a connection_init a few
     // headers: 10 000 is far above both, and at most 640 KB once parsed.
@@ -136,15 +145,19 @@ const defaults = {
     // 250 KB each held up to 450 MB before).
     queuedBytes: 1024 * 1024,
     /** Bytes the messages of all connections may hold so; past it a connection that sends more is not read until they drain. */
-    queuedBytesPerReplica: 32 * 1024 * 1024,
+    // Handled within a few turns each: only a flood waits here, and it waits on its own sockets.
+    queuedBytesPerReplica: 4 * 1024 * 1024,
     /** The longest subscription id, in characters (graphql-ws's own are 36-character UUIDs); a longer one closes the connection (4400). */
     subscriptionIdChars: 128,
     /** How long a connection may wait before its `connection_init`, in ms (then closed with 4408). */
     connectionInitMs: 3_000,
     /** Ping every this many ms; a connection that does not answer with a pong within as long again is terminated. */
     keepAliveMs: 12_000,
-    /** Bytes a connection may have waiting to be sent (a client that does not read); past it, it is dropped. */
+    /** Bytes a connection may have waiting to be sent (a client that does not read); past it, it is dropped (checked every second). */
     bufferedBytes: 1024 * 1024,
+    /** Bytes all connections may have waiting to be sent; past it the connections holding the most are dropped until the rest fit (checked every second). */
+    // Per connection alone, 250 connections that stopped reading could hold 250 MiB.
+    bufferedBytesPerReplica: 4 * 1024 * 1024,
     /** Messages a connection may send within `messageBurst / messagesPerSecond` seconds; past it, it is closed (1008). */
     // 2 000 per 10 s, well above what a client or a gateway sends.
     messageBurst: 2_000,
@@ -194,23 +207,25 @@ const defaults = {
      * and of the whole replica may keep; a subscribe past one is refused (BAD_USER_INPUT).
      */
     // A subscription's variables are a filter (an id, two date-times: about 150 bytes),
-    // so these leave 1 KiB to each of a connection's 1 000 subscriptions, 800 bytes to
-    // each of a company's 5 000 and of the replica's 20 000: 16 MiB of the 256 MiB heap
-    // at most, whatever clients send.
-    variableBytesPerConnection: 1024 * 1024,
+    // so these leave 256 bytes to each of a connection's 1 000 subscriptions, 1 KiB to
+    // each of a company's 1 000, 4 KiB to each of the replica's 1 000: 4 MiB of the
+    // 256 MiB heap at most, whatever clients send.
+    variableBytesPerConnection: 256 * 1024,
     /** See `variableBytesPerConnection`. */
-    variableBytesPerCompany: 4 * 1024 * 1024,
+    variableBytesPerCompany: 1024 * 1024,
     /** See `variableBytesPerConnection`. */
-    variableBytesPerReplica: 16 * 1024 * 1024,
+    variableBytesPerReplica: 4 * 1024 * 1024,
   },
   /** The live hub's subscriptions and filters (live/hub.ts). */
   live: {
     /** Open subscriptions one company may hold on a replica. */
-    perCompany: 5_000,
+    perCompany: 1_000,
     /** Open subscriptions on a replica. */
-    perReplica: 20_000,
+    // Each holds about 4 KiB and its queue of changes: 1 000 take about 12 MiB of the account.
+    perReplica: 1_000,
     /** Changes waiting for one subscriber before it is dropped as a slow consumer. */
-    queuedChanges: 1_000,
+    // A poll's changes arrive together: room for one company's edit of 500 records.
+    queuedChanges: 500,
     /**
      * Distinct filters one company's open subscriptions may have on a replica (views; a
      * subscription with a filter already open joins its view). Matching no longer costs

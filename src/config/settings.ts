@@ -31,3 +31,11 @@ export const NUMERIC_SETTINGS = Object.freeze(
 
 /** Variables that only make sense against a real upstream: with any of them, a missing WFS_AUTH_URL is a mistake, not demo mode. */
 export const UPSTREAM_SETTINGS = Object.freeze((Object.keys(SETTINGS) as SettingName[]).filter((name) => SETTINGS[name].upstream));
+
+/** The setting that sets bound `group.field` of `Limits`, if one does (a message can then name what an operator sets). */
+export function settingOfBound(name: string): SettingName | undefined {
+  return (Object.keys(SETTINGS) as SettingName[]).find((setting) => {
+    const spec = SETTINGS[setting] as { bound?: IntegerSetting['bound'] };
+    return spec.bound !== undefined && spec.bound.name.join('.') === name;
+  });
+}

@@ -205,7 +205,7 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     });
   });
 
-  const bufferCheck = dropSlowReaders(wss, limits.bufferedBytes, options.slowConsumerDropped, logger);
+  const bufferCheck = dropSlowReaders(wss, limits, options.slowConsumerDropped, logger);
 
   return {
     get connections() {
@@ -299,15 +299,36 @@ function keepAlive(socket: WebSocket, ms: number): NodeJS.Timeout | undefined {
 
 /**
  * A client that stops reading while changes keep coming: its send buffer would grow
- * without end. Past the bound the connection is dropped (its subscriptions end).
+ * without end. Past the bound the connection is dropped (its subscriptions end); and
+ * while all connections' buffers together pass the replica's bound, the ones holding
+ * the most are dropped until the rest fit (the memory account counts the replica's
+ * bound, not one connection's times their number).
  */
-function dropSlowReaders(wss: WebSocketServer, bufferedBytes: number, dropped: () => void, logger: Logger): NodeJS.Timeout {
+function dropSlowReaders(wss: WebSocketServer, limits: Pick<SocketLimits, 'bufferedBytes' | 'bufferedBytesPerReplica'>, dropped: () => void, logger: Logger): NodeJS.Timeout {
+  const drop = (client: WebSocket) => {
+    dropped();
+    logger.debug({ bufferedBytes: client.bufferedAmount }, 'live: a connection that did not read was dropped');
+    client.terminate();
+  };
   const timer = setInterval(() => {
+    let total = 0;
+    const holding: WebSocket[] = [];
     for (const client of wss.clients) {
-      if (client.bufferedAmount <= bufferedBytes) continue;
-      dropped();
-      logger.debug({ bufferedBytes: client.bufferedAmount }, 'live: a connection that did not read was dropped');
-      client.terminate();
+      const buffered = client.bufferedAmount;
+      if (buffered === 0) continue;
+      if (buffered > limits.bufferedBytes) {
+        drop(client);
+        continue;
+      }
+      total += buffered;
+      holding.push(client);
+    }
+    if (total <= limits.bufferedBytesPerReplica) return;
+    holding.sort((a, b) => b.bufferedAmount - a.bufferedAmount);
+    for (const client of holding) {
+      if (total <= limits.bufferedBytesPerReplica) break;
+      total -= client.bufferedAmount;
+      drop(client);
     }
   }, BUFFER_CHECK_MS);
   timer.unref();

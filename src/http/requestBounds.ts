@@ -56,9 +56,16 @@ export interface ConnectionBoundsOptions extends Omit<ConnectionLimits, 'request
   readonly refused: (reason: ConnectionRefusalReason) => void;
 }
 
-/** The options of `createServer` the bounds need (the timeout checks' interval can only be given there). */
+/**
+ * The most header text a request may carry, in bytes: Node's default, set here so that
+ * neither `--max-http-header-size` nor a later default changes what the memory account
+ * counts for a socket whose headers are arriving (memory/account.ts). Past it, 431.
+ */
+export const MAX_HEADER_BYTES = 16 * 1024;
+
+/** The options of `createServer` the bounds need (the timeout checks' interval and the header size can only be given there). */
 export function boundedServerOptions(): ServerOptions {
-  return { connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS };
+  return { connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, maxHeaderSize: MAX_HEADER_BYTES };
 }
 
 /** One socket's place in its address's count. */

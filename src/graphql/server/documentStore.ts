@@ -14,8 +14,12 @@ import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import type { DocumentNode } from 'graphql';
 import { costCacheBytes } from '../admission/cost';
 
-/** The most memory the parsed documents of distinct operations may hold. */
-export const DOCUMENT_STORE_BYTES = 32 * 2 ** 20;
+/**
+ * The most memory the parsed documents of distinct operations may hold: a router's
+ * operations are a few hundred at most; 16 MiB is what the memory account
+ * (memory/account.ts) leaves them beside everything clients can fill.
+ */
+export const DOCUMENT_STORE_BYTES = 16 * 2 ** 20;
 
 /** The most memory the query texts of automatic persisted queries may hold. */
 export const PERSISTED_QUERY_BYTES = 8 * 2 ** 20;

@@ -381,9 +381,14 @@ class BodyBytes {
     private readonly maxPerAddress: number,
     private readonly onChange: (held: number) => void = () => undefined,
   ) {}
-  /** Holds `bytes` more for `hold`'s address (null: exempt from the share) if they fit; else the bound they do not fit. */
-  take(bytes: number, hold: AddressHold | null): 'body_bytes' | 'address_body_bytes' | undefined {
-    if (hold && hold.bytes + bytes > this.maxPerAddress) return 'address_body_bytes';
+  /**
+   * Holds `bytes` more of a body that holds `own` already, for `hold`'s address (null:
+   * exempt from the share), if they fit; else the bound they do not fit. An address may
+   * always hold one body, however large (a body of the most values a body may have
+   * counts more than a quarter of the bound): its share bounds how many at once.
+   */
+  take(bytes: number, own: number, hold: AddressHold | null): 'body_bytes' | 'address_body_bytes' | undefined {
+    if (hold && hold.bytes + bytes > this.maxPerAddress && hold.bytes > own) return 'address_body_bytes';
     if (this.held + bytes > this.max) return 'body_bytes';
     this.held += bytes;
     if (hold) hold.bytes += bytes;
@@ -457,7 +462,7 @@ function readBody(
       units.add(chunk);
       if (units.units > limits.bodyValues) return stop(TOO_LARGE.values);
       const charge = heldJsonBytes(size + chunk.length, units.units);
-      const full = buffered.take(charge - held, ends.hold);
+      const full = buffered.take(charge - held, held, ends.hold);
       if (full) return stop(REFUSED[full]);
       held = charge;
       size += chunk.length;

@@ -7,7 +7,8 @@ import { waitFor } from './waitFor';
 /** The flags the project ships (package.json "start", the Dockerfile): V8's heap sized for a 512Mi container. */
 export const SHIPPED_NODE_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=256'] as const;
 
-const entry = join(__dirname, '..', '..', 'dist', 'index.js');
+/** dist/index.js; BUILT_SERVER_ENTRY names another build's, to run a suite against it (an earlier commit's, to see a test fail there). */
+const entry = process.env.BUILT_SERVER_ENTRY ?? join(__dirname, '..', '..', 'dist', 'index.js');
 
 export interface BuiltServer {
   /** The GraphQL endpoint the server printed. */

@@ -1,7 +1,7 @@
 /**
  * The layering of src/, checked by `npm run architecture` (and test/unit/architecture.test.ts).
  * Floors, bottom to top (FLOORS below, also used for the figures the script prints):
- *   0 base        config/, small helpers
+ *   0 base        config/, memory/ (the replica's memory: its budget, charged from every floor, and its account), small helpers
  *   1 rest        upstream/ (the REST side) and live/ (its lists polled for subscribers), with upstream/observer.ts, the Observer port
  *                 that upstream/, live/, graphql/ and the observability adapters all import downward
  *   2 graphql     graphql/ (server/ set-up, data/ layer, resolvers/, their generated types), the explorer

@@ -5,7 +5,8 @@ import type { Dispatcher } from 'undici';
 import type { Config } from './config';
 import type { ContextServices } from './graphql/data/context';
 import { CursorCodec } from './graphql/data/cursor';
-import { EntityIndexes } from './upstream/reading/entityIndex';
+import { EntityIndexes } from './upstream/reading/entityIndexes';
+import { MemoryBudget } from './memory/budget';
 import { createIdentityResolver } from './graphql/admission/identity';
 import type { Observer } from './upstream/observer';
 import type { Logger } from './observability/logger';
@@ -36,6 +37,12 @@ export interface AppOverrides {
 /** The wired REST side and the per-request context services, plus what must be closed. */
 export interface App {
   readonly services: ContextServices;
+  /**
+   * The replica's memory budget (`WFS_ENTITY_INDEX_MAX_RECORDS`, memory/budget.ts): the
+   * entity indexes are charged to it and reclaim for it; the live snapshots and the
+   * answers kept whole are charged to it by the wiring.
+   */
+  readonly memoryBudget: MemoryBudget;
   readonly tokens: TokenCache;
   /** The replica's Redis connections (WFS_REDIS_URL), shared by the token store and live updates; closed by `close`. */
   readonly redis: RedisConnectionModule.RedisConnections | undefined;
@@ -113,11 +120,12 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
     ...overrides.upstream,
   });
 
+  const memoryBudget = new MemoryBudget(config.entityIndexMaxRecords);
   const services: ContextServices = {
     client,
     cursors: new CursorCodec(config.cursorSecret),
     indexes: new EntityIndexes({
-      maxRecords: config.entityIndexMaxRecords,
+      budget: memoryBudget,
       ttlMs: config.entityIndexTtlSeconds * 1000,
       afterLargeRelease: collectGarbage,
       observer,
@@ -144,6 +152,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
 
   return {
     services,
+    memoryBudget,
     tokens,
     redis: connections,
     sharedStoreUp: async () => (redis ? redis.store.ping() : null),

@@ -114,8 +114,8 @@ module.exports = {
       name: 'refusals-built-in-admission',
       severity: 'error',
       comment:
-        'A refusal (its reason, code, status or close code, message) is built from graphql/admission/refusals.ts only in graphql/admission/ (the WebSocket upgrades and message rate included: upgradeGate.ts) and by the HTTP bounds (http/requestBounds.ts, answering through http/respond.ts); observability/metrics.ts only counts them. Everything else may name the types.',
-      from: { path: '^src/', pathNot: '^src/(graphql/admission/|http/(requestBounds|respond)\\.ts$|observability/metrics\\.ts$)' },
+        'A refusal (its reason, code, status or close code, message) is built from graphql/admission/refusals.ts only in graphql/admission/ (the WebSocket upgrades and message rate included: upgradeGate.ts) and by the HTTP bounds (http/requestBounds.ts, answering through http/respond.ts); observability/metrics/refusals.ts only counts them. Everything else may name the types.',
+      from: { path: '^src/', pathNot: '^src/(graphql/admission/|http/(requestBounds|respond)\\.ts$|observability/metrics/refusals\\.ts$)' },
       to: { path: '^src/graphql/admission/refusals\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {

@@ -1,7 +1,7 @@
 /**
  * The layering of src/, checked by `npm run architecture` (and test/unit/architecture.test.ts).
  * Floors, bottom to top (FLOORS below, also used for the figures the script prints):
- *   0 base        config/, small helpers
+ *   0 base        config/, memory/ (the replica's memory: its budget, charged from every floor, and its account), small helpers
  *   1 rest        upstream/ (the REST side) and live/ (its lists polled for subscribers), with upstream/observer.ts, the Observer port
  *                 that upstream/, live/, graphql/ and the observability adapters all import downward
  *   2 graphql     graphql/ (server/ set-up, data/ layer, resolvers/, their generated types), the explorer
@@ -114,8 +114,8 @@ module.exports = {
       name: 'refusals-built-in-admission',
       severity: 'error',
       comment:
-        'A refusal (its reason, code, status or close code, message) is built from graphql/admission/refusals.ts only in graphql/admission/ (the WebSocket upgrades and message rate included: upgradeGate.ts) and by the HTTP bounds (http/requestBounds.ts, answering through http/respond.ts); observability/metrics.ts only counts them. Everything else may name the types.',
-      from: { path: '^src/', pathNot: '^src/(graphql/admission/|http/(requestBounds|respond)\\.ts$|observability/metrics\\.ts$)' },
+        'A refusal (its reason, code, status or close code, message) is built from graphql/admission/refusals.ts only in graphql/admission/ (the WebSocket upgrades and message rate included: upgradeGate.ts) and by the HTTP bounds (http/requestBounds.ts, answering through http/respond.ts); observability/metrics/refusals.ts only counts them. Everything else may name the types.',
+      from: { path: '^src/', pathNot: '^src/(graphql/admission/|http/(requestBounds|respond)\\.ts$|observability/metrics/refusals\\.ts$)' },
       to: { path: '^src/graphql/admission/refusals\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {

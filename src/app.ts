@@ -5,7 +5,8 @@ import type { Dispatcher } from 'undici';
 import type { Config } from './config';
 import type { ContextServices } from './graphql/data/context';
 import { CursorCodec } from './graphql/data/cursor';
-import { EntityIndexes } from './upstream/reading/entityIndex';
+import { EntityIndexes } from './upstream/reading/entityIndexes';
+import { MemoryBudget } from './memory/budget';
 import { createIdentityResolver } from './graphql/admission/identity';
 import type { Observer } from './upstream/observer';
 import type { Logger } from './observability/logger';
@@ -19,7 +20,8 @@ import { RESOURCES, ResourceSet } from './upstream/resources';
 import { TokenCache } from './upstream/token/tokenCache';
 import { requestToken } from './upstream/token/tokenEndpoint';
 import { timeLimit } from './upstream/transport/timeLimit';
-import { startTokenEndpointCheck, type TokenEndpointVerdict } from './upstream/token/tokenEndpointCheck';
+import { startTokenEndpointCheck, type TokenEndpointCheck, type TokenEndpointVerdict } from './upstream/token/tokenEndpointCheck';
+import type { SharedTokenStore } from './upstream/token/sharedRefresh';
 
 /** What tests and the demo may hand in instead of the production parts. */
 export interface AppOverrides {
@@ -36,6 +38,12 @@ export interface AppOverrides {
 /** The wired REST side and the per-request context services, plus what must be closed. */
 export interface App {
   readonly services: ContextServices;
+  /**
+   * The replica's memory budget (`WFS_ENTITY_INDEX_MAX_RECORDS`, memory/budget.ts): the
+   * entity indexes are charged to it and reclaim for it; the live snapshots and the
+   * answers kept whole are charged to it by the wiring.
+   */
+  readonly memoryBudget: MemoryBudget;
   readonly tokens: TokenCache;
   /** The replica's Redis connections (WFS_REDIS_URL), shared by the token store and live updates; closed by `close`. */
   readonly redis: RedisConnectionModule.RedisConnections | undefined;
@@ -76,30 +84,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
   const redis = connections ? sharedTokenStore(connections, config, logger, metrics, overrides) : undefined;
   const tokenEndpoint = startTokenEndpointCheck({ authUrl, dispatcher: authDispatcher, onVerdict: tokenEndpointLogger(logger) });
 
-  const tokens = new TokenCache({
-    tenants: config.tenants,
-    store: redis?.store,
-    ...(overrides.now && { now: overrides.now }),
-    fetchToken: (tenant) => {
-      // A time limit released with the request (AbortSignal.timeout would stay armed,
-      // and keep its request's handlers, for the whole 8 s after every token request).
-      const limit = timeLimit(TOKEN_REQUEST_TIMEOUT_MS);
-      return requestToken(tenant, {
-        authUrl,
-        dispatcher: authDispatcher,
-        apiBaseAllow: config.apiBaseAllow,
-        apiBaseLoopback: config.apiBaseLoopback,
-        signal: limit.signal,
-        ...(overrides.now && { now: overrides.now }),
-      }).finally(limit.done).then((token) => {
-        // A real token from the endpoint settles the start-up check, whatever it said.
-        if (tokenEndpoint.problem() !== undefined) logger.info('a token came from the token endpoint: ready');
-        tokenEndpoint.confirmed();
-        return token;
-      });
-    },
-    observer,
-  });
+  const tokens = tokenCacheOf(config, { authUrl, dispatcher: authDispatcher, store: redis?.store, tokenEndpoint, logger, observer, overrides });
 
   const client = new WfsClient({
     tokens,
@@ -113,11 +98,12 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
     ...overrides.upstream,
   });
 
+  const memoryBudget = new MemoryBudget(config.entityIndexMaxRecords);
   const services: ContextServices = {
     client,
     cursors: new CursorCodec(config.cursorSecret),
     indexes: new EntityIndexes({
-      maxRecords: config.entityIndexMaxRecords,
+      budget: memoryBudget,
       ttlMs: config.entityIndexTtlSeconds * 1000,
       afterLargeRelease: collectGarbage,
       observer,
@@ -144,6 +130,7 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
 
   return {
     services,
+    memoryBudget,
     tokens,
     redis: connections,
     sharedStoreUp: async () => (redis ? redis.store.ping() : null),
@@ -170,6 +157,41 @@ export function createApp(config: Config, logger: Logger, metrics: Metrics, obse
       if (ownsDispatcher) await Promise.all([dispatcher.close(), authDispatcher.close()]);
     },
   };
+}
+
+/**
+ * The token cache on the token endpoint (`authUrl`), shared through Redis when
+ * configured; a real token from the endpoint settles the start-up check.
+ */
+function tokenCacheOf(
+  config: Config,
+  parts: { authUrl: string; dispatcher: Dispatcher; store: SharedTokenStore | undefined; tokenEndpoint: TokenEndpointCheck; logger: Logger; observer: Observer; overrides: AppOverrides },
+): TokenCache {
+  const { authUrl, dispatcher, tokenEndpoint, logger, overrides } = parts;
+  return new TokenCache({
+    tenants: config.tenants,
+    store: parts.store,
+    ...(overrides.now && { now: overrides.now }),
+    fetchToken: (tenant) => {
+      // A time limit released with the request (AbortSignal.timeout would stay armed,
+      // and keep its request's handlers, for the whole 8 s after every token request).
+      const limit = timeLimit(TOKEN_REQUEST_TIMEOUT_MS);
+      return requestToken(tenant, {
+        authUrl,
+        dispatcher,
+        apiBaseAllow: config.apiBaseAllow,
+        apiBaseLoopback: config.apiBaseLoopback,
+        signal: limit.signal,
+        ...(overrides.now && { now: overrides.now }),
+      }).finally(limit.done).then((token) => {
+        // A real token from the endpoint settles the start-up check, whatever it said.
+        if (tokenEndpoint.problem() !== undefined) logger.info('a token came from the token endpoint: ready');
+        tokenEndpoint.confirmed();
+        return token;
+      });
+    },
+    observer: parts.observer,
+  });
 }
 
 /**

@@ -124,7 +124,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   warnAtStart(config, logger, sharedStoreConnected);
 
   const { live, invalidation } = startLive({ config, options, app, observability, cacheTags, limits, logger, metrics });
-  registerHeldUnits(metrics, () => app.services.indexes.records);
+  registerHeldUnits(metrics, () => app.memoryBudget.held);
   const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, events: observability.observer, onQueuedBytes: (held) => metrics.liveQueuedMessageBytes.set(held) });
 
   let draining = false;
@@ -265,7 +265,7 @@ function startLive(parts: { config: Config; options: ServerOptions; app: App; ob
     },
     config,
     reading: app.services,
-    memory: app.services.indexes,
+    memory: app.memoryBudget,
     events: observability.observer,
     redis: app.redis,
     onRedisDown: (error) => logger.warn({ err: error.message }, 'live updates: Redis does not answer; this replica polls for its own subscribers until it does'),

@@ -14,7 +14,8 @@ import type { LiveEvents } from './metrics';
 import { PollBudget } from './pollBudget';
 import type * as RedisCoordinatorModule from './redisCoordinator';
 import type { RedisDropReason } from './redisMessages';
-import { SnapshotMemory, type MemoryBudget } from './snapshot';
+import { SnapshotMemory } from './snapshot';
+import type { MemoryBudget } from '../memory/budget';
 import { Watching } from './watch';
 import { RESOURCES, type AnyResource } from '../upstream/resources';
 
@@ -38,8 +39,8 @@ export interface LiveParts {
   readonly redis?: RedisConnections | undefined;
   /** The reading side queries use: each poll walks a list through a TenantReader of its own. */
   readonly reading: ReadingServices;
-  /** The memory budget the pollers' snapshots count against (the entity indexes'). */
-  readonly memory: MemoryBudget;
+  /** The replica's memory budget, which the pollers' snapshots are charged to (memory/budget.ts). */
+  readonly memory: Pick<MemoryBudget, 'charge'>;
   /** The Observer port (its live events). */
   readonly events: LiveEvents;
   /** Told once per outage that Redis does not answer (the replica then polls for its own subscribers). */

@@ -3,6 +3,7 @@
  * fingerprint of its content (not the record), so a change is found by id and
  * content and a snapshot costs a few dozen bytes a record.
  */
+import type { MemoryBudget } from '../memory/budget';
 import type { UpstreamRecord } from '../upstream/resources';
 
 export type ChangeKind = 'ADDED' | 'UPDATED' | 'REMOVED';
@@ -119,13 +120,8 @@ export function inScope(change: RecordChange, previous: UpstreamRecord | undefin
   return undefined;
 }
 
-/** Snapshot entries (an id and a number) counted as one record unit of the entity indexes' memory budget. */
+/** Snapshot entries (an id and a number) counted as one record unit of the replica's memory budget (memory/budget.ts). */
 export const SNAPSHOT_ENTRIES_PER_UNIT = 3;
-
-/** The memory budget the pollers' snapshots count against: the entity indexes' (`EntityIndexes.charge`). */
-export interface MemoryBudget {
-  charge(units: number): void;
-}
 
 /**
  * Charges every poller's snapshot of a replica against the memory budget, straight
@@ -137,7 +133,7 @@ export class SnapshotMemory {
   private records = 0;
   private charged = 0;
 
-  constructor(private readonly budget: MemoryBudget) {}
+  constructor(private readonly budget: Pick<MemoryBudget, 'charge'>) {}
 
   resize(entries: number, records: number): void {
     this.entries += entries;

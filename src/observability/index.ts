@@ -4,7 +4,8 @@ import { NO_OBSERVER, SCOPES, type Observer, type RequestRecord } from '../upstr
 import { inlineTrace } from './inlineTrace';
 import { logObserver } from './logObserver';
 import type { Logger } from './logger';
-import { metricsObserver, type Metrics } from './metrics';
+import type { Metrics } from './metrics';
+import { metricsObserver } from './metricsObserver';
 import { operationRecorder, type OperationRecorder } from './operationPlugin';
 import { startTracing } from './otel';
 import { traceRequest, tracingObserver } from './otel/observer';

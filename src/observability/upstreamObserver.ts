@@ -50,98 +50,15 @@ export interface UpstreamObserver extends Pick<Observer, 'upstreamCall' | 'upstr
  * come from the logger's mixin, the tenant from the call itself.
  */
 export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits: LogLimiterOptions = {}): UpstreamObserver {
-  const limiter = new LogLimiter<UpstreamFailure>(limits);
-  const origins = new BoundedLabel(50);
-  /** Errors already logged, so the Apollo plugin does not log a call's failure again. */
-  const logged = new WeakSet<object>();
-  /** The record of each call under way (the call object is the key: gone with it). */
-  const calls = new WeakMap<UpstreamCall, CallRecord>();
-
-  const write = (failure: UpstreamFailure, error: object) => {
-    logged.add(error);
-    const key = `${failure.origin} ${failure.list ?? failure.path} ${failure.cause}`;
-    if (limiter.allow(key, failure)) logger.warn({ event: 'upstream_call_failed', ...failure }, 'upstream call failed');
-    else metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' });
-  };
-
-  const flush = () => {
-    for (const { suppressed, detail } of limiter.drain()) {
-      logger.warn(
-        { event: 'upstream_call_failed_suppressed', origin: detail.origin, list: detail.list, path: detail.path, cause: detail.cause, suppressed, windowSeconds: limiter.windowMs / 1000 },
-        `${suppressed} more upstream call failures like this were not logged`,
-      );
-    }
-  };
-  const timer = setInterval(flush, limiter.windowMs);
-  timer.unref();
-
+  const lines = failureLines(logger, metrics, limits);
+  const counted: CallCounting = { metrics, lines, origins: new BoundedLabel(50), calls: new WeakMap() };
   return {
-    upstreamAttempt(upstreamCall: UpstreamCall, attempt: UpstreamAttempt) {
-      const scope = currentRequest();
-      if (scope) scope.lastOrigin = attempt.origin;
-      const call = calls.get(upstreamCall);
-      if (call) {
-        call.attempts += 1;
-        call.origin = attempt.origin;
-        call.lastOutcome = attempt.outcome;
-        call.lastStatus = attempt.status;
-      }
-      // A call cancelled because the client left says nothing about the upstream; an
-      // attempt of a shared call reported to a request that joined it was counted once already.
-      if (attempt.outcome === 'aborted' || attempt.shared) return;
-      const origin = origins.value(attempt.origin);
-      const list = upstreamCall.list;
-      metrics.upstreamRequests.inc({ list, origin, status: String(attempt.status) });
-      metrics.upstreamDuration.observe({ list, origin }, attempt.durationMs / 1000);
-    },
-    upstreamCall<T>(upstreamCall: UpstreamCall, run: () => Promise<T>): Promise<T> {
-      const { tenantId, list, signal } = upstreamCall;
-      const scope = currentRequest();
-      if (scope) {
-        scope.upstreamCalls += 1;
-        scope.tenantId ??= tenantId;
-      }
-      const call: CallRecord = { attempts: 0, origin: undefined, lastOutcome: undefined, lastStatus: 0 };
-      calls.set(upstreamCall, call);
-      const started = performance.now();
-      return run().then(
-        (page) => {
-          metrics.upstreamCalls.inc({ list, origin: origins.value(call.origin), outcome: 'ok' });
-          return page;
-        },
-        (error: unknown) => {
-          const origin = origins.value(call.origin);
-          const aborted = (signal?.aborted && !isTimeoutReason(signal.reason)) || scope?.aborted === true;
-          if (aborted) {
-            metrics.upstreamCalls.inc({ list, origin, outcome: 'aborted' });
-          } else {
-            const cause = finalCause(error, call);
-            metrics.upstreamCalls.inc({ list, origin, outcome: cause });
-            if (typeof error === 'object' && error !== null && !logged.has(error)) {
-              write(
-                {
-                  tenantId,
-                  list,
-                  origin: call.origin ?? 'none',
-                  cause,
-                  ...(cause === 'http_status' && { status: call.lastStatus }),
-                  code: isUpstreamError(error) ? error.code : 'INTERNAL_SERVER_ERROR',
-                  ...(error instanceof Error && { detail: error.message }),
-                  attempts: call.attempts,
-                  durationMs: Math.round(performance.now() - started),
-                },
-                error,
-              );
-            }
-          }
-          throw error;
-        },
-      );
-    },
+    upstreamAttempt: (upstreamCall, attempt) => noteAttempt(counted, upstreamCall, attempt),
+    upstreamCall: (upstreamCall, run) => observeCall(counted, upstreamCall, run),
     logFailure(error, fields) {
       const scope = currentRequest();
-      if (logged.has(error) || scope?.aborted) return;
-      write(
+      if (lines.written(error) || scope?.aborted) return;
+      lines.write(
         {
           tenantId: scope?.tenantId,
           ...(fields.path && { path: fields.path }),
@@ -155,13 +72,126 @@ export function createUpstreamObserver(logger: Logger, metrics: Metrics, limits:
         error,
       );
     },
-    originLabel: (origin) => origins.value(origin),
+    originLabel: (origin) => counted.origins.value(origin),
+    flush: lines.flush,
+    close: lines.close,
+  };
+}
+
+/** The "upstream call failed" lines: each error written once, rate-limited per shard, list and cause, the suppressed counted and summed up every window. */
+interface FailureLines {
+  write(failure: UpstreamFailure, error: object): void;
+  /** Whether `error` was written already (so the Apollo plugin does not log a call's failure again). */
+  written(error: object): boolean;
+  flush(): void;
+  close(): void;
+}
+
+function failureLines(logger: Logger, metrics: Metrics, limits: LogLimiterOptions): FailureLines {
+  const limiter = new LogLimiter<UpstreamFailure>(limits);
+  const logged = new WeakSet<object>();
+  const flush = () => {
+    for (const { suppressed, detail } of limiter.drain()) {
+      logger.warn(
+        { event: 'upstream_call_failed_suppressed', origin: detail.origin, list: detail.list, path: detail.path, cause: detail.cause, suppressed, windowSeconds: limiter.windowMs / 1000 },
+        `${suppressed} more upstream call failures like this were not logged`,
+      );
+    }
+  };
+  const timer = setInterval(flush, limiter.windowMs);
+  timer.unref();
+  return {
+    write(failure, error) {
+      logged.add(error);
+      const key = `${failure.origin} ${failure.list ?? failure.path} ${failure.cause}`;
+      if (limiter.allow(key, failure)) logger.warn({ event: 'upstream_call_failed', ...failure }, 'upstream call failed');
+      else metrics.logLinesSuppressed.inc({ event: 'upstream_call_failed' });
+    },
+    written: (error) => logged.has(error),
     flush,
     close() {
       clearInterval(timer);
       flush();
     },
   };
+}
+
+/** What the call events share: the metrics, the failure lines, the bounded origin label, and the record of each call under way (the call object is the key: gone with it). */
+interface CallCounting {
+  readonly metrics: Metrics;
+  readonly lines: FailureLines;
+  readonly origins: BoundedLabel;
+  readonly calls: WeakMap<UpstreamCall, CallRecord>;
+}
+
+/** One attempt of a call: noted on the request and the call's record, and counted per shard. */
+function noteAttempt({ metrics, origins, calls }: CallCounting, upstreamCall: UpstreamCall, attempt: UpstreamAttempt): void {
+  const scope = currentRequest();
+  if (scope) scope.lastOrigin = attempt.origin;
+  const call = calls.get(upstreamCall);
+  if (call) {
+    call.attempts += 1;
+    call.origin = attempt.origin;
+    call.lastOutcome = attempt.outcome;
+    call.lastStatus = attempt.status;
+  }
+  // A call cancelled because the client left says nothing about the upstream; an
+  // attempt of a shared call reported to a request that joined it was counted once already.
+  if (attempt.outcome === 'aborted' || attempt.shared) return;
+  const origin = origins.value(attempt.origin);
+  const list = upstreamCall.list;
+  metrics.upstreamRequests.inc({ list, origin, status: String(attempt.status) });
+  metrics.upstreamDuration.observe({ list, origin }, attempt.durationMs / 1000);
+}
+
+/** One list call, run: its outcome counted per shard once it settles, and a failure's line written. */
+function observeCall<T>(counting: CallCounting, upstreamCall: UpstreamCall, run: () => Promise<T>): Promise<T> {
+  const { metrics, origins, calls } = counting;
+  const scope = currentRequest();
+  if (scope) {
+    scope.upstreamCalls += 1;
+    scope.tenantId ??= upstreamCall.tenantId;
+  }
+  const call: CallRecord = { attempts: 0, origin: undefined, lastOutcome: undefined, lastStatus: 0 };
+  calls.set(upstreamCall, call);
+  const started = performance.now();
+  return run().then(
+    (page) => {
+      metrics.upstreamCalls.inc({ list: upstreamCall.list, origin: origins.value(call.origin), outcome: 'ok' });
+      return page;
+    },
+    (error: unknown) => {
+      callFailed(counting, upstreamCall, call, error, { aborted: scope?.aborted === true, started });
+      throw error;
+    },
+  );
+}
+
+/** A call failed: counted as `aborted` when its client left (a timeout is no abort), else by its cause, with its line. */
+function callFailed({ metrics, origins, lines }: CallCounting, upstreamCall: UpstreamCall, call: CallRecord, error: unknown, request: { aborted: boolean; started: number }): void {
+  const { tenantId, list, signal } = upstreamCall;
+  const origin = origins.value(call.origin);
+  if ((signal?.aborted && !isTimeoutReason(signal.reason)) || request.aborted) {
+    metrics.upstreamCalls.inc({ list, origin, outcome: 'aborted' });
+    return;
+  }
+  const cause = finalCause(error, call);
+  metrics.upstreamCalls.inc({ list, origin, outcome: cause });
+  if (typeof error !== 'object' || error === null || lines.written(error)) return;
+  lines.write(
+    {
+      tenantId,
+      list,
+      origin: call.origin ?? 'none',
+      cause,
+      ...(cause === 'http_status' && { status: call.lastStatus }),
+      code: isUpstreamError(error) ? error.code : 'INTERNAL_SERVER_ERROR',
+      ...(error instanceof Error && { detail: error.message }),
+      attempts: call.attempts,
+      durationMs: Math.round(performance.now() - request.started),
+    },
+    error,
+  );
 }
 
 /**

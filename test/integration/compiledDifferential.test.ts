@@ -14,7 +14,7 @@ import { CompiledExecution } from '../../src/graphql/server/execution';
 import { createSubgraphSchema } from '../../src/graphql/server/schema';
 import type { ListPage, WfsClient } from '../../src/upstream/client';
 import { UpstreamError } from '../../src/upstream/errors';
-import { EntityIndexes } from '../../src/upstream/reading/entityIndex';
+import { EntityIndexes } from '../../src/upstream/reading/entityIndexes';
 import { CallBudget } from '../../src/upstream/resilience/callBudget';
 import { RESOURCES, ResourceSet, type AnyResource, type UpstreamRecord } from '../../src/upstream/resources';
 import { seeded } from '../helpers/seeded';

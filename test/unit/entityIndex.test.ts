@@ -1,6 +1,8 @@
 import { CursorCodec } from '../../src/graphql/data/cursor';
 import { createContext, type ContextServices } from '../../src/graphql/data/context';
-import { EntityIndex, EntityIndexes, RECORD_UNIT_CHARACTERS, recordUnits } from '../../src/upstream/reading/entityIndex';
+import { EntityIndex } from '../../src/upstream/reading/entityIndex';
+import { EntityIndexes } from '../../src/upstream/reading/entityIndexes';
+import { RECORD_UNIT_CHARACTERS, recordUnits } from '../../src/upstream/reading/records';
 import type { ListPage, WfsClient } from '../../src/upstream/client';
 import { CallBudget } from '../../src/upstream/resilience/callBudget';
 import { UPSTREAM_PAGE_SIZE } from '../../src/upstream/endpoints';
@@ -41,7 +43,7 @@ describe('EntityIndexes under a memory budget', () => {
     index.keepPage(page(2), UPSTREAM_PAGE_SIZE);
     expect(index.page(null, UPSTREAM_PAGE_SIZE)).toEqual(first);
     expect(index.peek('a1')).toEqual({ id: 'a1', v: 1 });
-    // Its own copies (entityIndex.ts, `ownCopy`), never the objects the request's page was parsed into.
+    // Its own copies (records.ts, `ownCopy`), never the objects the request's page was parsed into.
     expect(index.page(null, UPSTREAM_PAGE_SIZE)).not.toBe(first);
     expect(index.peek('a1')).not.toBe(first.items[0]);
     expect(index.page(null, UPSTREAM_PAGE_SIZE)!.items[0]).toBe(index.peek('a1'));

@@ -1,5 +1,6 @@
-import { EntityIndexes } from '../../src/upstream/reading/entityIndex';
-import { Freshness, keptKey, markFetched, stillCurrent } from '../../src/upstream/reading/keptPages';
+import { EntityIndexes } from '../../src/upstream/reading/entityIndexes';
+import { Freshness, keptKey, markFetched } from '../../src/upstream/reading/keptPages';
+import { stillCurrent } from '../../src/upstream/reading/epochs';
 import { RESOURCES } from '../../src/upstream/resources';
 import type { ListPage } from '../../src/upstream/client';
 import { UPSTREAM_PAGE_SIZE } from '../../src/upstream/endpoints';

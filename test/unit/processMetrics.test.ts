@@ -4,7 +4,7 @@ import { allocate, collectSeen, exposedGc, gcCounted } from '../helpers/gcMetric
 import { waitFor } from '../helpers/waitFor';
 
 /**
- * The process metrics of `/metrics` (src/observability/metrics.ts, `collectProcessMetrics`):
+ * The process metrics of `/metrics` (src/observability/metrics/process.ts, `collectProcessMetrics`):
  * prom-client's defaults, every one of them, with a GC histogram whose observer a closed
  * server disconnects. prom-client's own never stops, and kept each closed server whole.
  */

@@ -1,6 +1,7 @@
 import type { Counter } from 'prom-client';
 import { REFUSAL_REASONS, closeCodeOf, refusal, refusalError, statusOf, type RefusalReason } from '../../src/graphql/admission/refusals';
-import { createMetrics, metricsObserver } from '../../src/observability/metrics';
+import { createMetrics } from '../../src/observability/metrics';
+import { metricsObserver } from '../../src/observability/metricsObserver';
 
 const REQUESTS = 'wfs_graphql_requests_refused_total';
 const CONNECTIONS = 'wfs_http_connections_refused_total';

@@ -1,4 +1,5 @@
-import { TokenCache, usableUntil, refreshFrom } from '../../src/upstream/token/tokenCache';
+import { TokenCache } from '../../src/upstream/token/tokenCache';
+import { usableUntil, refreshFrom } from '../../src/upstream/token/tokenMoments';
 import { UpstreamError } from '../../src/upstream/errors';
 import type { TokenGrant } from '../../src/upstream/token/tokenEndpoint';
 import { TENANT, TENANT_ID, tokenGrant } from '../helpers/fixtures';

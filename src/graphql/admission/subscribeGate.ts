@@ -25,7 +25,7 @@ import { SubscriptionContext } from '../data/subscriptionContext';
 import { CostEstimates, costRefusal } from './cost';
 import { createDocumentCheck, declaredVariables } from './document';
 import { type GateExtra, type SubscribeGate, type SubscribeGateOptions } from './gateOptions';
-import { ConnectionIdentity, closeReason, identityError, identityHeaders, initParams, recheckIdentities } from './identity';
+import { ConnectionIdentity, closeReason, identityError, identityHeaders, initParams, recheckIdentities, type VerifiedIdentity } from './identity';
 import { closeCodeOf, messageOf, refusal, type RefusalReason } from './refusals';
 import { VariableBytes } from './variableBytes';
 
@@ -84,28 +84,10 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   return {
     connectionParams: (payload) => initParams(payload, identityNames, limits.initHeaderChars),
     onConnect: async (ctx) => {
-      const headers = identityHeaders(ctx.extra.takeHeaders(), ctx.connectionParams, identityNames, limits.initHeaderChars);
-      // Read once: what graphql-ws keeps for the connection's life (its `extra`, the
-      // payload) is not needed again; the identity keeps only the headers it reads.
-      delete (ctx as { connectionParams?: unknown }).connectionParams;
-      const verified = await verify(headers).catch((error: unknown) => ({ problem: identityError(error) }));
-      const problem = 'problem' in verified ? verified.problem : undefined;
-      // A gateway's connection (the transport's router verdict) is kept when its caller's
-      // identity is refused: each subscribe is answered with the refusal, which gateways
-      // pass on, where a close at `connection_init` reaches their client as silence.
-      if (problem && !ctx.extra.gateway) {
-        refused('identity');
-        ctx.extra.close(closeCodeOf('identity') ?? 4403, closeReason(`${problem.code}: ${problem.message}`));
-        return false;
-      }
-      const named = options.demo && headers[options.demo.tenantHeader];
-      const demoTenant = !problem && options.demo && !(Array.isArray(named) ? named[0] : named)?.trim() ? options.demo.defaultTenant : undefined;
-      // A gateway's connection whose caller was refused keeps the headers identity reads
-      // (a few, each bounded), to check them again at each subscribe; every other
-      // connection keeps only what its verification kept.
-      const identity = 'problem' in verified ? new ConnectionIdentity(() => services.identify(headers)) : ConnectionIdentity.of(verified);
-      connections.set(ctx, { identity, close: ctx.extra.close, contexts: new Map(), variableBytes: 0, slots: 0, refusals: 0, demoTenant });
-      return demoTenant ? { demoTenant } : true;
+      const connection = await connect(ctx, options, identityNames, verify);
+      if (!connection) return false;
+      connections.set(ctx, connection);
+      return connection.demoTenant ? { demoTenant: connection.demoTenant } : true;
     },
     onSubscribe: async (ctx, id, payload) => {
       const body = ctx.extra.takeSubscribe(id);
@@ -152,6 +134,41 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     },
     close: () => clearInterval(recheck),
   };
+}
+
+/**
+ * A connection's `connection_init`: the headers identity reads, taken once, and the
+ * identity verified. A refused identity closes the connection (undefined), but for a
+ * gateway's; otherwise the connection as the gate keeps it.
+ */
+async function connect(
+  ctx: Context<Record<string, unknown> | undefined, GateExtra>,
+  options: SubscribeGateOptions,
+  identityNames: readonly string[],
+  verify: (headers: IncomingHttpHeaders) => Promise<VerifiedIdentity>,
+): Promise<Connection | undefined> {
+  const { services, refused } = options;
+  const headers = identityHeaders(ctx.extra.takeHeaders(), ctx.connectionParams, identityNames, options.limits.initHeaderChars);
+  // Read once: what graphql-ws keeps for the connection's life (its `extra`, the
+  // payload) is not needed again; the identity keeps only the headers it reads.
+  delete (ctx as { connectionParams?: unknown }).connectionParams;
+  const verified = await verify(headers).catch((error: unknown) => ({ problem: identityError(error) }));
+  const problem = 'problem' in verified ? verified.problem : undefined;
+  // A gateway's connection (the transport's router verdict) is kept when its caller's
+  // identity is refused: each subscribe is answered with the refusal, which gateways
+  // pass on, where a close at `connection_init` reaches their client as silence.
+  if (problem && !ctx.extra.gateway) {
+    refused('identity');
+    ctx.extra.close(closeCodeOf('identity') ?? 4403, closeReason(`${problem.code}: ${problem.message}`));
+    return undefined;
+  }
+  const named = options.demo && headers[options.demo.tenantHeader];
+  const demoTenant = !problem && options.demo && !(Array.isArray(named) ? named[0] : named)?.trim() ? options.demo.defaultTenant : undefined;
+  // A gateway's connection whose caller was refused keeps the headers identity reads
+  // (a few, each bounded), to check them again at each subscribe; every other
+  // connection keeps only what its verification kept.
+  const identity = 'problem' in verified ? new ConnectionIdentity(() => services.identify(headers)) : ConnectionIdentity.of(verified);
+  return { identity, close: ctx.extra.close, contexts: new Map(), variableBytes: 0, slots: 0, refusals: 0, demoTenant };
 }
 
 /** Makes the refusal of `reason` with `message` (its code refusals.ts's unless given). */

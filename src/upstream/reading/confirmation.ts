@@ -18,7 +18,8 @@
  * the walk saw. Anything else is a difference: nothing is confirmed (what is held then
  * expires as it would have, within the window).
  *
- * Pure: no clock, no index; entityIndex.ts runs it in slices and applies the verdict.
+ * No clock, no index: `confirmInSlices` runs the check, giving the event loop back between
+ * slices, and entityIndex.ts applies the verdict.
  */
 import type { ListPage } from '../client';
 import { isMalformed } from '../resources';
@@ -98,6 +99,22 @@ export function* confirmSteps<T extends { id: string }>(walk: WalkedList<T>, hel
     for (const page of chain.values()) if (!placed.has(page.key)) unplaced.push(page.key);
   }
   return { confirmed: true, unplaced };
+}
+
+/**
+ * `confirmSteps` run to its verdict, the event loop given back between slices;
+ * undefined as soon as `unchanged` says what is held changed meanwhile (what was learnt
+ * during the check was not checked, so nothing is confirmed this time).
+ */
+export async function confirmInSlices<T extends { id: string }>(walk: WalkedList<T>, held: HeldList<T>, same: (a: T, b: T) => boolean, unchanged: () => boolean): Promise<Confirmation | undefined> {
+  const steps = confirmSteps(walk, held, same);
+  let step = steps.next();
+  while (!step.done) {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (!unchanged()) return undefined;
+    step = steps.next();
+  }
+  return step.value;
 }
 
 /**

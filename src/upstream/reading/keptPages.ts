@@ -4,18 +4,20 @@
  * say how fresh a request's answer is.
  *
  * The kept pages themselves live in the company's entity index of the list
- * (entityIndex.ts, `keptPage`/`keep`), not in a store of their own: a kept page, the
- * records `location(id:)`, `node`, `Shift.location` and `_entities` answer from, and
- * the pages a filtered scan reads then share one lifetime, one memory budget
- * (`WFS_ENTITY_INDEX_MAX_RECORDS`, least recently used company first) and one drop when
- * a change is seen, so a record cannot read differently one way than another.
+ * (entityIndex.ts, `keptPage`/`keep`, held in pages.ts), not in a store of their own:
+ * a kept page, the records `location(id:)`, `node`, `Shift.location` and `_entities`
+ * answer from, and the pages a filtered scan reads then share one lifetime, one memory
+ * budget (memory/budget.ts, least recently used company first) and one drop when a
+ * change is seen, so a record cannot read differently one way than another.
  *
  * This module holds the pieces around them: when a page was asked of the upstream
  * (`markFetched`, `fetchedAt`), the key of a kept page (`keptKey`), and what one request
- * used (`Freshness`: the oldest data behind its answer, and the lists it read).
+ * used (`Freshness`: the oldest data behind its answer, and the lists it read, with the
+ * epochs of the indexes it read them through: epochs.ts).
  */
 import type { PageRef } from '../pageReference';
 import type { AnyResource } from '../resources';
+import { stillCurrent, type AnswerSource, type AnswerSources, type IndexEpoch } from './epochs';
 
 /**
  * When each page read from the upstream was asked for (ms, the indexes' clock), by the
@@ -100,39 +102,4 @@ export class Freshness {
     }
     return stillCurrent(sources) ? sources : undefined;
   }
-}
-
-/** What an answer kept whole needs of an index it read from (entityIndex.ts's `EntityIndex`). */
-export interface IndexEpoch {
-  /** Changes whenever the index forgets what it held. */
-  readonly epoch: number;
-  readonly isReleased: boolean;
-  /** When its current lifetime began: it learns no page asked for before. */
-  readonly lifetimeStart: number;
-  /** When its current lifetime ends (a poll that confirms what it holds moves it on). */
-  readonly freshUntil: number;
-  /** Its lifetime has ended (what it holds would be read upstream again). */
-  expired(): boolean;
-}
-
-/** One list an answer read: its resource (for the grant), the company's index it was read through, and that index's epoch then. */
-export interface AnswerSource {
-  readonly resource: AnyResource;
-  readonly index: IndexEpoch;
-  readonly epoch: number;
-}
-
-/** The lists an answer read, for an answer kept whole (docs/caching.md, "Whole answers"). */
-export type AnswerSources = readonly AnswerSource[];
-
-/**
- * Whether every index an answer read from still holds what it held then: not released
- * (evicted, swept), not cleared (a change a poll saw, here or on another replica; a
- * change a page read showed; its tenant alone over the budget), not expired. What the
- * other ways of reading serve comes from those same indexes, so an answer that passes
- * is never older than what they show.
- */
-export function stillCurrent(sources: AnswerSources): boolean {
-  for (const { index, epoch } of sources) if (index.isReleased || index.epoch !== epoch || index.expired()) return false;
-  return true;
 }

@@ -12,18 +12,20 @@ import type { ListPage, WfsClient } from '../client';
 import type { PageRef } from '../pageReference';
 import { isMalformed, type AnyResource, type Resource, type UpstreamRecord } from '../resources';
 import { NO_OBSERVER, type Observer } from '../observer';
-import type { EntityIndex, EntityIndexes } from './entityIndex';
+import type { EntityIndex } from './entityIndex';
+import type { EntityIndexes } from './entityIndexes';
 import { createRequestPages, type RequestPages, type UpstreamQuery } from './pageCache';
 import { guardPageChain } from './pageChain';
-import { fetchedAt, Freshness, keptKey, stillCurrent, type AnswerSources } from './keptPages';
+import { fetchedAt, Freshness, keptKey } from './keptPages';
+import { stillCurrent, type AnswerSources } from './epochs';
 import { filterKey } from '../pageKey';
 
 export type { UpstreamQuery } from './pageCache';
 /** When a page a walk returned was asked of the upstream (a live poll dates what it confirms by it, docs/caching.md). */
 export { fetchedAt } from './keptPages';
-export type { AnswerSources } from './keptPages';
+export type { AnswerSources } from './epochs';
 /** Whether an answer made of these sources is still what its indexes hold (an answer kept whole, http/wholeAnswers.ts). */
-export { stillCurrent as answerStillCurrent } from './keptPages';
+export { stillCurrent as answerStillCurrent } from './epochs';
 
 /**
  * One walk along a list's page chain, page after page from one start: a chain that

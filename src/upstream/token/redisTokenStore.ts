@@ -3,7 +3,7 @@ import { RedisAvailability, type RedisOperation } from '../redis/availability';
 import { connectRedis, type RedisConnections } from '../redis/connection';
 import { DELETE_IF_HOLDS, READ_BOUNDED, TOO_LONG, type BoundedRead } from '../redis/scripts';
 import { lockSealingKey, releaseLock, takeLock } from './refreshLock';
-import type { SharedTokenStore } from './tokenCache';
+import type { SharedTokenStore } from './sharedRefresh';
 import type { TokenGrant } from './tokenEndpoint';
 import { MAX_RECORD_BYTES, openRecord, readRecord, recordKey, sealRecord, type ApiBasePolicy, type RejectedRecordReason } from './tokenRecord';
 

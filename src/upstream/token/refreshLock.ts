@@ -14,7 +14,7 @@
  * once in a script that replaces it only if it still holds what was read, so the one
  * replica that wins fetches for the fleet, and the others wait for it as usual. A real
  * lock replayed with an expiry is not told from one: the waiter's deadline
- * (tokenCache.ts) bounds what it costs.
+ * (sharedRefresh.ts) bounds what it costs.
  *
  * Every replica gives its lock the same life (TokenCache's lockTtlMs, 30 s), so a lock
  * that would outlive ours was not set by a replica. During a rolling deploy from a

@@ -1,26 +1,22 @@
-import { setTimeout as delay } from 'node:timers/promises';
+/**
+ * The token cache (`TokenCache`), the entry of token/: what a company's token is now,
+ * when a token request is sent, and what a 401 does to the token. The moments it acts
+ * on are named and reasoned in tokenMoments.ts, the one token request per company
+ * across replicas is sharedRefresh.ts, and the rules of a 401 (the tokens refused, the
+ * cool-down) are unauthorized.ts, applied here to the tenant's state.
+ */
 import type { TenantCredentials } from '../../config';
 import { NO_OBSERVER, type Observer } from '../observer';
 import { UpstreamError, isUpstreamError } from '../errors';
+import { refreshThroughStore, type SharedRefreshOptions, type SharedTokenStore } from './sharedRefresh';
 import type { TokenGrant } from './tokenEndpoint';
+import { ANSWER_HISTORY, failureWindowMs, refreshFrom, usableUntil, waitLimitMs } from './tokenMoments';
 import { RefusedTokens, type TokenRenewal } from './unauthorized';
 
 export { UNAUTHORIZED_COOLDOWN_MS } from './unauthorized';
 
-/**
- * Where replicas share tokens (Redis in production). Without one, each process
- * keeps its own tokens, which is right for a single replica.
- */
-export interface SharedTokenStore {
-  read(tenantId: string): Promise<TokenGrant | null>;
-  write(grant: TokenGrant): Promise<void>;
-  /** Removes the tenant's token only if it is still `accessToken` (compare and delete). */
-  discard(tenantId: string, accessToken: string): Promise<void>;
-  /** Takes the cross-replica refresh lock (or takes over one no replica wrote); returns its release, or null while another replica holds it. */
-  tryLock(tenantId: string, ttlMs: number): Promise<(() => Promise<void>) | null>;
-}
-
-export interface TokenCacheOptions {
+/** The token cache's parts and bounds; the waits on another replica's refresh are sharedRefresh.ts's. */
+export interface TokenCacheOptions extends SharedRefreshOptions {
   readonly tenants: readonly TenantCredentials[];
   /** Sends one token request; in production `requestToken` bound to the auth URL and agent. */
   readonly fetchToken: (tenant: TenantCredentials) => Promise<TokenGrant>;
@@ -32,15 +28,6 @@ export interface TokenCacheOptions {
    * outcome, `ok` or the error code, and the error, whose message names no secret).
    */
   readonly observer?: Observer;
-  /** How long, in ms, a replica waits for another replica's refresh before it fetches alone. Default 10 000. */
-  readonly lockWaitMs?: number;
-  /**
-   * How long, in ms, the cross-replica refresh lock lives if its holder dies. It must
-   * outlast the slowest token request (see `TOKEN_REQUEST_TIMEOUT_MS`). Default 30 000.
-   */
-  readonly lockTtlMs?: number;
-  /** Poll interval, in ms, while waiting on another replica. Default 50. */
-  readonly lockPollMs?: number;
 }
 
 interface PendingRefresh {
@@ -74,75 +61,13 @@ interface TenantState {
   answerTimes: number[];
 }
 
-/** At most this much of a token's life, in ms, is given up as safety margin. */
-const MAX_EXPIRY_MARGIN_MS = 30_000;
-/** The share of a token's life after which a request triggers a background refresh. */
-const REFRESH_AHEAD_FRACTION = 0.75;
-
-/**
- * Backoff, in ms, between token requests after transient failures (5xx, timeouts,
- * unusable answers). It grows to `max` while a still-usable token serves the queries,
- * but only to `maxWhileWaiting` while the company has none: its queries are failing,
- * and the endpoint's recovery must reach them within seconds.
- */
-export const TOKEN_BACKOFF_MS = { first: 1_500, max: 15_000, maxWhileWaiting: 4_000 } as const;
-/** The token endpoint refused our credentials or gave an unusable binding: ms before asking again. */
-const REFUSED_CREDENTIALS_MS = 10_000;
-/** The longest Retry-After from the token endpoint we honour, in ms (a hostile value must not lock a tenant out for days). */
-const MAX_RETRY_AFTER_MS = 300_000;
-/**
- * A query without a usable token waits on a token request at most this factor times
- * the slowest of the endpoint's recent answers, and never less than `MIN_WAIT_MS`;
- * after a failed attempt, at most `RETRY_WAIT_MS`.
- */
-const WAIT_FACTOR = 3;
-const MIN_WAIT_MS = 1_000;
-const RETRY_WAIT_MS = 1_000;
-const ANSWER_HISTORY = 5;
-
-/**
- * When a token stops being used: shortly before `expiresAt`, by a margin that
- * shrinks with short lifetimes (10% of the life, at most 30 s), so a 4 s token is
- * still used for 3.6 s and a 900 s token for 870 s.
- */
-export function usableUntil(grant: TokenGrant): number {
-  const life = grant.expiresAt - grant.obtainedAt;
-  return grant.expiresAt - Math.min(MAX_EXPIRY_MARGIN_MS, life * 0.1);
-}
-
-/** When a background refresh starts, so no request has to wait for the token endpoint. */
-export function refreshFrom(grant: TokenGrant): number {
-  return grant.obtainedAt + (grant.expiresAt - grant.obtainedAt) * REFRESH_AHEAD_FRACTION;
-}
-
-/**
- * How long, in ms, after a failed token request no other is sent: the endpoint's
- * Retry-After (429 or 503) when it gave one, a fixed wait when it refused our
- * credentials, otherwise an exponential backoff from 1.5 s to 15 s (to 4 s when
- * `waiting`: the company has no usable token).
- */
-function failureWindowMs(error: UpstreamError, failedAttempts: number, waiting: boolean): number {
-  const max = waiting ? TOKEN_BACKOFF_MS.maxWhileWaiting : TOKEN_BACKOFF_MS.max;
-  const backoff = Math.min(max, TOKEN_BACKOFF_MS.first * 2 ** Math.max(0, failedAttempts - 1));
-  if (error.details.retryAfterSeconds !== undefined) return Math.max(backoff, Math.min(MAX_RETRY_AFTER_MS, error.details.retryAfterSeconds * 1000));
-  switch (error.code) {
-    case 'UPSTREAM_UNAUTHORIZED':
-    case 'UPSTREAM_MISCONFIGURED':
-    case 'FORBIDDEN':
-      return REFUSED_CREDENTIALS_MS;
-    case 'UPSTREAM_RATE_LIMITED':
-      return Math.max(backoff, 5_000);
-    default:
-      return backoff;
-  }
-}
-
 /**
  * Per-tenant access tokens, in the manner of jose's remote JWKS: one token per
- * company, reused until shortly before it expires, refreshed ahead of need, one
- * pending token request per tenant (across replicas when a shared store is given)
- * cleared when it settles, sequence numbers so an older answer never overwrites a
- * newer one, typed errors (`UpstreamError.code`) and an injectable clock.
+ * company, reused until shortly before it expires (`usableUntil`), refreshed ahead of
+ * need (`refreshFrom`), one pending token request per tenant (across replicas when a
+ * shared store is given) cleared when it settles, sequence numbers so an older answer
+ * never overwrites a newer one, typed errors (`UpstreamError.code`) and an injectable
+ * clock.
  *
  * Faults of the token endpoint never cost a request per query: after a failure no
  * token request is sent until its window ends (Retry-After, or a growing backoff),
@@ -286,18 +211,6 @@ export class TokenCache implements TokenRenewal {
     return new UpstreamError(error.code, error.message, { ...error.details, retryAfterSeconds: Math.max(1, Math.ceil((until - now) / 1000)) });
   }
 
-  /**
-   * How long, in ms from its start, a query may wait on a token request: about a
-   * second after a failed attempt, otherwise a few times the endpoint's recent
-   * answers (at least a second). Undefined with no history: a cold tenant waits for
-   * the request itself, so a slow but working endpoint still serves its first query.
-   */
-  private waitLimitMs(state: TenantState): number | undefined {
-    if (state.failedAttempts > 0) return RETRY_WAIT_MS;
-    if (state.answerTimes.length === 0) return undefined;
-    return Math.max(MIN_WAIT_MS, WAIT_FACTOR * Math.max(...state.answerTimes));
-  }
-
   private waitForFresh(state: TenantState): Promise<TokenGrant> {
     const now = this.now();
     if (!state.pending) {
@@ -305,7 +218,7 @@ export class TokenCache implements TokenRenewal {
       this.refresh(state).catch(() => undefined);
     }
     const pending = state.pending!;
-    const limit = this.waitLimitMs(state);
+    const limit = waitLimitMs(state.failedAttempts, state.answerTimes);
     if (limit === undefined) return pending.promise;
     const remaining = pending.startedAt + limit - now;
     const gaveUp = () =>
@@ -363,39 +276,20 @@ export class TokenCache implements TokenRenewal {
     return promise;
   }
 
-  private async obtain(state: TenantState): Promise<TokenGrant> {
+  /** A token from the endpoint, through the replicas' shared store when there is one (sharedRefresh.ts). */
+  private obtain(state: TenantState): Promise<TokenGrant> {
     const store = this.options.store;
     if (!store) return this.fetch(state);
-    const tenantId = state.tenant.tenantId;
-    const deadline = this.now() + (this.options.lockWaitMs ?? 10_000);
-    for (;;) {
-      const shared = await store.read(tenantId);
-      if (shared && this.acceptable(state, shared) && this.worthTaking(state, shared)) return shared;
-      const release = await store.tryLock(tenantId, this.options.lockTtlMs ?? 30_000);
-      if (release) {
-        try {
-          // Double-check: another replica may have written a token just before we locked.
-          const again = await store.read(tenantId);
-          if (again && this.acceptable(state, again) && this.worthTaking(state, again)) return again;
-          const grant = await this.fetch(state);
-          // A store that fails to keep the token must not cost us the token itself.
-          await store.write(grant).catch(() => undefined);
-          return grant;
-        } finally {
-          await release().catch(() => undefined);
-        }
-      }
-      if (this.now() >= deadline) {
-        // No token came within the wait, longer than a token request may take
-        // (TOKEN_REQUEST_TIMEOUT_MS): the holder died, or the lock is not a replica's
-        // at all (a sealed one put back by someone who can write to Redis). Fetch
-        // alone, once, rather than fail: a lock in Redis must never lock a company out.
-        const grant = await this.fetch(state);
-        await store.write(grant).catch(() => undefined);
-        return grant;
-      }
-      await delay(this.options.lockPollMs ?? 50);
-    }
+    return refreshThroughStore(
+      store,
+      {
+        tenantId: state.tenant.tenantId,
+        takes: (grant) => this.acceptable(state, grant) && this.worthTaking(state, grant),
+        fetch: () => this.fetch(state),
+        now: this.now,
+      },
+      this.options,
+    );
   }
 
   /**

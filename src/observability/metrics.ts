@@ -40,7 +40,7 @@ export interface Metrics {
   readonly upstreamCoalesced: Counter<'list'>;
   readonly requestsShared: Counter;
   readonly cacheRequests: Counter<'cache' | 'result'>;
-  /** Invalidations sent to the gateways, by outcome (live/invalidation.ts). */
+  /** Invalidations sent to the gateways, by outcome (cache/invalidation.ts). */
   readonly cacheInvalidations: Counter<'outcome'>;
   /** Companies' indexes of a list that dropped what they held, by cause (expired, changed). */
   readonly cacheDrops: Counter<'cause'>;

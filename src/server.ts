@@ -22,6 +22,7 @@ import { createLive, type Live, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
+import type { DemoDefault } from './graphql/admission/identity';
 import { createCache, type Cache } from './cache';
 import { UNIT_BYTES } from './cache/budget';
 import { createSubscribeGate } from './graphql/admission/subscribeGate';
@@ -111,7 +112,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // The cache as one room (cache/index.ts): its policy, its store of answers kept whole, its invalidation.
   const cache = createCache({
     config,
-    demo: options.defaultTenant ? { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } : undefined,
+    demo: demoOf(config, options),
     indexes: app.services.indexes,
     resources: app.services.resources,
     observer: observability.observer,
@@ -200,6 +201,7 @@ function createApollo(parts: {
   logger: Logger;
 }): ReturnType<typeof createApolloServer> {
   const { config, options, observability, httpServer, limits, sharing, cache, executionSchema, logger } = parts;
+  const demo = demoOf(config, options);
   return createApolloServer({
     executionSchema,
     ...(options.compileAfter !== undefined && { compileAfter: options.compileAfter }),
@@ -216,7 +218,7 @@ function createApollo(parts: {
       cache.policy.plugin(),
       sharing.plugin(),
       ...(observability.plugins as ReadonlyArray<ApolloServerPlugin<GraphQLContext>>),
-      ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
+      ...(demo ? [demoTenantPlugin(demo)] : []),
       ...(options.plugins ?? []),
     ],
   });
@@ -239,6 +241,11 @@ function startLive(parts: { config: Config; options: ServerOptions; app: App; ob
     limits,
     ...(options.live && { options: options.live }),
   });
+}
+
+/** Demo mode's default tenant as every room that honours its exception is handed it (identity.ts, `answeredByDefault`). */
+function demoOf(config: Config, options: ServerOptions): DemoDefault | undefined {
+  return options.defaultTenant ? { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } : undefined;
 }
 
 function warnAtStart(config: Config, logger: Logger, sharedStoreConnected: boolean): void {
@@ -323,7 +330,7 @@ function serveLive(parts: {
       formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
       refused,
       limits: parts.limits.gate,
-      ...(options.defaultTenant && { demo: { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } }),
+      demo: demoOf(config, options),
       tenantHeader: config.tenantHeader,
     }),
     router: parts.router,

@@ -83,9 +83,11 @@ export function taken(decision: CacheDecision): CacheDecision {
   return decision.keep ? { maxAge: decision.maxAge, ...(decision.vary !== undefined && { vary: decision.vary }) } : decision;
 }
 
+const NO_STORE: Readonly<Record<string, string>> = Object.freeze({ 'cache-control': 'no-store' });
+
 /** The response headers of a decision: `Cache-Control`, and `Vary` on an answer a cache may keep. */
-export function headersOf(decision: CacheDecision): Record<string, string> {
-  if (decision.maxAge < 1) return { 'cache-control': 'no-store' };
+export function headersOf(decision: CacheDecision): Readonly<Record<string, string>> {
+  if (decision.maxAge < 1) return NO_STORE;
   return { 'cache-control': `private, max-age=${decision.maxAge}`, ...(decision.vary && { vary: decision.vary }) };
 }
 
@@ -171,7 +173,8 @@ export class CachePolicy {
         const decision = ticket?.decision ?? this.decide(requestContext, ticket?.keepAs !== undefined);
         if (ticket) ticket.decision = decision;
         const headers = requestContext.response.http.headers;
-        for (const [name, value] of Object.entries(headersOf(decision))) headers.set(name, value);
+        const written = headersOf(decision);
+        for (const name in written) headers.set(name, written[name]!);
       },
     };
     return {

@@ -43,7 +43,7 @@ export interface SubscribeGateOptions {
   /** Its bounds (`limits.gate` of the configuration). */
   readonly limits: SubscribeGateLimits;
   /** Demo mode: the tenant a connection that names none gets, said in `connection_ack` and each `next` (`demoTenant`). */
-  readonly demo?: DemoDefault;
+  readonly demo?: DemoDefault | undefined;
   /** The trusted tenant header (WFS_TENANT_HEADER): with `authorization` and `router-authorization`, the only headers identity reads. */
   readonly tenantHeader: string;
 }

@@ -113,6 +113,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const cache = createCache({
     config,
     demo: demoOf(config, options),
+    identify: app.services.identify,
     indexes: app.services.indexes,
     resources: app.services.resources,
     observer: observability.observer,

@@ -7,7 +7,7 @@
  * handler, to Apollo Server (the policy's plugin) and to live updates (`changed`).
  */
 import type { Config } from '../config';
-import type { DemoDefault } from '../graphql/admission/identity';
+import type { DemoDefault, IdentityResolver } from '../graphql/admission/identity';
 import type { Observer } from '../upstream/observer';
 import type { EntityIndexes } from '../upstream/reading/entityIndex';
 import type { ResourceSet } from '../upstream/resources';
@@ -35,8 +35,10 @@ export interface Cache {
 }
 
 export interface CacheParts {
-  readonly config: Pick<Config, 'freshnessSeconds' | 'cursorSecret' | 'tenantHeader' | 'jwt' | 'cacheInvalidationUrls' | 'cacheInvalidationKey'>;
+  readonly config: Pick<Config, 'freshnessSeconds' | 'cursorSecret' | 'cacheInvalidationUrls' | 'cacheInvalidationKey'>;
   readonly demo?: DemoDefault | undefined;
+  /** Identity (identity.ts): the headers it reads are what decides whose an answer is (`Vary`). */
+  readonly identify: Pick<IdentityResolver, 'reads'>;
   /** The entity indexes: what kept pages live in, the indexes' clock, and (for now) the memory budget (budget.ts). */
   readonly indexes: EntityIndexes;
   readonly resources: ResourceSet;
@@ -52,8 +54,7 @@ export function createCache(parts: CacheParts): Cache {
     freshnessSeconds: config.freshnessSeconds,
     tags,
     resources,
-    // With verified identities the token decides whose answer it is; otherwise the trusted header.
-    tenantHeader: config.jwt ? undefined : config.tenantHeader,
+    identityHeaders: parts.identify.reads ?? [],
     demo,
     now: indexes.now,
   });

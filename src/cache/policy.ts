@@ -101,8 +101,12 @@ export interface CachePolicyOptions {
   readonly freshnessSeconds: number;
   readonly tags: CacheTags;
   readonly resources: ResourceSet;
-  /** The header that names the company (WFS_TENANT_HEADER), or undefined in verified-identity mode (the JWT decides). */
-  readonly tenantHeader: string | undefined;
+  /**
+   * The request headers that decide whose answer it is, for `Vary`: those identity reads
+   * (identity.ts, `reads`): the tenant header (WFS_TENANT_HEADER) in trusted-header mode,
+   * `authorization` with verified identities.
+   */
+  readonly identityHeaders: readonly string[];
   /** Demo mode's default tenant, if any. */
   readonly demo?: DemoDefault | undefined;
   /** The clock the entity indexes run on (the reader's freshness is on it). */
@@ -136,7 +140,7 @@ export class CachePolicy {
   private readonly vary: string;
 
   constructor(private readonly options: CachePolicyOptions) {
-    this.vary = options.tenantHeader ?? 'authorization';
+    this.vary = options.identityHeaders.join(', ');
   }
 
   /**

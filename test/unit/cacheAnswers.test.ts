@@ -43,7 +43,7 @@ function store(maxBytes = 1_000_000, minUses = 1, remembered?: number): WholeAns
 }
 
 /** The policy, at this window, in trusted-header mode: which requests are identical, and (last test) the decision. */
-const policy = new CachePolicy({ freshnessSeconds: WINDOW_SECONDS, tags: new CacheTags(Buffer.alloc(32)), resources: undefined as never, tenantHeader: 'x-tenant-id', now: () => clock });
+const policy = new CachePolicy({ freshnessSeconds: WINDOW_SECONDS, tags: new CacheTags(Buffer.alloc(32)), resources: undefined as never, identityHeaders: ['x-tenant-id'], now: () => clock });
 
 function keyOf(context: GraphQLContext, body: string, headers: Record<string, string>): Promise<string | undefined> {
   return policy.requestKey(context, { headers, digest: bodyDigest(body), search: false });

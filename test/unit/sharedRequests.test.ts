@@ -46,7 +46,7 @@ const apollo = new ApolloServer<GraphQLContext>({
 });
 
 /** Which requests are identical is the cache policy's (its `requestKey`); at a window of 0 it keeps nothing. */
-const policy = new CachePolicy({ freshnessSeconds: 0, tags: new CacheTags(Buffer.alloc(32)), resources: undefined as never, tenantHeader: 'x-tenant-id', now: Date.now });
+const policy = new CachePolicy({ freshnessSeconds: 0, tags: new CacheTags(Buffer.alloc(32)), resources: undefined as never, identityHeaders: ['x-tenant-id'], now: Date.now });
 
 beforeAll(() => apollo.start());
 afterAll(() => apollo.stop());

@@ -152,7 +152,7 @@ export class WholeAnswers {
     const tenant = context.knownTenant();
     if (!tenant) return undefined;
     // A stale entry is still returned (and let go): a request whose answer was kept is asked often.
-    const entry = this.entries.get(key, { allowStale: true, updateAgeOnGet: false });
+    const entry = this.entries.get(key, { allowStale: true });
     const hit = entry && this.servesAs(entry) && (await tenant.reader.stillServes(entry.sources)) ? this.hit(entry) : undefined;
     if (!entry || !hit) {
       if (entry && this.entries.peek(key, { allowStale: true }) === entry) this.entries.delete(key);

@@ -21,11 +21,10 @@ import { createRoutes, DRAINING_REASON } from './http/routes';
 import { createLive, type Live, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
 import { SharedRequests } from './http/sharedRequests';
-import { UNIT_BYTES, WholeAnswers } from './http/wholeAnswers';
 import { demoTenantPlugin } from './graphql/server/demoTenant';
-import { cachePolicyPlugin, untaggedExtensions } from './graphql/server/cachePolicy';
-import { CacheTags } from './upstream/cacheTags';
-import { InvalidationSender } from './live/invalidation';
+import type { DemoDefault } from './graphql/admission/identity';
+import { createCache, type Cache } from './cache';
+import { UNIT_BYTES } from './memory/budget';
 import { createSubscribeGate } from './graphql/admission/subscribeGate';
 import { createObservability, type Observability } from './observability';
 import { accountSummary, fitToHeap, type Fitting } from './memory/account';
@@ -110,20 +109,30 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     refused: (reason) => observability.observer.refused(reason),
   });
   const sharing = new SharedRequests(observability.observer);
-  const whole = wholeAnswersOf(config, options, app, observability);
-  const cacheTags = new CacheTags(config.cursorSecret);
+  // The cache as one room (cache/index.ts): its policy, its store of answers kept whole, its invalidation.
+  const cache = createCache({
+    config,
+    demo: demoOf(config, options),
+    identify: app.services.identify,
+    indexes: app.services.indexes,
+    budget: app.memoryBudget,
+    resources: app.services.resources,
+    observer: observability.observer,
+    onInvalidation: (outcome) => metrics.cacheInvalidations.inc({ outcome }),
+  });
+  const whole = cache.whole;
   // The schema copy Apollo Server never instruments, built when first needed: by a
   // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
   let uninstrumented: GraphQLSchema | undefined;
   const executionSchema = (): GraphQLSchema => (uninstrumented ??= createSubgraphSchema());
-  const apollo = createApollo({ config, options, app, observability, httpServer, limits, sharing, whole, cacheTags, executionSchema, logger });
+  const apollo = createApollo({ config, options, observability, httpServer, limits, sharing, cache, executionSchema, logger });
   // Redis (when configured) connects while Apollo Server starts, not after it. The token
   // endpoint check runs on its own: /ready says "checking" until its first answer, and the
   // first query does not wait for it (it asks the endpoint for a token anyway).
   const [sharedStoreConnected] = await Promise.all([app.connectSharedStore(), apollo.start()]);
   warnAtStart(config, logger, sharedStoreConnected);
 
-  const { live, invalidation } = startLive({ config, options, app, observability, cacheTags, limits, logger, metrics });
+  const live = startLive({ config, options, app, observability, cache, limits, logger });
   registerHeldUnits(metrics, () => app.memoryBudget.held);
   const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, events: observability.observer, onQueuedBytes: (held) => metrics.liveQueuedMessageBytes.set(held) });
 
@@ -139,7 +148,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
           onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
           onRefused: (reason) => observability.observer.refused(reason),
         },
-        createGraphQLHandler({ apollo, services: app.services, sharing, ...(whole && { whole, answeredWhole: observability.answeredWhole }) }),
+        createGraphQLHandler({ apollo, services: app.services, policy: cache.policy, sharing, ...(whole && { whole, answeredWhole: observability.answeredWhole }) }),
       ),
       metrics,
       logger,
@@ -172,8 +181,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       // WebSocket connections are no longer the HTTP server's once upgraded: closed first.
       await liveSocket.close();
       await live.close();
-      invalidation?.close();
-      whole?.close();
+      cache.close();
       await apollo.stop();
       await app.close();
       await observability.close();
@@ -186,17 +194,16 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 function createApollo(parts: {
   config: Config;
   options: ServerOptions;
-  app: App;
   observability: Observability;
   httpServer: Server;
   limits: Limits;
   sharing: SharedRequests;
-  whole: WholeAnswers | undefined;
-  cacheTags: CacheTags;
+  cache: Cache;
   executionSchema: () => GraphQLSchema;
   logger: Logger;
 }): ReturnType<typeof createApolloServer> {
-  const { config, options, app, observability, httpServer, limits, sharing, whole, cacheTags, executionSchema, logger } = parts;
+  const { config, options, observability, httpServer, limits, sharing, cache, executionSchema, logger } = parts;
+  const demo = demoOf(config, options);
   return createApolloServer({
     executionSchema,
     ...(options.compileAfter !== undefined && { compileAfter: options.compileAfter }),
@@ -208,61 +215,23 @@ function createApollo(parts: {
     refused: (reason) => observability.observer.refused(reason),
     stringifyResult: sharing.stringify,
     // Order matters: the operation observer counts the item errors appended before it;
-    // the cache policy is set before the shared-requests plugin hands it to joiners, and
-    // before the whole answers' plugin reads it.
+    // the cache policy decides before the shared-requests plugin hands its decision to joiners.
     plugins: [
-      cachePolicyPlugin({
-        freshnessSeconds: config.freshnessSeconds,
-        tags: cacheTags,
-        resources: app.services.resources,
-        tenantHeader: config.tenantHeader,
-        defaultTenant: options.defaultTenant,
-        now: app.services.indexes.now,
-      }),
+      cache.policy.plugin(),
       sharing.plugin(),
-      ...(whole ? [whole.plugin()] : []),
       ...(observability.plugins as ReadonlyArray<ApolloServerPlugin<GraphQLContext>>),
-      ...(options.defaultTenant ? [demoTenantPlugin({ tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant })] : []),
+      ...(demo ? [demoTenantPlugin(demo)] : []),
       ...(options.plugins ?? []),
     ],
   });
 }
 
-/**
- * Answers kept whole (http/wholeAnswers.ts), with a window above 0 only: a quarter of
- * the replica's memory budget (`WFS_ENTITY_INDEX_MAX_RECORDS`, at 300 bytes a record
- * unit: 15 MB at its default), counted in it.
- */
-function wholeAnswersOf(config: Config, options: ServerOptions, app: App, observability: Observability): WholeAnswers | undefined {
-  if (config.freshnessSeconds === 0) return undefined;
-  const indexes = app.services.indexes;
-  return new WholeAnswers({
-    freshnessSeconds: config.freshnessSeconds,
-    now: indexes.now,
-    maxBytes: Math.floor(indexes.maxRecords / 4) * UNIT_BYTES,
-    charge: (units) => indexes.charge(units),
-    tenantHeader: config.tenantHeader,
-    defaultTenant: options.defaultTenant,
-    observer: observability.observer,
-    untaggedExtensions,
-  });
-}
-
-/** Live updates (live/index.ts) and the invalidations sent to the gateways of the changes their polls see. */
-function startLive(parts: { config: Config; options: ServerOptions; app: App; observability: Observability; cacheTags: CacheTags; limits: Limits; logger: Logger; metrics: Metrics }): { live: Live; invalidation: InvalidationSender | undefined } {
-  const { config, options, app, observability, cacheTags, limits, logger, metrics } = parts;
-  // Invalidation out (docs/caching.md): the gateways hear of the changes this replica's polls see.
-  const invalidation =
-    config.cacheInvalidationUrls.length > 0
-      ? new InvalidationSender({ urls: config.cacheInvalidationUrls, key: config.cacheInvalidationKey ?? '', onOutcome: (outcome) => metrics.cacheInvalidations.inc({ outcome }) })
-      : undefined;
-  // Live updates (live/index.ts): one poller per company and list over the reading side queries use.
+/** Live updates (live/index.ts): one poller per company and list over the reading side queries use; a change it sees or hears goes to the cache. */
+function startLive(parts: { config: Config; options: ServerOptions; app: App; observability: Observability; cache: Cache; limits: Limits; logger: Logger }): Live {
+  const { config, options, app, observability, cache, limits, logger } = parts;
   const dropLog = redisDropLog(logger);
-  const live = createLive({
-    onChanged: (tenantId, list, polled) => {
-      app.services.indexes.changed(tenantId, list);
-      if (polled) invalidation?.invalidate([cacheTags.list(tenantId, list)]);
-    },
+  return createLive({
+    onChanged: (tenantId, list, polled) => cache.changed(tenantId, list, polled),
     config,
     reading: app.services,
     memory: app.memoryBudget,
@@ -274,7 +243,11 @@ function startLive(parts: { config: Config; options: ServerOptions; app: App; ob
     limits,
     ...(options.live && { options: options.live }),
   });
-  return { live, invalidation };
+}
+
+/** Demo mode's default tenant as every room that honours its exception is handed it (identity.ts, `answeredByDefault`). */
+function demoOf(config: Config, options: ServerOptions): DemoDefault | undefined {
+  return options.defaultTenant ? { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } : undefined;
 }
 
 function warnAtStart(config: Config, logger: Logger, sharedStoreConnected: boolean): void {
@@ -359,7 +332,7 @@ function serveLive(parts: {
       formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
       refused,
       limits: parts.limits.gate,
-      ...(options.defaultTenant && { demo: { tenantHeader: config.tenantHeader, defaultTenant: options.defaultTenant } }),
+      demo: demoOf(config, options),
       tenantHeader: config.tenantHeader,
     }),
     router: parts.router,

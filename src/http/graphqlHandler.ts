@@ -2,24 +2,28 @@
  * Apollo Server's documented integration path, as one function a request runs through
  * from top to bottom once the bounds let it in (http/requestBounds.ts, `boundRequests`):
  * parse the body, build the request's context, answer whole from memory if an identical
- * request's answer is kept (wholeAnswers.ts), else execute (sharing an identical
- * request's execution), write the answer.
+ * request's answer is kept (cache/answers.ts), else execute (sharing an identical
+ * request's execution), write the answer, and offer it to the store, which keeps it if
+ * the cache policy's decision says so (cache/policy.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { createContext, type ContextServices, type GraphQLContext } from '../graphql/data/context';
+import type { WholeAnswers } from '../cache/answers';
+import { bodyDigest, type CachePolicy } from '../cache/policy';
 import type { RequestRecord } from '../upstream/observer';
 import type { AdmittedHandler, AdmittedRequest } from './requestBounds';
 import { sendGraphQLError } from './respond';
-import { bodyDigest, identicalRequestKey, type SharedRequests } from './sharedRequests';
-import type { WholeAnswers } from './wholeAnswers';
+import type { SharedRequests } from './sharedRequests';
 
 export interface GraphQLHandlerOptions {
   readonly apollo: ApolloServer<GraphQLContext>;
   readonly services: ContextServices;
+  /** The cache's decision: which requests are identical (`requestKey`), for sharing and for answers kept whole. */
+  readonly policy: CachePolicy;
   /** Identical requests in flight share one execution (its plugin must be among Apollo's). */
   readonly sharing?: SharedRequests;
-  /** Answers kept whole, served before Apollo Server runs (its plugin must be among Apollo's, after the cache policy's). */
+  /** Answers kept whole, served before Apollo Server runs (the policy's plugin must be among Apollo's). */
   readonly whole?: WholeAnswers;
   /** Counts and logs a request answered whole, as Apollo's plugins do an executed one (observability's `answeredWhole`). */
   readonly answeredWhole?: (record: RequestRecord | undefined, operationName: string | null) => void;
@@ -27,7 +31,7 @@ export interface GraphQLHandlerOptions {
 
 /** The GraphQL handler the request bounds wrap. */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHandler {
-  const { apollo, services, sharing, whole, answeredWhole } = options;
+  const { apollo, services, policy, sharing, whole, answeredWhole } = options;
   return async function handle(req, res, admitted, record) {
     const { signal } = admitted;
     const read = readRequestBody(req, admitted);
@@ -36,10 +40,8 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHa
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const context = createContext(services, req.headers, signal, record);
-    // One JSON object POSTed without a query string: the requests that may share an execution or an answer kept whole.
-    const single = digest !== undefined && query === -1;
-    const key = (sharing || whole) && single ? await identicalRequestKey(context, digest, req.headers) : undefined;
-    const hit = whole && key !== undefined ? await whole.lookup(context, key, req.headers) : undefined;
+    const key = sharing || whole ? await policy.requestKey(context, { headers: req.headers, digest, search: query !== -1 }) : undefined;
+    const hit = whole && key !== undefined ? await whole.lookup(context, key) : undefined;
     if (hit) {
       answeredWhole?.(record, hit.operationName);
       res.writeHead(200, hit.headers);
@@ -69,7 +71,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHa
       headers['content-length'] = String(Buffer.byteLength(text));
       res.writeHead(response.status ?? 200, headers);
       res.end(text);
-      whole?.keep(signal, response.status, headers, text);
+      whole?.keep(context, response.status, headers, text);
       return;
     }
     try {

@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import { HeaderMap, type ApolloServerPlugin, type GraphQLResponse } from '@apollo/server';
 import type { GraphQLFormattedError } from 'graphql';
+import { taken, type CacheDecision } from '../cache/policy';
 import type { GraphQLContext } from '../graphql/data/context';
 import { isMomentaryFailure } from '../graphql/errors';
 import { NO_OBSERVER, type Observer } from '../upstream/observer';
@@ -11,8 +10,8 @@ interface SharedResult {
   readonly data: Record<string, unknown> | null | undefined;
   readonly errors: readonly GraphQLFormattedError[] | undefined;
   readonly status: number | undefined;
-  /** The leader's cache policy (graphql/server/cachePolicy.ts): its `Cache-Control` and its extensions (the cache tags). */
-  readonly cacheControl: string | undefined;
+  /** The cache policy's decision for the leader's answer (cache/policy.ts), without keeping it whole (a joiner read nothing), and its extensions (the cache tags). */
+  readonly decision: CacheDecision | undefined;
   readonly extensions: Record<string, unknown> | undefined;
 }
 
@@ -48,38 +47,6 @@ interface Slot {
 
 /** Joiners released per turn of the event loop (see `settle`). */
 export const JOINERS_PER_TURN = 8;
-
-/** The header a router sends to ask for an inline trace: such a request is worked out alone. */
-const TRACE_HEADER = 'apollo-federation-include-trace';
-
-/**
- * What makes two POSTed GraphQL requests identical, for sharing an execution (here) and
- * for an answer kept whole (wholeAnswers.ts): the company the request's identity
- * resolves to (per request, before anything is shared: a refused identity shares
- * nothing, its error is its own), the content type and accept header, and the body's
- * text exactly (`bodyDigest`). Undefined: the request is worked out alone (a trace asked
- * for, a refused identity, a client already gone). Worked out once per request, by the
- * handler.
- */
-export async function identicalRequestKey(context: GraphQLContext, digest: string, headers: IncomingHttpHeaders): Promise<string | undefined> {
-  if (headers[TRACE_HEADER] !== undefined) return undefined;
-  const tenantId = await context.tenant().then(
-    (tenant) => tenant.tenantId,
-    () => undefined,
-  );
-  if (tenantId === undefined || context.signal.aborted) return undefined;
-  return `${tenantId}\u0000${headers['content-type'] ?? ''}\u0000${headers.accept ?? ''}\u0000${digest}`;
-}
-
-/**
- * A body's text as the identical-request key knows it: its SHA-256, so that the key is
- * 44 characters, not a second copy of a body of up to a mebibyte held as long as the
- * request. Equal digests are equal texts (no collision of SHA-256 is known), and the
- * company is part of the key besides.
- */
-export function bodyDigest(text: string): string {
-  return createHash('sha256').update(text).digest('base64');
-}
 
 /**
  * Identical GraphQL requests in flight share their work: the first one (the leader)
@@ -133,7 +100,7 @@ export class SharedRequests {
   }
 
   /**
-   * Decides, for one POST request with its key (`identicalRequestKey`), whether it leads
+   * Decides, for one POST request with its key (the cache policy's `requestKey`), whether it leads
    * or joins; returns what to call once its response is worked out.
    */
   begin(context: GraphQLContext, key: string): () => void {
@@ -187,10 +154,10 @@ export class SharedRequests {
         // The lead (execute, and publish for the others), or its own signal aborted: execute.
         if (shared === LEAD || !shared) return null;
         this.observer.requestShared();
-        const headers = new HeaderMap();
-        if (shared.cacheControl !== undefined) headers.set('cache-control', shared.cacheControl);
+        // The answer taken, its decision with it: the cache policy writes its headers.
+        if (contextValue.cache) contextValue.cache.decision = shared.decision;
         return {
-          http: { status: shared.status, headers },
+          http: { status: shared.status, headers: new HeaderMap() },
           body: { kind: 'single', singleResult: { data: shared.data, ...(shared.errors && { errors: shared.errors }), ...(shared.extensions && { extensions: { ...shared.extensions } }) } },
         };
       },
@@ -201,7 +168,8 @@ export class SharedRequests {
         if (raised?.some(isMomentaryFailure)) return;
         // After the item errors were appended (that plugin comes first): joiners get them too.
         const { data, errors, extensions } = response.body.singleResult;
-        slot.share.result = { data, errors, status: response.http.status, cacheControl: response.http.headers.get('cache-control'), extensions };
+        const decision = contextValue.cache?.decision;
+        slot.share.result = { data, errors, status: response.http.status, decision: decision && taken(decision), extensions };
         if (data && slot.share.waiters.length > 0) this.json.set(data, null);
       },
     };

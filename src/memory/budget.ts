@@ -23,6 +23,9 @@ export interface Reclaimer {
   reclaim(claimant: unknown): void;
 }
 
+/** Bytes a unit of the budget stands for: a record of an entity index, measured at about 300 bytes of heap (docs/operations.md, "Memory per company"). */
+export const UNIT_BYTES = 300;
+
 /** One replica's budget of memory units: charged, released, and read by the `wfs_cache_held_units` gauge (`held`). */
 export class MemoryBudget {
   private units = 0;

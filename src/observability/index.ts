@@ -28,7 +28,7 @@ export interface Observability {
   readonly observer: Observer;
   /** The Apollo Server plugins: the federated trace (`ftv1`) when asked; RED metrics, error codes and the debug line per operation; the operation's span name. */
   readonly plugins: ReadonlyArray<ApolloServerPlugin>;
-  /** A query answered whole before Apollo Server runs (http/wholeAnswers.ts): counted and logged as the plugins count and log an executed one. */
+  /** A query answered whole before Apollo Server runs (cache/answers.ts): counted and logged as the plugins count and log an executed one. */
   readonly answeredWhole: OperationRecorder['answeredWhole'];
   /**
    * Serves one GraphQL request inside its record (request id on every log line, abort

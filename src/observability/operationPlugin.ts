@@ -23,7 +23,7 @@ export function operationObserver(metrics: Metrics, logger: Logger, upstream: Pi
   return operationRecorder(metrics, logger, upstream).plugin;
 }
 
-/** `operationObserver`'s plugin, and the same record for an answer served whole before Apollo Server runs (http/wholeAnswers.ts). */
+/** `operationObserver`'s plugin, and the same record for an answer served whole before Apollo Server runs (cache/answers.ts). */
 export interface OperationRecorder {
   readonly plugin: ApolloServerPlugin<{ request?: RequestRecord }>;
   /**

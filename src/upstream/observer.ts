@@ -127,7 +127,7 @@ export type CacheName =
   | 'entity_index'
   /** List pages served again from memory within the freshness window (docs/caching.md). */
   | 'kept_pages'
-  /** Answers served again whole, before Apollo Server runs (http/wholeAnswers.ts, docs/caching.md). */
+  /** Answers served again whole, before Apollo Server runs (cache/answers.ts, docs/caching.md). */
   | 'whole_answers';
 
 /**

@@ -6,7 +6,6 @@ import { heldMemory, INSPECT_FLAG } from '../helpers/inspectedHeap';
 import { wsUrl } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
 import { emulatorEnv } from '../helpers/postGraphQL';
-import { waitFor } from '../helpers/waitFor';
 
 /**
  * What a client makes a replica hold, counted as it is held (docs/limits.md, "The

@@ -6,8 +6,8 @@ import { HIVE_ROUTER_SECRET as ROUTER_SECRET, startHiveGateway, type GatewayResu
 import { livePolls, startTestSubgraph, subscribedAndPolled, TEST_CURSOR_SECRET, type TestSubgraph } from '../helpers/subgraph';
 import { waitFor } from '../helpers/waitFor';
 import { parseSamples, scrapeText, scrapeTotal, total } from '../helpers/metrics';
-import { InvalidationSender, type InvalidationOutcome } from '../../src/live/invalidation';
-import { CacheTags } from '../../src/upstream/cacheTags';
+import { InvalidationSender, type InvalidationOutcome } from '../../src/cache/invalidation';
+import { CacheTags } from '../../src/cache/tags';
 import { RESOURCES } from '../../src/upstream/resources';
 import { LIST_TYPES } from '../../router/hiveResponseCache';
 import { ApolloClient, HttpLink, InMemoryCache, gql as apolloGql, split } from '@apollo/client';
@@ -242,7 +242,7 @@ describe('Hive Gateway in front of the subgraph and the people subgraph', () => 
  * cache") through the real runtime, on the shared stack, whose subgraph answers
  * `private, max-age=<what is left of WFS_FRESHNESS_SECONDS>`: an entry per company, none
  * for a request naming no company, and our subgraph's invalidation client
- * (src/live/invalidation.ts) heard at the gateway's /invalidation. A hit is counted as a
+ * (src/cache/invalidation.ts) heard at the gateway's /invalidation. A hit is counted as a
  * request the subgraph did not get (wfs_graphql_requests_total): its own kept pages
  * would spare the upstream call either way. A query of its own, read by no other test.
  */

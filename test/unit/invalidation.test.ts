@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { InvalidationSender, type InvalidationOutcome } from '../../src/live/invalidation';
+import { InvalidationSender, type InvalidationOutcome } from '../../src/cache/invalidation';
 
 /**
  * The invalidation client (docs/caching.md, "Invalidation") against a real local HTTP

@@ -2,7 +2,9 @@ import { ApolloServer, HeaderMap } from '@apollo/server';
 import { buildSchema } from 'graphql';
 import type { GraphQLContext } from '../../src/graphql/data/context';
 import { createErrorFormatter } from '../../src/graphql/errors';
-import { identicalRequestKey, SharedRequests } from '../../src/http/sharedRequests';
+import { bodyDigest, CachePolicy } from '../../src/cache/policy';
+import { CacheTags } from '../../src/cache/tags';
+import { SharedRequests } from '../../src/http/sharedRequests';
 import { UpstreamError } from '../../src/upstream/errors';
 
 /**
@@ -43,6 +45,9 @@ const apollo = new ApolloServer<GraphQLContext>({
   formatError: createErrorFormatter(() => undefined),
 });
 
+/** Which requests are identical is the cache policy's (its `requestKey`); at a window of 0 it keeps nothing. */
+const policy = new CachePolicy({ freshnessSeconds: 0, tags: new CacheTags(Buffer.alloc(32)), resources: undefined as never, identityHeaders: ['x-tenant-id'], now: Date.now });
+
 beforeAll(() => apollo.start());
 afterAll(() => apollo.stop());
 beforeEach(() => {
@@ -54,7 +59,7 @@ beforeEach(() => {
 /** One request as the GraphQL handler runs it: its key, begin sharing, execute, finish. */
 async function run(signal: AbortSignal = new AbortController().signal): Promise<{ data?: { value: string | null }; errors?: Array<{ extensions: { code: string } }> }> {
   const context = { signal, tenant: async () => ({ tenantId: 'tenant-1' }) } as unknown as GraphQLContext;
-  const key = await identicalRequestKey(context, BODY, HEADERS);
+  const key = await policy.requestKey(context, { headers: HEADERS, digest: bodyDigest(BODY), search: false });
   const finish = key === undefined || signal.aborted ? undefined : sharing.begin(context, key);
   try {
     const headers = new HeaderMap([['content-type', 'application/json']]);

@@ -10,6 +10,7 @@ import type { GateLimits } from '../../config';
 import type { LiveHub } from '../../live/hub';
 import type { ContextServices } from '../data/context';
 import type { QueryLimits } from './limits';
+import type { DemoDefault } from './identity';
 import type { RefusalReason } from './refusals';
 
 /** The gate's bounds: `limits.gate` of the configuration (config/limits.ts says each one's default and reason). */
@@ -42,7 +43,7 @@ export interface SubscribeGateOptions {
   /** Its bounds (`limits.gate` of the configuration). */
   readonly limits: SubscribeGateLimits;
   /** Demo mode: the tenant a connection that names none gets, said in `connection_ack` and each `next` (`demoTenant`). */
-  readonly demo?: { readonly tenantHeader: string; readonly defaultTenant: string };
+  readonly demo?: DemoDefault | undefined;
   /** The trusted tenant header (WFS_TENANT_HEADER): with `authorization` and `router-authorization`, the only headers identity reads. */
   readonly tenantHeader: string;
 }

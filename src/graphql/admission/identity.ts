@@ -51,6 +51,26 @@ export interface IdentityOptions {
   readonly now?: () => number;
 }
 
+/** Demo mode's default: the tenant a request that names none is answered for. */
+export interface DemoDefault {
+  readonly tenantHeader: string;
+  readonly defaultTenant: string;
+}
+
+/**
+ * Demo mode's exception, decided here only: a request (or connection) whose tenant
+ * header is missing or blank is answered for the first demo company. Identity applies
+ * it (below), the answer says so (`extensions.demoTenant`: demoTenant.ts, the
+ * subscribe gate), and the cache neither keeps nor shares it (cache/policy.ts): a
+ * gateway that forgot the header must not keep one demo company's data as everyone's.
+ * `header` reads a request header by its lower-case name, whatever holds the headers.
+ */
+export function answeredByDefault(demo: DemoDefault | undefined, header: (name: string) => string | readonly string[] | undefined): demo is DemoDefault {
+  if (!demo) return false;
+  const value = header(demo.tenantHeader);
+  return !(typeof value === 'string' ? value : value?.[0])?.trim();
+}
+
 /**
  * Only asymmetric signatures: a symmetric (HS*) key would be the public JWKS key
  * itself, which anyone can fetch and sign with; `none` is no signature at all.
@@ -147,17 +167,18 @@ function jwtVerifier(jwt: JwtIdentityConfig, options: IdentityOptions, checkConf
  * names none gets the demo default.
  */
 function headerVerifier(options: IdentityOptions, checkConfigured: (tenantId: string) => string): (headers: IncomingHttpHeaders) => Promise<VerifiedIdentity> {
+  const demo = options.defaultTenant ? { tenantHeader: options.tenantHeader, defaultTenant: options.defaultTenant } : undefined;
   return async (headers) => {
+    if (answeredByDefault(demo, (name) => headers[name])) {
+      options.onDefaultTenant?.();
+      const tenantId = demo.defaultTenant;
+      return { tenantId, recheck: async () => tenantId };
+    }
     const value = headers[options.tenantHeader];
     const named = (Array.isArray(value) ? value[0] : value)?.trim();
     if (named) {
       const tenantId = checkConfigured(named);
       return { tenantId, recheck: async () => checkConfigured(tenantId) };
-    }
-    if (options.defaultTenant) {
-      options.onDefaultTenant?.();
-      const tenantId = options.defaultTenant;
-      return { tenantId, recheck: async () => tenantId };
     }
     throw graphQLError('UNAUTHENTICATED', `send the "${options.tenantHeader}" header naming your tenant`);
   };

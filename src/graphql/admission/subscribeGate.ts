@@ -25,7 +25,7 @@ import { SubscriptionContext } from '../data/subscriptionContext';
 import { CostEstimates, costRefusal } from './cost';
 import { createDocumentCheck, declaredVariables } from './document';
 import { type GateExtra, type SubscribeGate, type SubscribeGateOptions } from './gateOptions';
-import { ConnectionIdentity, closeReason, identityError, identityHeaders, initParams, recheckIdentities, type VerifiedIdentity } from './identity';
+import { answeredByDefault, ConnectionIdentity, closeReason, identityError, identityHeaders, initParams, recheckIdentities, type VerifiedIdentity } from './identity';
 import { closeCodeOf, messageOf, refusal, type RefusalReason } from './refusals';
 import { VariableBytes } from './variableBytes';
 
@@ -162,8 +162,7 @@ async function connect(
     ctx.extra.close(closeCodeOf('identity') ?? 4403, closeReason(`${problem.code}: ${problem.message}`));
     return undefined;
   }
-  const named = options.demo && headers[options.demo.tenantHeader];
-  const demoTenant = !problem && options.demo && !(Array.isArray(named) ? named[0] : named)?.trim() ? options.demo.defaultTenant : undefined;
+  const demoTenant = !problem && answeredByDefault(options.demo, (name) => headers[name]) ? options.demo.defaultTenant : undefined;
   // A gateway's connection whose caller was refused keeps the headers identity reads
   // (a few, each bounded), to check them again at each subscribe; every other
   // connection keeps only what its verification kept.

@@ -6,6 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GraphQLError } from 'graphql';
+import type { CacheTicket } from '../../cache/policy';
 import type { LiveHub } from '../../live/hub';
 import type { IdentityResolver } from '../admission/identity';
 import { NO_OBSERVER, type RequestRecord } from '../../upstream/observer';
@@ -23,6 +24,8 @@ export interface GraphQLContext {
   readonly signal: AbortSignal;
   /** What is recorded of this request for its logs and metrics (absent when a test builds a context alone). */
   readonly request?: RequestRecord;
+  /** The request's side of the cache (cache/policy.ts): the store's offer and the decision made for its answer. Absent in a subscription. */
+  readonly cache?: CacheTicket;
   /** The response is out: the tenant's per-request data lets go of what it read (tenantData.ts, `release`). */
   release(): void;
   /** Live updates: present in a graphql-ws subscription's context only (subscriptionContext.ts). */
@@ -61,6 +64,7 @@ export function createContext(services: ContextServices, headers: IncomingHttpHe
     itemErrors,
     signal,
     ...(request && { request }),
+    cache: { keepAs: undefined, decision: undefined },
     tenant() {
       tenant ??= services.identify(headers).then((tenantId) => {
         (services.observer ?? NO_OBSERVER).tenantIdentified(tenantId);

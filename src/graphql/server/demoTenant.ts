@@ -1,4 +1,5 @@
 import type { ApolloServerPlugin } from '@apollo/server';
+import { answeredByDefault, type DemoDefault } from '../admission/identity';
 
 /**
  * Demo mode answers a request that names no tenant for the first demo company (the
@@ -6,15 +7,14 @@ import type { ApolloServerPlugin } from '@apollo/server';
  * gateway that forgot to pass the tenant header notices instead of reading one demo
  * company's data as everyone's.
  */
-export function demoTenantPlugin(options: { readonly tenantHeader: string; readonly defaultTenant: string }): ApolloServerPlugin {
+export function demoTenantPlugin(demo: DemoDefault): ApolloServerPlugin {
   return {
     async requestDidStart() {
       return {
         async willSendResponse({ request, response }) {
-          if (response.body.kind !== 'single') return;
-          if (request.http?.headers.get(options.tenantHeader)?.trim()) return;
+          if (response.body.kind !== 'single' || !answeredByDefault(demo, (name) => request.http?.headers.get(name))) return;
           const result = response.body.singleResult;
-          result.extensions = { ...result.extensions, demoTenant: options.defaultTenant };
+          result.extensions = { ...result.extensions, demoTenant: demo.defaultTenant };
         },
       };
     },

@@ -20,7 +20,7 @@ export function operationSpanPlugin(tracing: Tracing): ApolloServerPlugin {
 
 /**
  * Names the active request span after its operation. A query answered whole from memory
- * (http/wholeAnswers.ts) never reaches Apollo Server's hooks: the handler names its span
+ * (cache/answers.ts) never reaches Apollo Server's hooks: the handler names its span
  * here too, under the operation name the answer resolved to, marked `wfs.whole_answer`.
  */
 export function nameOperationSpan(tracing: Tracing, type: string, operationName: string | null, whole = false): void {

@@ -45,8 +45,8 @@ export function keptKey(ref: PageRef | null, pageSize: number, filter: string): 
 }
 
 /**
- * What one request's answer was made of, for its cache policy (the cache-control
- * plugin, observability/cachePolicy.ts): until when the oldest data it used is within
+ * What one request's answer was made of, for the cache's decision (cache/policy.ts):
+ * until when the oldest data it used is within
  * the window, and the lists it read. Data read from the upstream during the request is
  * fresh until it was asked for plus the window; data from memory until its index's
  * lifetime ends (every record and page an index holds was asked for after its lifetime

@@ -24,7 +24,7 @@ export type { UpstreamQuery } from './pageCache';
 /** When a page a walk returned was asked of the upstream (a live poll dates what it confirms by it, docs/caching.md). */
 export { fetchedAt } from './keptPages';
 export type { AnswerSources } from './epochs';
-/** Whether an answer made of these sources is still what its indexes hold (an answer kept whole, http/wholeAnswers.ts). */
+/** Whether an answer made of these sources is still what its indexes hold (an answer kept whole, cache/answers.ts). */
 export { stillCurrent as answerStillCurrent } from './epochs';
 
 /**

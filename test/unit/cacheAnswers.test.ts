@@ -1,18 +1,19 @@
 import { HeaderMap } from '@apollo/server';
 import { Kind, parse, type OperationDefinitionNode } from 'graphql';
-import { cachePolicyPlugin, untaggedExtensions } from '../../src/graphql/server/cachePolicy';
+import { WholeAnswers } from '../../src/cache/answers';
+import { UNIT_BYTES } from '../../src/cache/budget';
+import { bodyDigest, CachePolicy } from '../../src/cache/policy';
+import { CacheTags } from '../../src/cache/tags';
 import type { GraphQLContext } from '../../src/graphql/data/context';
-import { identicalRequestKey } from '../../src/http/sharedRequests';
-import { WholeAnswers, UNIT_BYTES } from '../../src/http/wholeAnswers';
 import { answerStillCurrent, type AnswerSources } from '../../src/upstream/reading/tenantReader';
-import { CacheTags } from '../../src/upstream/cacheTags';
 import { RESOURCES } from '../../src/upstream/resources';
 
 /**
- * The store of answers kept whole (src/http/wholeAnswers.ts) alone: its key, its
+ * The store of answers kept whole (src/cache/answers.ts) alone: its key, its
  * `max-age`, its checks of the indexes an answer was read from, and its byte budget.
  * Requests are fakes that carry what the handler and Apollo hand it: a context whose
- * company resolves, and (for a miss) the plugin's look at the response, then `keep`.
+ * company resolves, and (for a miss) the decision the cache policy makes for the
+ * answer (the last test: the real policy), then `keep`.
  */
 
 let clock = 1_000_000;
@@ -36,8 +37,16 @@ function index() {
 }
 
 /** A store; the tests but the last keep an answer the first time it is asked (`minUses` 1), the last one checks the shipped 2. */
-function store(maxBytes = 1_000_000, minUses = 1): WholeAnswers {
-  return new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0, minUses, untaggedExtensions });
+function store(maxBytes = 1_000_000, minUses = 1, remembered?: number): WholeAnswers {
+  const budget = { maxBytes, charge: (units: number) => void (charged += units) };
+  return new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, budget, sweepEveryMs: 0, minUses, ...(remembered !== undefined && { remembered }) });
+}
+
+/** The policy, at this window, in trusted-header mode: which requests are identical, and (last test) the decision. */
+const policy = new CachePolicy({ freshnessSeconds: WINDOW_SECONDS, tags: new CacheTags(Buffer.alloc(32)), resources: undefined as never, identityHeaders: ['x-tenant-id'], now: () => clock });
+
+function keyOf(context: GraphQLContext, body: string, headers: Record<string, string>): Promise<string | undefined> {
+  return policy.requestKey(context, { headers, digest: bodyDigest(body), search: false });
 }
 
 function contextOf(tenantId: string | undefined, sources: AnswerSources, until: number): GraphQLContext {
@@ -52,6 +61,7 @@ function contextOf(tenantId: string | undefined, sources: AnswerSources, until: 
     knownTenant: () => (tenantId === undefined ? undefined : tenant),
     itemErrors: [],
     signal: new AbortController().signal,
+    cache: { keepAs: undefined, decision: undefined },
     release: () => undefined,
   } as unknown as GraphQLContext;
 }
@@ -60,13 +70,14 @@ function contextOf(tenantId: string | undefined, sources: AnswerSources, until: 
 async function ask(answers: WholeAnswers, tenantId: string | undefined, body: string, made: { sources: AnswerSources; until: number; answer?: string }): Promise<{ body: string; headers: Record<string, string> } | undefined> {
   const context = contextOf(tenantId, made.sources, made.until);
   const headers = { 'content-type': 'application/json', ...(tenantId && { 'x-tenant-id': tenantId }) };
-  const key = await identicalRequestKey(context, body, headers);
-  const hit = key === undefined ? undefined : await answers.lookup(context, key, headers);
+  const key = await keyOf(context, body, headers);
+  const hit = key === undefined ? undefined : await answers.lookup(context, key);
   if (hit) return { body: hit.body.toString(), headers: hit.headers };
-  const cacheControl = `private, max-age=${Math.floor((made.until - clock) / 1000)}`;
-  const hooks = await answers.plugin().requestDidStart!({} as never);
-  await hooks!.willSendResponse!({ contextValue: context, operation: { operation: 'query' }, operationName: 'Q', response: { http: { headers: new HeaderMap([['cache-control', cacheControl]]) }, body: { kind: 'single', singleResult: { data: {} } } } } as never);
-  answers.keep(context.signal, 200, { 'content-type': 'application/json', 'cache-control': cacheControl }, made.answer ?? `{"data":{"for":"${tenantId}"}}`);
+  // The decision the policy makes for an answer read from `made.sources`, kept whole if the store asked for it.
+  const maxAge = Math.floor((made.until - clock) / 1000);
+  const sources = context.cache!.keepAs !== undefined && answerStillCurrent(made.sources) ? made.sources : undefined;
+  context.cache!.decision = { maxAge, vary: 'x-tenant-id', ...(sources && { keep: { until: made.until, sources, operationName: 'Q', lastSecond: () => undefined } }) };
+  answers.keep(context, 200, { 'content-type': 'application/json', 'cache-control': `private, max-age=${maxAge}`, vary: 'x-tenant-id' }, made.answer ?? `{"data":{"for":"${tenantId}"}}`);
   return undefined;
 }
 
@@ -83,14 +94,14 @@ it("serves an answer again to its company only, its max-age what is left of the 
   expect(await ask(answers, 'a', '{"query":"{ x }"}', made)).toBeUndefined();
   clock += 1_000;
   const hit = await ask(answers, 'a', '{"query":"{ x }"}', made);
-  expect(hit).toEqual({ body: '{"data":{"for":"a"}}', headers: { 'content-type': 'application/json', 'cache-control': 'private, max-age=6', 'content-length': '20' } });
+  expect(hit).toEqual({ body: '{"data":{"for":"a"}}', headers: { 'content-type': 'application/json', 'cache-control': 'private, max-age=6', vary: 'x-tenant-id', 'content-length': '20' } });
   // Another company, the same bytes: its own answer. Another body: another answer. A refused identity: nothing.
   expect(await ask(answers, 'b', '{"query":"{ x }"}', made)).toBeUndefined();
   expect((await ask(answers, 'b', '{"query":"{ x }"}', made))?.body).toBe('{"data":{"for":"b"}}');
   expect(await ask(answers, 'a', '{"query":"{ x } "}', made)).toBeUndefined();
   expect(await ask(answers, undefined, '{"query":"{ x }"}', made)).toBeUndefined();
   expect(answers.size).toBe(3);
-  // Less than a second left, and no answer of that second worked out (the cache policy tagged nothing here): not served.
+  // Less than a second left, and no answer of that second worked out (the decision here gives none): not served.
   clock += 5_600;
   expect(await ask(answers, 'a', '{"query":"{ x }"}', { ...made, until: clock - 1 })).toBeUndefined();
   clock += 10_000;
@@ -149,7 +160,7 @@ it('holds its byte budget, least recently used first out, each answer charged to
 
 it('keeps an answer, by default, only the second time its request is asked within the window (nginx\'s proxy_cache_min_uses), or at once after a kept one ended', async () => {
   const REMEMBERED = 50;
-  const answers = new WholeAnswers({ freshnessSeconds: WINDOW_SECONDS, now: () => clock, maxBytes: 1_000_000, charge: (units) => (charged += units), tenantHeader: 'x-tenant-id', sweepEveryMs: 0, remembered: REMEMBERED });
+  const answers = store(1_000_000, 2, REMEMBERED);
   const made = () => ({ sources: [{ resource: locations, index: index(), epoch: 0 }], until: clock + 9_000 });
   const body = '{"query":"{ twice }"}';
   expect(await ask(answers, 'a', body, made())).toBeUndefined();
@@ -187,27 +198,28 @@ it('keeps an answer, by default, only the second time its request is asked withi
 
 it('answers, in the last second of its freshness, what the plain path then answers from the same indexes: no-store, untagged', async () => {
   const answers = store();
-  const policy = cachePolicyPlugin({ freshnessSeconds: WINDOW_SECONDS, tags: new CacheTags(Buffer.alloc(32)), resources: undefined as never, tenantHeader: 'x-tenant-id', now: () => clock });
-  /** The plain path's answer to `{ x }` now for an answer made of `sources`, through the real cache policy. */
-  const execute = async (sources: AnswerSources, extensions?: Record<string, unknown>) => {
-    const until = Math.min(...sources.map(({ index }) => index.freshUntil));
-    const context = contextOf('a', sources, until);
+  const plugin = policy.plugin();
+  /** Apollo's side of a request answering `{ x }` (its context's reader says what it was made of), through the real cache policy: its decision, headers and text. */
+  const execute = async (context: GraphQLContext, extensions?: Record<string, unknown>) => {
     Object.assign((context.knownTenant() as unknown as { reader: { freshness: object } }).reader.freshness, { lists: new Set(['locations']) });
     const result = { data: { x: 1 }, ...(extensions && { extensions }) };
     const response = { http: { headers: new HeaderMap() }, body: { kind: 'single', singleResult: result } };
     const operation = parse('{ x }').definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
     const hooks = { contextValue: context, operation, operationName: null, request: { http: { headers: new HeaderMap([['x-tenant-id', 'a']]) } }, response } as never;
-    await (await policy.requestDidStart!({} as never))!.willSendResponse!(hooks);
-    return { context, hooks, cacheControl: response.http.headers.get('cache-control')!, text: JSON.stringify(result) };
+    await (await plugin.requestDidStart!({} as never))!.willSendResponse!(hooks);
+    return { cacheControl: response.http.headers.get('cache-control')!, headers: Object.fromEntries(response.http.headers), text: JSON.stringify(result) };
   };
-  /** One request to the store: its hit, or undefined after it executed and offered its answer. */
+  const contextFor = (sources: AnswerSources) => contextOf('a', sources, Math.min(...sources.map(({ index }) => index.freshUntil)));
+  /** The plain path's answer now, not offered to the store. */
+  const plainNow = (sources: AnswerSources, extensions?: Record<string, unknown>) => execute(contextFor(sources), extensions);
+  /** One request as the handler runs it: the store's hit, or undefined after it executed and offered its answer. */
   const request = async (body: string, sources: AnswerSources, extensions?: Record<string, unknown>) => {
-    const plain = await execute(sources, extensions);
+    const context = contextFor(sources);
     const headers = { 'content-type': 'application/json', 'x-tenant-id': 'a' };
-    const hit = await answers.lookup(plain.context, (await identicalRequestKey(plain.context, body, headers))!, headers);
+    const hit = await answers.lookup(context, (await keyOf(context, body, headers))!);
     if (hit) return { cacheControl: hit.headers['cache-control'], text: hit.body.toString(), length: hit.headers['content-length'] };
-    await (await answers.plugin().requestDidStart!({} as never))!.willSendResponse!(plain.hooks);
-    answers.keep(plain.context.signal, 200, { 'content-type': 'application/json', 'cache-control': plain.cacheControl }, plain.text);
+    const plain = await execute(context, extensions);
+    answers.keep(context, 200, { 'content-type': 'application/json', ...plain.headers }, plain.text);
     return undefined;
   };
   for (const extensions of [undefined, { other: [1] }]) {
@@ -220,7 +232,7 @@ it('answers, in the last second of its freshness, what the plain path then answe
     expect(JSON.parse(kept!.text).extensions.apolloCacheTags).toHaveLength(1);
     clock += WINDOW_SECONDS * 1000 - 400;
     // max-age would be 0: the plain path's answer then, byte for byte, without executing.
-    const plain = await execute(sources, extensions);
+    const plain = await plainNow(sources, extensions);
     expect(plain.cacheControl).toBe('no-store');
     const hit = await request(body, sources, extensions);
     expect(hit).toEqual({ cacheControl: 'no-store', text: plain.text, length: String(Buffer.byteLength(plain.text)) });
@@ -235,7 +247,7 @@ it('answers, in the last second of its freshness, what the plain path then answe
   await request('{"query":"{ watched }"}', sources);
   clock += WINDOW_SECONDS * 1000 - 400;
   watched.expiresAt = clock + WINDOW_SECONDS * 1000;
-  expect((await execute(sources)).cacheControl).toBe(`private, max-age=${WINDOW_SECONDS}`);
+  expect((await plainNow(sources)).cacheControl).toBe(`private, max-age=${WINDOW_SECONDS}`);
   expect(await request('{"query":"{ watched }"}', sources)).toBeUndefined();
   expect((await request('{"query":"{ watched }"}', sources))?.cacheControl).toBe(`private, max-age=${WINDOW_SECONDS}`);
   answers.close();

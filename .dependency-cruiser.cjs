@@ -16,7 +16,7 @@
 const FLOORS = [
   { name: 'base', path: '^src/(config|memory)/|^src/(nodeVersion|compileCache|heapLimit|exampleQuery|browserRedirect|routerSecret)\\.ts$' },
   { name: 'rest', path: '^src/(upstream|live)/' },
-  { name: 'graphql', path: '^src/(graphql|explorer|__generated__)/' },
+  { name: 'graphql', path: '^src/(graphql|explorer|cache|__generated__)/' },
   { name: 'observe', path: '^src/(observability|http)/' },
   { name: 'wiring', path: '^src/(app|server|main|index|demo)\\.ts$' },
 ];

@@ -10,7 +10,6 @@ import type { Config } from '../config';
 import type { DemoDefault, IdentityResolver } from '../graphql/admission/identity';
 import type { Observer } from '../upstream/observer';
 import type { MemoryBudget } from '../memory/budget';
-import type { EntityIndexes } from '../upstream/reading/entityIndexes';
 import type { ResourceSet } from '../upstream/resources';
 import { WholeAnswers } from './answers';
 import { cacheBudget } from './budget';
@@ -40,8 +39,8 @@ export interface CacheParts {
   readonly demo?: DemoDefault | undefined;
   /** Identity (identity.ts): the headers it reads are what decides whose an answer is (`Vary`). */
   readonly identify: Pick<IdentityResolver, 'reads'>;
-  /** The entity indexes: what kept pages live in, and the indexes' clock. */
-  readonly indexes: EntityIndexes;
+  /** The entity indexes (built by the wiring): their clock, and the list whose kept pages a change ends. */
+  readonly indexes: { readonly now: () => number; changed(tenantId: string, list: string): void };
   /** The replica's memory budget (memory/budget.ts) answers kept whole are charged to. */
   readonly budget: MemoryBudget;
   readonly resources: ResourceSet;

@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GraphQLError } from 'graphql';
-import type { CacheTicket } from '../../cache/policy';
+import type { CacheTicket } from '../../cache/decision';
 import type { LiveHub } from '../../live/hub';
 import type { IdentityResolver } from '../admission/identity';
 import { NO_OBSERVER, type RequestRecord } from '../../upstream/observer';

@@ -125,6 +125,7 @@ describe('a WebSocket connection is read no faster than its messages are handled
         const text = await scrapeText(url).catch(() => '');
         const samples = text ? parseSamples(text) : [];
         peak = Math.max(peak, total(samples, 'nodejs_external_memory_bytes') + total(samples, 'nodejs_heap_size_used_bytes'));
+        // Time is the subject: the sampling period, not a wait for something to happen.
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
@@ -167,6 +168,7 @@ describe('a WebSocket connection is read no faster than its messages are handled
     const queued = (async () => {
       while (sampling) {
         peakQueued = Math.max(peakQueued, await metric(server.url, 'wfs_live_queued_message_bytes').catch(() => 0));
+        // Time is the subject: the sampling period, not a wait for something to happen.
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     })();

@@ -13,8 +13,8 @@ import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
  * Only the coerced values of the variables an operation declares count (and are kept).
  */
 const FILTERED = 'subscription Filtered($filter: ShiftFilter) { shiftChanges(filter: $filter) { kind nodeId } }';
-/** Variables whose declared part is 2,023 bytes of JSON (`{"filter":{"locationId":"l…l"}}`), with 100 KB the operation does not declare. */
-const VARIABLES = { filter: { locationId: 'l'.repeat(1_997) }, unused: 'u'.repeat(100_000) };
+/** Variables whose declared part is 2,023 bytes of JSON (`{"filter":{"locationId":"l…l"}}`), with 50 KB the operation does not declare (a message is at most 64 KiB). */
+const VARIABLES = { filter: { locationId: 'l'.repeat(1_997) }, unused: 'u'.repeat(50_000) };
 const DECLARED_BYTES = JSON.stringify({ filter: VARIABLES.filter }).length;
 
 describe('bytes of variables kept by open subscriptions', () => {

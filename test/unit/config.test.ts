@@ -119,12 +119,12 @@ describe('loadConfig', () => {
     expect(KNOWN_ENV_VARIABLES).toEqual(expect.arrayContaining(['WFS_INTROSPECTION', 'WFS_UPSTREAM_CALL_BUDGET', 'WFS_REDIS_KEY', 'WFS_DEMO', 'WFS_JWT_NO_AUDIENCE']));
   });
 
-  it("bounds a company's distinct live filters by WFS_LIVE_FILTERS_PER_COMPANY (default 1 000, at most its 5 000 subscriptions), in limits.live", () => {
+  it("bounds a company's distinct live filters by WFS_LIVE_FILTERS_PER_COMPANY (default 1 000, at most its 1 000 subscriptions), in limits.live", () => {
     expect(loadConfig({}).limits.live.filtersPerCompany).toBe(1_000);
     const config = loadConfig({ WFS_LIVE_FILTERS_PER_COMPANY: '250' });
     expect(config.limits.live).toEqual({ ...loadConfig({}).limits.live, filtersPerCompany: 250 });
     expect(Object.isFrozen(config.limits.live)).toBe(true);
-    expect(failure({ WFS_LIVE_FILTERS_PER_COMPANY: '5001' })).toEqual({ variable: 'WFS_LIVE_FILTERS_PER_COMPANY', message: expect.stringContaining('from 1 to 5000') });
+    expect(failure({ WFS_LIVE_FILTERS_PER_COMPANY: '1001' })).toEqual({ variable: 'WFS_LIVE_FILTERS_PER_COMPANY', message: expect.stringContaining('from 1 to 1000') });
     expect(failure({ WFS_LIVE_FILTERS_PER_COMPANY: '0' }).variable).toBe('WFS_LIVE_FILTERS_PER_COMPANY');
   });
 

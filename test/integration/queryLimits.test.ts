@@ -49,7 +49,7 @@ const abusive: Array<[string, string, RegExp]> = [
   ['1,000 aliases of a list', `{ ${repeat(1000, (i) => `l${i}: ${LIST}`)} }`, /more tha[nt] 5000 tokens/],
   ['1,000 directives with arguments', `{ locations(first: 1) ${repeat(1000, () => '@include(if: true)')} { nodes { id } } }`, /more tha[nt] 5000 tokens/],
   ['1,000 bare directives', `{ locations(first: 1) ${repeat(1000, () => '@cached')} { nodes { id } } }`, /1000 directives/],
-  ['6,000 tokens', `{ ${LIST} ${repeat(6_000, () => '__typename')} }`, /more tha[nt] 5000 tokens/],
+  ['6,000 tokens', `{ ${LIST} ${repeat(6_000, () => 'a')} }`, /more tha[nt] 5000 tokens/],
   ['one field repeated 1,000 times (graphql-js stops comparing them)', `{ ${repeat(1000, () => '__typename')} ${LIST} }`, /^Validation aborted: the document takes too much work to check .*; select each field once/],
   [
     'a fragment fan-out of 10^5 fields',

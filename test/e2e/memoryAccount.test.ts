@@ -82,7 +82,7 @@ it('stays up and answers with every bound a client can fill filled at once', asy
     .map((tenant) => tenant.tenantId);
   expect(companies).toHaveLength(3);
   // A router's connection, opened first and kept alive: it is answered at the end.
-  const router = new Client(new URL(url).origin, { connections: 1, keepAliveTimeout: 60_000, localAddress: '127.0.0.50' });
+  const router = new Client(new URL(url).origin, { keepAliveTimeout: 60_000, localAddress: '127.0.0.50' });
   const asked = async () => {
     const response = await router.request({ path: '/graphql', method: 'POST', headers: { 'content-type': 'application/json', 'x-tenant-id': companies[0]! }, body: JSON.stringify({ query: '{ locations(first: 1) { nodes { id } } }' }) });
     return { status: response.statusCode, body: (await response.body.json()) as { data?: { locations?: { nodes: unknown[] } } } };

@@ -36,10 +36,10 @@ const headerRules = (
   }
 ).headers;
 
-/** The router's `${env.NAME}` expansion, over the environment the test gives the router. */
+/** The router's `${env.NAME}` and `${env.NAME:-default}` expansion, over the environment the test gives the router. */
 function expand(value: string, env: Record<string, string>): string {
-  return value.replace(/\$\{env\.([A-Z0-9_]+)\}/g, (_match, name: string) => {
-    const expanded = env[name];
+  return value.replace(/\$\{env\.([A-Z0-9_]+)(?::-([^}]*))?\}/g, (_match, name: string, fallback: string | undefined) => {
+    const expanded = env[name] ?? fallback;
     if (expanded === undefined) throw new Error(`router.yaml needs ${name} in the environment`);
     return expanded;
   });
@@ -73,8 +73,9 @@ class RouterHeaderRules extends RemoteGraphQLDataSource<GatewayContext> {
     const incoming = 'headers' in context ? (context as GatewayContext).headers : {};
     for (const rule of rules) {
       if (rule.propagate) {
-        const value = incoming[rule.propagate.named.toLowerCase()];
-        if (value !== undefined) request.http?.headers.set(rule.propagate.named, value);
+        const named = expand(rule.propagate.named, this.routerEnv);
+        const value = incoming[named.toLowerCase()];
+        if (value !== undefined) request.http?.headers.set(named, value);
       }
       if (rule.insert) request.http?.headers.set(rule.insert.name, expand(rule.insert.value, this.routerEnv));
     }

@@ -79,7 +79,11 @@ describe('a request body is counted as parsed', () => {
     const body = emptyObjects(QUERY, 999_004);
     expect(Buffer.byteLength(body)).toBe(999_004);
     const objects = await Promise.all(Array.from({ length: 16 }, () => post(server.url, body, agent, tenant)));
-    expect(objects).toEqual(Array(16).fill({ status: 413, code: 'BAD_REQUEST' }));
+    // Each is answered, none reset: refused at the 100 000th value (413), or, while the
+    // address's other bodies hold its share, sooner (429). One body always fits its
+    // address's share, so at least one reaches the value bound.
+    for (const answer of objects) expect([{ status: 413, code: 'BAD_REQUEST' }, { status: 429, code: 'SERVICE_UNAVAILABLE' }]).toContainEqual(answer);
+    expect(objects.filter((answer) => answer.status === 413).length).toBeGreaterThan(0);
     expect(server.alive()).toBe(true);
     const after = await post(server.url, JSON.stringify({ query: QUERY }), agent, tenant);
     expect(after).toEqual({ status: 200, code: undefined });

@@ -66,9 +66,11 @@ it('refuses _entities given one object instead of a list before execution, with 
   expect(single.body.errors![0]!.extensions!['cost.estimated']).toBeGreaterThan(5_000_000);
 });
 
-it('keeps the heap flat over 40 requests whose page-size variable is a 1 MB list that does not coerce', async () => {
+it('keeps the heap flat over 80 requests whose page-size variable is a 475 KB list that does not coerce', async () => {
   const query = 'query Q($n: Int, $m: String) { locations(first: $n, after: $m) { pageInfo { hasNextPage } } }';
-  const tail = ',1e20'.repeat(200_000);
+  // 95 000 numbers: under the 100 000 JSON values a body may have, so the list is parsed
+  // and coercion refuses it (a 1 MB one is refused before it is parsed: below).
+  const tail = ',1e20'.repeat(95_000);
   const send = async (i: number) => {
     const answer = await post(`{"query":${JSON.stringify(query)},"variables":{"n":[${i}${tail}]}}`);
     expect(answer.status).toBe(400);
@@ -76,22 +78,29 @@ it('keeps the heap flat over 40 requests whose page-size variable is a 1 MB list
   };
   for (let i = 0; i < 10; i++) await send(i);
   const before = await heapUsedBytes();
-  for (let i = 10; i < 50; i++) await send(i);
+  for (let i = 10; i < 90; i++) await send(i);
   expect(exited).toBe(false);
-  // What a request kept would show here: 48 such requests grew it by 211 MiB before, so
-  // these 40 would grow it by some 176 MiB (or run it out of its 256 MiB first), over
-  // three times the 48 MiB allowed. The allowance is for garbage not yet collected, which
+  // What a request kept would show here: 48 requests of a 1 MB list grew it by 211 MiB
+  // before, so these 80 of half as much would grow it by some 170 MiB (or run it out of
+  // its 256 MiB first), over three times the 48 MiB allowed. The allowance is for garbage not yet collected, which
   // does not grow with the count: each body is a large object, swept at the next full GC.
   expect((await heapUsedBytes()) - before).toBeLessThan(48 * 2 ** 20);
   const fine = await post(JSON.stringify({ query, variables: { n: 2 } }));
   expect(fine.status).toBe(200);
 }, 120_000);
 
-it('answers a page-size variable of 300 000 nested arrays with 400 BAD_USER_INPUT, not a 500', async () => {
+it('answers a page-size variable of 99 000 nested arrays with 400 BAD_USER_INPUT, not a 500, and refuses 300 000 of them (or a 1 MB list) before parsing', async () => {
   const query = 'query Q($n: Int) { locations(first: $n) { pageInfo { hasNextPage } } }';
-  const answer = await post(`{"query":${JSON.stringify(query)},"variables":{"n":${'['.repeat(300_000)}1${']'.repeat(300_000)}}}`);
+  const nested = (depth: number) => `{"query":${JSON.stringify(query)},"variables":{"n":${'['.repeat(depth)}1${']'.repeat(depth)}}}`;
+  const answer = await post(nested(99_000));
   expect(answer.status).toBe(400);
   expect(answer.body.errors?.[0]?.extensions?.['code']).toBe('BAD_USER_INPUT');
+  // Past the 100 000 JSON values a body may have: 413, counted as it arrives, never parsed.
+  for (const body of [nested(300_000), `{"query":${JSON.stringify(query)},"variables":{"n":[0${',1e20'.repeat(200_000)}]}}`]) {
+    const refused = await post(body);
+    expect(refused.status).toBe(413);
+    expect(refused.body.errors?.[0]?.extensions?.['code']).toBe('BAD_REQUEST');
+  }
   expect(exited).toBe(false);
 });
 

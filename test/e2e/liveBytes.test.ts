@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { demoTenants } from '../../tools/emulator';
-import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
+import { SHIPPED_NODE_FLAGS, startBuiltServer, type BuiltServer } from '../helpers/builtServer';
+import { heldMemory, INSPECT_FLAG } from '../helpers/inspectedHeap';
 import { wsUrl } from '../helpers/liveClient';
 import { parseSamples, scrapeText, total } from '../helpers/metrics';
 import { waitFor } from '../helpers/waitFor';
@@ -8,22 +9,25 @@ import { waitFor } from '../helpers/waitFor';
 /**
  * What a client sends is not kept beyond need (docs/live.md, "Limits"), against the
  * built server as it ships (`node --max-semi-space-size=8 --max-old-space-size=256
- * dist/index.js`, demo mode): 200 subscribes carrying 250 KB of variables their
- * operation does not declare, and 200 connections whose `connection_init` carries a
- * 250 KB field, leave the heap under HEAP_BOUND and the server answering.
+ * dist/index.js`, demo mode): 998 subscribes carrying 60 KB of variables their
+ * operation does not declare (a message is at most 64 KiB), and 240 connections whose
+ * `connection_init` carries a 60 KB field, leave the heap under HEAP_BOUND (the
+ * connections: what they hold, read after full collections through the inspector,
+ * under their own cost) and the server answering.
  *
  * The volume is what shows kept bytes with margin both ways, and no more: the server
- * idles at about 20 MB, and read 22 to 31 MB after floods twice these (27 November
- * 2026), so HEAP_BOUND is 44 MiB; kept, either flood is 50 MB (48 MiB) on its own, over
- * the bound before the idle heap is counted (cf832d6, which kept them, read 117 to 131
- * MB after floods of 100 MB). Each 250 KB the server takes costs it memory traffic (a
- * copy out of the socket's chunks, a string, JSON.parse's string), so volume is what
- * the suite's CPU time goes by: halved on 28 November 2026, from 11 CPU-seconds.
+ * idles at about 20 MB, and read 22 to 31 MB after floods (27 November 2026), so
+ * HEAP_BOUND is 44 MiB; kept, the subscribes' 60 MB would be over it on their own
+ * (cf832d6, which kept them, read 117 to 131 MB after floods of 100 MB). The
+ * connections' 14 MB would not, so that test reads the heap after full collections
+ * (test/helpers/inspectedHeap.ts) against what 240 connections cost. Each 60 KB the
+ * server takes costs it memory traffic (a copy out of the socket's chunks, a string,
+ * JSON.parse's string), so volume is what the suite's CPU time goes by.
  */
 const LOCATION_CHANGES = 'subscription { locationChanges { kind nodeId } }';
 /** The heap the server may use once the flood's garbage is collected (it idles at about 20 MB). */
 const HEAP_BOUND = 44 * 1024 * 1024;
-const PADDING = 'p'.repeat(250_000);
+const PADDING = 'p'.repeat(60_000);
 
 let server: BuiltServer;
 let url: string;
@@ -33,7 +37,7 @@ const tenants = demoTenants().map((tenant) => tenant.tenantId);
 // A server of its own for each test: kept, either flood alone would take the heap past
 // HEAP_BOUND.
 beforeEach(async () => {
-  server = await startBuiltServer({ LOG_LEVEL: 'warn' });
+  server = await startBuiltServer({ LOG_LEVEL: 'warn' }, [...SHIPPED_NODE_FLAGS, INSPECT_FLAG]);
   url = server.url;
 }, 20_000);
 
@@ -71,7 +75,7 @@ async function initialised(init: Buffer, localAddress = '127.0.0.1') {
   return { socket, messages, closed };
 }
 
-/** Sends `data` as a text message once the previous message left (a flood of 250 KB messages would otherwise queue in this process). */
+/** Sends `data` as a text message once the previous message left (a flood of 60 KB messages would otherwise queue in this process). */
 const sent = (socket: WebSocket, data: Buffer) =>
   new Promise<void>((resolve, reject) => socket.send(data, { binary: false }, (error) => (error ? void serverState().then((state) => reject(new Error(`a send failed (${error.message}); ${state}`))) : resolve())));
 
@@ -109,10 +113,11 @@ describe('bytes a client sends are not kept beyond need (built server)', () => {
     await waitFor(async () => (await metric('wfs_live_subscriptions')) === subscriptions + 1, 'one more subscription open');
   }
 
-  it('keeps of 200 subscribes their operations and declared variables, not the 250 KB of undeclared ones each carries', async () => {
-    // Two connections of two companies, 100 subscribes each: under the bounds per
-    // connection (1,000) and per company and 10 s (1,000).
-    const SUBSCRIBES = 100;
+  it('keeps of 998 subscribes their operations and declared variables, not the 60 KB of undeclared ones each carries', async () => {
+    // Two connections of two companies, 499 subscribes each: under the bounds per
+    // connection (1,000), per company and 10 s (1,000) and the replica's (1,000, with
+    // the one `healthy` opens). Kept, the 60 KB would be 60 MB.
+    const SUBSCRIBES = 499;
     const connections = await Promise.all(tenants.slice(0, 2).map((tenant) => initialised(initMessage({ headers: { 'x-tenant-id': tenant } }))));
     // One message per connection, built once: each subscribe writes its id, of fixed
     // width, over the previous one's, which `sent` saw leave.
@@ -132,16 +137,20 @@ describe('bytes a client sends are not kept beyond need (built server)', () => {
     await healthy(2 * SUBSCRIBES);
   }, 300_000); // 4 to 18 s on the machine's two cores at load 11 to 12 with twice the messages
 
-  it('keeps of 200 connections only the headers identity reads of their connection_init, not the 250 KB field each carries', async () => {
-    // 100 from each of 2 loopback addresses; 20 at a time, so that a loaded machine
+  it('keeps of 240 connections only the headers identity reads of their connection_init, not the 60 KB field each carries', async () => {
+    // 100 from each loopback address (its bound); 20 at a time, so that a loaded machine
     // still answers each within the 3 s a connection has for its `connection_init`.
-    const CONNECTIONS = 200;
+    // Kept, the 60 KB fields would be 14 MB: more than the connections' own cost.
+    const before = await heldMemory(server);
+    const CONNECTIONS = 240;
     const inits = tenants.map((tenant) => initMessage({ headers: { 'x-tenant-id': tenant }, padding: PADDING }));
     for (let batch = 0; batch < CONNECTIONS / 20; batch += 1) {
       const address = `127.0.0.${Math.floor(batch / 5) + 2}`;
       await Promise.all(Array.from({ length: 20 }, (_, index) => initialised(inits[index % inits.length]!, address)));
     }
     expect(server.alive()).toBe(true);
+    // About 20 KiB a connection (the memory account counts 20 KiB and a message half received).
+    expect((await heldMemory(server)).heapUsed - before.heapUsed).toBeLessThan(CONNECTIONS * 24 * 1024);
     await healthy(0);
   }, 300_000); // 6 to 14 s at load 11 to 12 with twice the messages
 });

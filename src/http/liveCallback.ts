@@ -1,0 +1,256 @@
+/**
+ * Apollo's HTTP callback protocol for subscriptions (`callback/1.0`), what Apollo
+ * Router's callback mode and Hive Gateway's `http-callback` transport speak: the
+ * router POSTs the subscription with `extensions.subscription` (`callbackUrl`,
+ * `subscriptionId`, `verifier`, `heartbeatIntervalMs`); this replica admits it through
+ * the subscribe gate (liveSession.ts, the WebSocket's admission), POSTs `check` to the
+ * callback URL, answers the subscription request (`{"data":null}`), then POSTs `next`
+ * per change, `check` as a heartbeat while nothing else is sent, and `complete` at the
+ * end. A 404 (or any 4xx) from the router ends the subscription: it no longer knows it.
+ *
+ * A callback URL is an outbound request its caller chooses, so it is bounded before
+ * anything is sent: only to an origin `WFS_SUBSCRIPTION_CALLBACK_ALLOW` names (unset:
+ * none, every callback subscription refused), from a caller with the router secret when
+ * one is set (routes.ts refuses the rest before the body is read), at most
+ * `callbacksPerRouter` open per callback origin, each POST within `callbackTimeoutMs`
+ * and retried at most `callbackRetries` times (5xx, 429, no answer), redirects never
+ * followed (a 3xx is the router's refusal). A refusal is the request's answer, with its
+ * code (refusals.ts), counted and logged, and sends nothing.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { FormattedExecutionResult } from 'graphql';
+import { Agent, request } from 'undici';
+import type { LiveLimits } from '../config';
+import { messageOf, refusalError, type RefusalReason } from '../graphql/admission/refusals';
+import type { SubscribeGate } from '../graphql/admission/subscribeGate';
+import type { Logger } from '../observability/logger';
+import { sendJson } from './respond';
+import { openSubscription, type SubscriptionResults } from './liveSession';
+
+/** The longest callback URL, subscription id and verifier accepted, in characters. */
+const MAX_URL_CHARS = 2_048;
+const MAX_ID_CHARS = 128;
+const MAX_VERIFIER_CHARS = 1_024;
+/** The shortest heartbeat interval honoured: a router asking for less gets this. */
+const MIN_HEARTBEAT_MS = 1_000;
+
+export type CallbackLimits = Pick<LiveLimits, 'callbacksPerRouter' | 'callbackRetries' | 'callbackTimeoutMs'>;
+
+export interface LiveCallbackOptions {
+  readonly gate: SubscribeGate;
+  /** The origins callback URLs may name (`scheme://host:port`, WFS_SUBSCRIPTION_CALLBACK_ALLOW). */
+  readonly allow: readonly string[];
+  readonly limits: CallbackLimits;
+  /** Counts a refusal (the Observer port's `refused`). */
+  readonly refused: (reason: RefusalReason) => void;
+  readonly logger: Logger;
+}
+
+export interface LiveCallbacks {
+  /** Serves one callback subscription request (its body parsed, `extensions.subscription` present). */
+  subscribe(req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>): Promise<void>;
+  /** Open callback subscriptions. */
+  readonly open: number;
+  /** Ends every callback subscription (each router is sent `complete`), and waits for their last POSTs. */
+  close(): Promise<void>;
+}
+
+/** A callback subscription's `extensions.subscription`, checked. */
+interface Callback {
+  readonly url: URL;
+  readonly id: string;
+  readonly verifier: string;
+  /** 0: no heartbeat. */
+  readonly heartbeatMs: number;
+}
+
+type Outcome = 'ok' | 'gone' | 'failed';
+
+export function createLiveCallbacks(options: LiveCallbackOptions): LiveCallbacks {
+  const { limits, logger } = options;
+  const allowed = new Set(options.allow.map((origin) => new URL(origin).origin));
+  const perRouter = new Map<string, number>();
+  const running = new Set<{
+    readonly results: SubscriptionResults;
+    readonly done: Promise<void>;
+  }>();
+  // Its own connections, closed with the server; undici never follows a redirect unless asked.
+  const agent = new Agent({
+    connections: 64,
+    headersTimeout: limits.callbackTimeoutMs,
+    bodyTimeout: limits.callbackTimeoutMs,
+  });
+  let closing = false;
+
+  const refuse = (res: ServerResponse, reason: RefusalReason, worded?: string, origin?: string) => {
+    options.refused(reason);
+    logger.warn({ reason, ...(origin && { origin }) }, 'live: a callback subscription was refused');
+    sendJson(res, 200, {
+      data: null,
+      errors: [refusalError(reason, worded).toJSON()],
+    });
+  };
+  const release = (origin: string) => {
+    const left = (perRouter.get(origin) ?? 1) - 1;
+    if (left === 0) perRouter.delete(origin);
+    else perRouter.set(origin, left);
+  };
+  /** POSTs one protocol message, retried on 5xx, 429 and no answer; 'gone' for any other non-2xx. */
+  const post = async (callback: Callback, message: Record<string, unknown>): Promise<Outcome> => {
+    const text = JSON.stringify({
+      kind: 'subscription',
+      id: callback.id,
+      verifier: callback.verifier,
+      ...message,
+    });
+    const attempts = closing ? 1 : limits.callbackRetries + 1;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      if (attempt > 0) await delay(100 * 2 ** (attempt - 1));
+      try {
+        const { statusCode, body } = await request(callback.url, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: {
+            'content-type': 'application/json',
+            'subscription-protocol': 'callback/1.0',
+          },
+          body: text,
+          signal: AbortSignal.timeout(limits.callbackTimeoutMs),
+        });
+        await body.dump();
+        if (statusCode >= 200 && statusCode < 300) return 'ok';
+        if (statusCode < 500 && statusCode !== 429) return 'gone';
+      } catch (error) {
+        logger.debug({ err: (error as Error).message, origin: callback.url.origin }, 'live: a subscription callback POST failed');
+      }
+    }
+    return 'failed';
+  };
+
+  return {
+    get open() {
+      return running.size;
+    },
+    async subscribe(req, res, body) {
+      if (allowed.size === 0) return refuse(res, 'callback_disabled');
+      const callback = callbackOf((body.extensions as Record<string, unknown>).subscription);
+      if (typeof callback === 'string') return refuse(res, 'callback_extension', callback);
+      const origin = callback.url.origin;
+      if (!allowed.has(origin)) return refuse(res, 'callback_origin', undefined, origin);
+      if (closing) return refuse(res, 'callback_router', 'the server is shutting down; subscribe on another replica', origin);
+      if ((perRouter.get(origin) ?? 0) >= limits.callbacksPerRouter) {
+        return refuse(res, 'callback_router', `this replica holds ${limits.callbacksPerRouter} callback subscriptions of this router already; retry in a moment (another replica may take it)`, origin);
+      }
+      // Taken before the first wait, so a burst cannot all pass the bound.
+      perRouter.set(origin, (perRouter.get(origin) ?? 0) + 1);
+      let opened;
+      try {
+        opened = await openSubscription(
+          options.gate,
+          req.headers,
+          {
+            query: body.query,
+            variables: body.variables,
+            operationName: body.operationName,
+          },
+          'callback',
+        );
+      } catch (error) {
+        release(origin);
+        throw error;
+      }
+      // Refused by the gate: the answer says so, and nothing is sent to the router.
+      if ('refused' in opened) {
+        release(origin);
+        return sendJson(res, 200, { data: null, ...opened.refused });
+      }
+      const checked = await post(callback, { action: 'check' });
+      if (checked !== 'ok') {
+        opened.results.end();
+        release(origin);
+        return refuse(res, 'callback_check', `the callback URL did not accept the subscription's check (${checked === 'gone' ? 'it answered that it does not know it' : 'no answer'}); it was not started`, origin);
+      }
+      sendJson(res, 200, { data: null });
+      const entry = { results: opened.results, done: Promise.resolve() };
+      running.add(entry);
+      entry.done = feed(callback, opened.results, post).finally(() => {
+        running.delete(entry);
+        release(origin);
+      });
+    },
+    async close() {
+      closing = true;
+      const all = [...running];
+      for (const { results } of all) results.end();
+      await Promise.allSettled(all.map(({ done }) => done));
+      await agent.close();
+    },
+  };
+}
+
+/**
+ * Feeds one callback subscription: `next` per result, `check` as a heartbeat at half the
+ * router's interval while nothing else was sent (a router ends a subscription that is
+ * silent for its interval), `complete` at the end; a router that answers it no longer
+ * knows it, or does not answer through the retries, ends it (no `complete`: it is gone).
+ */
+async function feed(callback: Callback, results: SubscriptionResults, post: (callback: Callback, message: Record<string, unknown>) => Promise<Outcome>): Promise<void> {
+  // One POST at a time: the router reads a subscription's messages in order.
+  let chain: Promise<Outcome> = Promise.resolve('ok');
+  let over = false;
+  let sentAt = Date.now();
+  const send = (message: Record<string, unknown>): Promise<Outcome> => {
+    chain = chain.then(async (previous) => {
+      if (previous !== 'ok') return previous;
+      sentAt = Date.now();
+      const outcome = await post(callback, message);
+      if (outcome !== 'ok' && !over) {
+        over = true;
+        results.end();
+      }
+      return outcome;
+    });
+    return chain;
+  };
+  const every = callback.heartbeatMs / 2;
+  const heartbeat = callback.heartbeatMs > 0 ? setInterval(() => void (Date.now() - sentAt >= every && send({ action: 'check' })), every) : undefined;
+  heartbeat?.unref();
+  try {
+    for (let result: FormattedExecutionResult | undefined = await results.next(); result && !over; result = await results.next()) {
+      if ((await send({ action: 'next', payload: result })) !== 'ok') return;
+    }
+    if (!over) await send({ action: 'complete' });
+  } finally {
+    clearInterval(heartbeat);
+    results.end();
+  }
+}
+
+/** The checked `extensions.subscription`, or what is wrong with it (the refusal's message). */
+function callbackOf(value: unknown): Callback | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return messageOf('callback_extension');
+  const fields = value as Record<string, unknown>;
+  // The GA protocol's names; the preview's snake_case ones as Apollo Server reads them too.
+  const url = fields.callbackUrl ?? fields.callback_url;
+  const id = fields.subscriptionId ?? fields.subscription_id;
+  const verifier = fields.verifier;
+  const interval = fields.heartbeatIntervalMs ?? fields.heartbeat_interval_ms ?? 5_000;
+  if (typeof url !== 'string' || url.length > MAX_URL_CHARS) return `extensions.subscription.callbackUrl must be an absolute http(s) URL of at most ${MAX_URL_CHARS} characters`;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'extensions.subscription.callbackUrl is not an absolute URL';
+  }
+  if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.username || parsed.password) return 'extensions.subscription.callbackUrl must be an http(s) URL without credentials';
+  if (typeof id !== 'string' || id === '' || id.length > MAX_ID_CHARS) return `extensions.subscription.subscriptionId must be a string of 1 to ${MAX_ID_CHARS} characters`;
+  if (typeof verifier !== 'string' || verifier === '' || verifier.length > MAX_VERIFIER_CHARS) return `extensions.subscription.verifier must be a string of 1 to ${MAX_VERIFIER_CHARS} characters`;
+  if (typeof interval !== 'number' || !Number.isInteger(interval) || interval < 0) return 'extensions.subscription.heartbeatIntervalMs must be a whole number of ms (0: no heartbeat)';
+  return {
+    url: parsed,
+    id,
+    verifier,
+    heartbeatMs: interval === 0 ? 0 : Math.max(MIN_HEARTBEAT_MS, interval),
+  };
+}

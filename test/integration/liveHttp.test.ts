@@ -121,6 +121,19 @@ describe('live updates over SSE and multipart', () => {
     expect(variables.results[0]?.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
   });
 
+  it('refuses a callback subscription while WFS_SUBSCRIPTION_CALLBACK_ALLOW is unset, with its code', async () => {
+    const disabled = await refusedTotal('callback_disabled');
+    const { statusCode, body } = await request(subgraph.server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tenant-id': tenantId },
+      body: JSON.stringify({ query: SHIFT_CHANGES, extensions: { subscription: { callbackUrl: 'http://127.0.0.1:9/callback/1', subscriptionId: '1', verifier: 'v', heartbeatIntervalMs: 5_000 } } }),
+    });
+    expect(statusCode).toBe(200);
+    expect(await body.json()).toEqual({ data: null, errors: [expect.objectContaining({ extensions: { code: 'BAD_REQUEST' } })] });
+    expect(await refusedTotal('callback_disabled')).toBe(disabled + 1);
+    expect(subgraph.server.live.subscriptions).toBe(0);
+  });
+
   it('leaves a query asking for SSE or multipart to Apollo Server', async () => {
     const { statusCode, body } = await request(subgraph.server.url, {
       method: 'POST',

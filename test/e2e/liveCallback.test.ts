@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { makeTenant, startEmulator, type Emulator } from '../../src/emulator';
+import { makeTenant, startEmulator, type Emulator } from '../../tools/emulator';
 import { startBuiltServer, type BuiltServer } from '../helpers/builtServer';
 import { startCallbackRouter, type CallbackMessage, type CallbackRouter } from '../helpers/callbackRouter';
 import { hourLater } from '../helpers/liveClient';

@@ -96,37 +96,7 @@ export function createLiveCallbacks(options: LiveCallbackOptions): LiveCallbacks
     if (left === 0) perRouter.delete(origin);
     else perRouter.set(origin, left);
   };
-  /** POSTs one protocol message, retried on 5xx, 429 and no answer; 'gone' for any other non-2xx. */
-  const post = async (callback: Callback, message: Record<string, unknown>): Promise<Outcome> => {
-    const text = JSON.stringify({
-      kind: 'subscription',
-      id: callback.id,
-      verifier: callback.verifier,
-      ...message,
-    });
-    const attempts = closing ? 1 : limits.callbackRetries + 1;
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      if (attempt > 0) await delay(100 * 2 ** (attempt - 1));
-      try {
-        const { statusCode, body } = await request(callback.url, {
-          method: 'POST',
-          dispatcher: agent,
-          headers: {
-            'content-type': 'application/json',
-            'subscription-protocol': 'callback/1.0',
-          },
-          body: text,
-          signal: AbortSignal.timeout(limits.callbackTimeoutMs),
-        });
-        await body.dump();
-        if (statusCode >= 200 && statusCode < 300) return 'ok';
-        if (statusCode < 500 && statusCode !== 429) return 'gone';
-      } catch (error) {
-        logger.debug({ err: (error as Error).message, origin: callback.url.origin }, 'live: a subscription callback POST failed');
-      }
-    }
-    return 'failed';
-  };
+  const post = poster(agent, limits, logger, () => closing);
 
   return {
     get open() {
@@ -186,6 +156,40 @@ export function createLiveCallbacks(options: LiveCallbackOptions): LiveCallbacks
       await Promise.allSettled(all.map(({ done }) => done));
       await agent.close();
     },
+  };
+}
+
+/** POSTs one protocol message to a callback URL, retried on 5xx, 429 and no answer (once only while `closing`); 'gone' for any other non-2xx. */
+function poster(agent: Agent, limits: CallbackLimits, logger: Logger, closing: () => boolean): (callback: Callback, message: Record<string, unknown>) => Promise<Outcome> {
+  return async (callback, message) => {
+    const text = JSON.stringify({
+      kind: 'subscription',
+      id: callback.id,
+      verifier: callback.verifier,
+      ...message,
+    });
+    const attempts = closing() ? 1 : limits.callbackRetries + 1;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      if (attempt > 0) await delay(100 * 2 ** (attempt - 1));
+      try {
+        const { statusCode, body } = await request(callback.url, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: {
+            'content-type': 'application/json',
+            'subscription-protocol': 'callback/1.0',
+          },
+          body: text,
+          signal: AbortSignal.timeout(limits.callbackTimeoutMs),
+        });
+        await body.dump();
+        if (statusCode >= 200 && statusCode < 300) return 'ok';
+        if (statusCode < 500 && statusCode !== 429) return 'gone';
+      } catch (error) {
+        logger.debug({ err: (error as Error).message, origin: callback.url.origin }, 'live: a subscription callback POST failed');
+      }
+    }
+    return 'failed';
   };
 }
 

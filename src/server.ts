@@ -342,7 +342,8 @@ function serveLive(parts: {
   });
   const liveSocket = attachLiveSocket({ httpServer, path: GRAPHQL_PATH, protocol: gate, router: parts.router, refused, slowConsumerDropped, onQueuedBytes: parts.onQueuedBytes, logger, limits: parts.limits.socket });
   const callbacks = createLiveCallbacks({ gate, allow: config.subscriptionCallbackAllow, limits: parts.limits.live, refused, logger });
-  const { keepAliveMs, bufferedBytes } = parts.limits.socket;
-  const liveHttp = createLiveHttp({ gate, heartbeatMs: keepAliveMs, bufferedBytes, maxTokens: parts.limits.query.maxTokens, slowConsumerDropped, callbacks, logger });
+  const { keepAliveMs, bufferedBytes, bufferedBytesPerReplica } = parts.limits.socket;
+  const socketsBuffered = () => liveSocket.buffered();
+  const liveHttp = createLiveHttp({ gate, heartbeatMs: keepAliveMs, bufferedBytes, bufferedBytesPerReplica, socketsBuffered, maxTokens: parts.limits.query.maxTokens, slowConsumerDropped, callbacks, logger });
   return { liveSocket, liveHttp, callbacks };
 }

@@ -9,31 +9,24 @@
  * end. A 404 (or any 4xx) from the router ends the subscription: it no longer knows it.
  *
  * A callback URL is an outbound request its caller chooses, so it is bounded before
- * anything is sent: only to an origin `WFS_SUBSCRIPTION_CALLBACK_ALLOW` names (unset:
- * none, every callback subscription refused), from a caller with the router secret when
- * one is set (routes.ts refuses the rest before the body is read), at most
- * `callbacksPerRouter` open per callback origin, each POST within `callbackTimeoutMs`
- * and retried at most `callbackRetries` times (5xx, 429, no answer), redirects never
- * followed (a 3xx is the router's refusal). A refusal is the request's answer, with its
- * code (refusals.ts), counted and logged, and sends nothing.
+ * anything is sent (graphql/admission/callbackGate.ts: the allowed origins, the
+ * extension's shape, callbacks per router), from a caller with the router secret when
+ * one is set (routes.ts refuses the rest before the body is read); each POST within
+ * `callbackTimeoutMs` and retried at most `callbackRetries` times (5xx, 429, no answer),
+ * redirects never followed (a 3xx is the router's refusal). A refusal is the request's
+ * answer, with its code, counted and logged, and sends nothing.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FormattedExecutionResult } from 'graphql';
 import { Agent, request } from 'undici';
 import type { LiveLimits } from '../config';
-import { messageOf, refusalError, type RefusalReason } from '../graphql/admission/refusals';
+import { createCallbackGate, type Callback, type CallbackRefusal } from '../graphql/admission/callbackGate';
+import type { RefusalReason } from '../graphql/admission/refusals';
 import type { SubscribeGate } from '../graphql/admission/subscribeGate';
 import type { Logger } from '../observability/logger';
 import { sendJson } from './respond';
 import { openSubscription, type SubscriptionResults } from './liveSession';
-
-/** The longest callback URL, subscription id and verifier accepted, in characters. */
-const MAX_URL_CHARS = 2_048;
-const MAX_ID_CHARS = 128;
-const MAX_VERIFIER_CHARS = 1_024;
-/** The shortest heartbeat interval honoured: a router asking for less gets this. */
-const MIN_HEARTBEAT_MS = 1_000;
 
 export type CallbackLimits = Pick<LiveLimits, 'callbacksPerRouter' | 'callbackRetries' | 'callbackTimeoutMs'>;
 
@@ -56,45 +49,19 @@ export interface LiveCallbacks {
   close(): Promise<void>;
 }
 
-/** A callback subscription's `extensions.subscription`, checked. */
-interface Callback {
-  readonly url: URL;
-  readonly id: string;
-  readonly verifier: string;
-  /** 0: no heartbeat. */
-  readonly heartbeatMs: number;
-}
-
 type Outcome = 'ok' | 'gone' | 'failed';
 
 export function createLiveCallbacks(options: LiveCallbackOptions): LiveCallbacks {
   const { limits, logger } = options;
-  const allowed = new Set(options.allow.map((origin) => new URL(origin).origin));
-  const perRouter = new Map<string, number>();
-  const running = new Set<{
-    readonly results: SubscriptionResults;
-    readonly done: Promise<void>;
-  }>();
+  const admission = createCallbackGate(options.allow, limits.callbacksPerRouter);
+  const running = new Set<{ readonly results: SubscriptionResults; readonly done: Promise<void> }>();
   // Its own connections, closed with the server; undici never follows a redirect unless asked.
-  const agent = new Agent({
-    connections: 64,
-    headersTimeout: limits.callbackTimeoutMs,
-    bodyTimeout: limits.callbackTimeoutMs,
-  });
+  const agent = new Agent({ connections: 64, headersTimeout: limits.callbackTimeoutMs, bodyTimeout: limits.callbackTimeoutMs });
   let closing = false;
-
-  const refuse = (res: ServerResponse, reason: RefusalReason, worded?: string, origin?: string) => {
+  const refuse = (res: ServerResponse, { reason, errors, origin }: CallbackRefusal) => {
     options.refused(reason);
     logger.warn({ reason, ...(origin && { origin }) }, 'live: a callback subscription was refused');
-    sendJson(res, 200, {
-      data: null,
-      errors: [refusalError(reason, worded).toJSON()],
-    });
-  };
-  const release = (origin: string) => {
-    const left = (perRouter.get(origin) ?? 1) - 1;
-    if (left === 0) perRouter.delete(origin);
-    else perRouter.set(origin, left);
+    sendJson(res, 200, { data: null, errors });
   };
   const post = poster(agent, limits, logger, () => closing);
 
@@ -103,17 +70,9 @@ export function createLiveCallbacks(options: LiveCallbackOptions): LiveCallbacks
       return running.size;
     },
     async subscribe(req, res, body) {
-      if (allowed.size === 0) return refuse(res, 'callback_disabled');
-      const callback = callbackOf((body.extensions as Record<string, unknown>).subscription);
-      if (typeof callback === 'string') return refuse(res, 'callback_extension', callback);
-      const origin = callback.url.origin;
-      if (!allowed.has(origin)) return refuse(res, 'callback_origin', undefined, origin);
-      if (closing) return refuse(res, 'callback_router', 'the server is shutting down; subscribe on another replica', origin);
-      if ((perRouter.get(origin) ?? 0) >= limits.callbacksPerRouter) {
-        return refuse(res, 'callback_router', `this replica holds ${limits.callbacksPerRouter} callback subscriptions of this router already; retry in a moment (another replica may take it)`, origin);
-      }
-      // Taken before the first wait, so a burst cannot all pass the bound.
-      perRouter.set(origin, (perRouter.get(origin) ?? 0) + 1);
+      const admitted = admission.admit((body.extensions as Record<string, unknown>).subscription, closing);
+      if ('reason' in admitted) return refuse(res, admitted);
+      const { callback, release } = admitted;
       let opened;
       try {
         opened = await openSubscription(
@@ -127,26 +86,26 @@ export function createLiveCallbacks(options: LiveCallbackOptions): LiveCallbacks
           'callback',
         );
       } catch (error) {
-        release(origin);
+        release();
         throw error;
       }
       // Refused by the gate: the answer says so, and nothing is sent to the router.
       if ('refused' in opened) {
-        release(origin);
+        release();
         return sendJson(res, 200, { data: null, ...opened.refused });
       }
       const checked = await post(callback, { action: 'check' });
       if (checked !== 'ok') {
         opened.results.end();
-        release(origin);
-        return refuse(res, 'callback_check', `the callback URL did not accept the subscription's check (${checked === 'gone' ? 'it answered that it does not know it' : 'no answer'}); it was not started`, origin);
+        release();
+        return refuse(res, admission.checkRefused(callback, checked === 'gone'));
       }
       sendJson(res, 200, { data: null });
       const entry = { results: opened.results, done: Promise.resolve() };
       running.add(entry);
       entry.done = feed(callback, opened.results, post).finally(() => {
         running.delete(entry);
-        release(origin);
+        release();
       });
     },
     async close() {
@@ -229,32 +188,4 @@ async function feed(callback: Callback, results: SubscriptionResults, post: (cal
     clearInterval(heartbeat);
     results.end();
   }
-}
-
-/** The checked `extensions.subscription`, or what is wrong with it (the refusal's message). */
-function callbackOf(value: unknown): Callback | string {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return messageOf('callback_extension');
-  const fields = value as Record<string, unknown>;
-  // The GA protocol's names; the preview's snake_case ones as Apollo Server reads them too.
-  const url = fields.callbackUrl ?? fields.callback_url;
-  const id = fields.subscriptionId ?? fields.subscription_id;
-  const verifier = fields.verifier;
-  const interval = fields.heartbeatIntervalMs ?? fields.heartbeat_interval_ms ?? 5_000;
-  if (typeof url !== 'string' || url.length > MAX_URL_CHARS) return `extensions.subscription.callbackUrl must be an absolute http(s) URL of at most ${MAX_URL_CHARS} characters`;
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'extensions.subscription.callbackUrl is not an absolute URL';
-  }
-  if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.username || parsed.password) return 'extensions.subscription.callbackUrl must be an http(s) URL without credentials';
-  if (typeof id !== 'string' || id === '' || id.length > MAX_ID_CHARS) return `extensions.subscription.subscriptionId must be a string of 1 to ${MAX_ID_CHARS} characters`;
-  if (typeof verifier !== 'string' || verifier === '' || verifier.length > MAX_VERIFIER_CHARS) return `extensions.subscription.verifier must be a string of 1 to ${MAX_VERIFIER_CHARS} characters`;
-  if (typeof interval !== 'number' || !Number.isInteger(interval) || interval < 0) return 'extensions.subscription.heartbeatIntervalMs must be a whole number of ms (0: no heartbeat)';
-  return {
-    url: parsed,
-    id,
-    verifier,
-    heartbeatMs: interval === 0 ? 0 : Math.max(MIN_HEARTBEAT_MS, interval),
-  };
 }

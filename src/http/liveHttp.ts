@@ -31,6 +31,14 @@ export interface LiveHttpOptions {
   readonly heartbeatMs: number;
   /** A stream whose client leaves more than this unread is dropped (the WebSocket's bound). */
   readonly bufferedBytes: number;
+  /**
+   * What the streams and the WebSocket connections together may leave unread (the memory
+   * account's one row for answers not yet read, `socket.bufferedBytesPerReplica`); past it
+   * the streams holding the most are dropped until the rest fit (checked every second).
+   */
+  readonly bufferedBytesPerReplica: number;
+  /** What the WebSocket connections hold unread now (http/liveSocket.ts). */
+  readonly socketsBuffered: () => number;
   /** The query limits' token bound: a document is parsed at most this far to learn its operation's type. */
   readonly maxTokens: number;
   readonly slowConsumerDropped: () => void;
@@ -71,6 +79,16 @@ const MULTIPART: Framing = {
 };
 
 export function createLiveHttp(options: LiveHttpOptions): LiveHttp {
+  const streams = new Set<ServerResponse>();
+  let check: NodeJS.Timeout | undefined;
+  const track = (res: ServerResponse) => {
+    streams.add(res);
+    check ??= setInterval(() => dropOverReplica(streams, options), BUFFER_CHECK_MS).unref();
+    res.once('close', () => {
+      streams.delete(res);
+      if (streams.size === 0 && check) check = void clearInterval(check);
+    });
+  };
   return async (req, res, body, streaming) => {
     const transport = transportOf(req, body);
     if (!transport || !isObject(body) || !isSubscription(body, options.maxTokens)) return false;
@@ -98,9 +116,27 @@ export function createLiveHttp(options: LiveHttpOptions): LiveHttp {
     }
     // From here the request bounds no longer hold it: the live bounds do.
     streaming?.();
+    track(res);
     await stream(res, opened.results, framing, options);
     return true;
   };
+}
+
+/** How often the streams' unread bytes are checked against the replica's bound, in ms (the WebSocket's interval). */
+const BUFFER_CHECK_MS = 1_000;
+
+/** Past the replica's bound for unread answers (streams and WebSocket connections together), drops the streams holding the most until the rest fit. */
+function dropOverReplica(streams: ReadonlySet<ServerResponse>, options: LiveHttpOptions): void {
+  let total = options.socketsBuffered();
+  for (const res of streams) total += res.writableLength;
+  if (total <= options.bufferedBytesPerReplica) return;
+  for (const res of [...streams].sort((a, b) => b.writableLength - a.writableLength)) {
+    if (total <= options.bufferedBytesPerReplica || res.writableLength === 0) break;
+    total -= res.writableLength;
+    options.slowConsumerDropped();
+    options.logger.debug({ bufferedBytes: res.writableLength }, 'live: an HTTP subscription whose client did not read was dropped');
+    res.destroy();
+  }
 }
 
 /** The live transport `body` asks for, by its extensions and the request's `Accept`. */

@@ -125,8 +125,8 @@ export function createLiveHttp(options: LiveHttpOptions): LiveHttp {
 /** How often the streams' unread bytes are checked against the replica's bound, in ms (the WebSocket's interval). */
 const BUFFER_CHECK_MS = 1_000;
 
-/** Past the replica's bound for unread answers (streams and WebSocket connections together), drops the streams holding the most until the rest fit. */
-function dropOverReplica(streams: ReadonlySet<ServerResponse>, options: LiveHttpOptions): void {
+/** Past the replica's bound for unread answers (streams and WebSocket connections together), drops the streams holding the most until the rest fit (exported for its unit test). */
+export function dropOverReplica(streams: ReadonlySet<ServerResponse>, options: LiveHttpOptions): void {
   let total = options.socketsBuffered();
   for (const res of streams) total += res.writableLength;
   if (total <= options.bufferedBytesPerReplica) return;

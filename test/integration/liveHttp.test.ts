@@ -1,3 +1,4 @@
+import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
 import type { Client } from 'graphql-ws';
 import type { Counter, Gauge } from 'prom-client';
 import { request } from 'undici';
@@ -85,6 +86,26 @@ describe('live updates over SSE and multipart', () => {
     // Four streams open and two requests in flight allowed: a query is still served.
     const answer = await subgraph.query('{ locations(first: 1) { edges { node { id } } } }', {}, { 'x-tenant-id': tenantId });
     expect(answer.errors).toBeUndefined();
+  });
+
+  it("serves Apollo Client 4's HttpLink, which subscribes over multipart: a change lands in its cache", async () => {
+    const client = new ApolloClient({ link: new HttpLink({ uri: subgraph.server.url, headers: { 'x-tenant-id': tenantId } }), cache: new InMemoryCache() });
+    const received: Array<{ shiftChanges: { kind: string; shift: { id: string; end: string } | null } }> = [];
+    const before = await polls();
+    const subscription = client.subscribe<(typeof received)[number]>({ query: gql(SHIFT_CHANGES) }).subscribe({ next: (result) => void (result.data && received.push(result.data)) });
+    try {
+      await waitFor(() => subgraph.server.live.subscriptions === 1, 'subscribed');
+      expect(await transport('multipart')).toBe(1);
+      await waitFor(async () => (await polls()) > before, 'the baseline poll');
+      const shift = shifts[7]!;
+      shift.end = hourLater(shift.end);
+      await waitFor(() => received.length >= 1, 'the change in Apollo Client');
+      expect(received).toEqual([{ shiftChanges: expect.objectContaining({ kind: 'UPDATED', shift: expect.objectContaining({ id: shift.id, end: shift.end }) }) }]);
+      expect(client.cache.extract()[`Shift:${shift.id}`]).toMatchObject({ end: shift.end });
+    } finally {
+      subscription.unsubscribe();
+      client.stop();
+    }
   });
 
   it('writes heartbeats while nothing changes, and ends the subscription when the client goes', async () => {

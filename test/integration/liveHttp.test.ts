@@ -155,6 +155,27 @@ describe('live updates over SSE and multipart', () => {
     expect(subgraph.server.live.subscriptions).toBe(0);
   });
 
+  it("counts every protocol's subscriptions against one company's bound: graphql-ws and SSE fill it, multipart is refused", async () => {
+    const bounded = await startTestSubgraph({}, { LOG_LEVEL: 'warn' }, { live: { pollIntervalMs: POLL_MS }, limits: { live: { perCompany: 2 } } });
+    const company = { 'x-tenant-id': bounded.emulator.tenants[0]!.tenantId };
+    const ws = liveClient(bounded.server.url, company);
+    const opened: HttpReceived[] = [];
+    try {
+      collect(ws, SHIFT_CHANGES);
+      opened.push(await subscribeHttp(bounded.server.url, 'sse', SHIFT_CHANGES, company));
+      await waitFor(() => bounded.server.live.subscriptions === 2, 'two subscriptions, over graphql-ws and SSE');
+      const refused = await subscribeHttp(bounded.server.url, 'multipart', SHIFT_CHANGES, company);
+      opened.push(refused);
+      await refused.ended;
+      expect(refused.results).toEqual([{ errors: [expect.objectContaining({ extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }), path: ['shiftChanges'] })] }]);
+      expect(await counterTotal(bounded.server.metrics.registry.getSingleMetric('wfs_live_subscriptions_refused_total') as Counter<string>, { reason: 'company_subscriptions' })).toBe(1);
+    } finally {
+      for (const stream of opened) stream.unsubscribe();
+      await ws.dispose();
+      await bounded.close();
+    }
+  });
+
   it('leaves a query asking for SSE or multipart to Apollo Server', async () => {
     const { statusCode, body } = await request(subgraph.server.url, {
       method: 'POST',

@@ -89,7 +89,8 @@ describe('live updates over SSE and multipart', () => {
   });
 
   it("serves Apollo Client 4's HttpLink, which subscribes over multipart: a change lands in its cache", async () => {
-    const client = new ApolloClient({ link: new HttpLink({ uri: subgraph.server.url, headers: { 'x-tenant-id': tenantId } }), cache: new InMemoryCache() });
+    const cache = new InMemoryCache();
+    const client = new ApolloClient({ link: new HttpLink({ uri: subgraph.server.url, headers: { 'x-tenant-id': tenantId } }), cache });
     const received: Array<{ shiftChanges: { kind: string; shift: { id: string; end: string } | null } }> = [];
     const before = await polls();
     const subscription = client.subscribe<(typeof received)[number]>({ query: gql(SHIFT_CHANGES) }).subscribe({ next: (result) => void (result.data && received.push(result.data)) });
@@ -101,7 +102,7 @@ describe('live updates over SSE and multipart', () => {
       shift.end = hourLater(shift.end);
       await waitFor(() => received.length >= 1, 'the change in Apollo Client');
       expect(received).toEqual([{ shiftChanges: expect.objectContaining({ kind: 'UPDATED', shift: expect.objectContaining({ id: shift.id, end: shift.end }) }) }]);
-      expect(client.cache.extract()[`Shift:${shift.id}`]).toMatchObject({ end: shift.end });
+      expect(cache.extract()[`Shift:${shift.id}`]).toMatchObject({ end: shift.end });
     } finally {
       subscription.unsubscribe();
       client.stop();

@@ -9,7 +9,7 @@
  * must be started with the same value). `test/e2e/hive-gateway.test.ts` runs this
  * very file in front of the subgraph and the example people subgraph.
  */
-import { defineConfig } from '@graphql-hive/gateway';
+import { MemPubSub, defineConfig } from '@graphql-hive/gateway';
 import { AnswerTags, useAnswerTags } from './answerTags';
 import { cacheSession, identitySettings, useCacheInvalidationEndpoint, useSubgraphMaxAgeOnly } from './hiveResponseCache';
 import { ResponseStore, type StoreLog } from './responseStore';
@@ -58,23 +58,15 @@ export function createGatewayConfig(env: Env) {
       wfs: {
         ...(env.SUBGRAPH_WFS_URL && { location: env.SUBGRAPH_WFS_URL }),
         options: {
-          // Live updates (`shiftChanges`, `locationChanges`): graphql-ws at the same path.
-          // The identity goes in the upgrade request's headers, one connection per
-          // caller's identity (the gateway keys its connections by these values); a
-          // WebSocket transport sends none of `propagateHeaders` below. Clients subscribe
-          // to the gateway over SSE or graphql-ws (the CLI serves it at its GraphQL path);
-          // over graphql-ws `context.headers` are the upgrade request's headers with the
+          // Live updates (`shiftChanges`, `locationChanges`), in the subgraph protocol
+          // SUBGRAPH_WFS_SUBSCRIPTIONS names (wfsSubscriptions below): graphql-ws (the
+          // default), SSE or Apollo's HTTP callback protocol. Clients subscribe to the
+          // gateway over SSE or graphql-ws (the CLI serves it at its GraphQL path); over
+          // graphql-ws `context.headers` are the upgrade request's headers with the
           // client's connectionParams merged in, so a browser sends
           // `connectionParams: { 'x-tenant-id': … }` (docs/frontend.md, "Live updates";
           // the subgraph's WFS_TENANT_HEADER, if it names another).
-          subscriptions: {
-            kind: 'ws',
-            headers: [
-              [identity.tenantHeader, `{context.headers.${identity.tenantHeader}}`],
-              ['authorization', '{context.headers.authorization}'],
-              ['router-authorization', routerSecret],
-            ],
-          },
+          subscriptions: wfsSubscriptions(env, routerSecret, identity.tenantHeader),
         },
       },
       ...(env.SUBGRAPH_PEOPLE_URL && { people: { location: env.SUBGRAPH_PEOPLE_URL } }),
@@ -123,6 +115,8 @@ export function createGatewayConfig(env: Env) {
       ttl: RESPONSE_CACHE_MAX_TTL_MS,
       buildResponseCacheKey: answerTags.key,
     },
+    // The callback protocol's endpoint (`/callback/<id>`, where our subgraph POSTs check, next and complete).
+    ...(env.SUBGRAPH_WFS_SUBSCRIPTIONS === 'callback' && { webhooks: true, pubsub: new MemPubSub() }),
     plugins: (ctx) => [
       useSubgraphMaxAgeOnly(),
       useAnswerTags(answerTags),
@@ -138,3 +132,34 @@ export function createGatewayConfig(env: Env) {
 }
 
 export const gatewayConfig = createGatewayConfig(process.env);
+
+/**
+ * How the gateway subscribes to our subgraph (docs/live.md, "Gateways"), by
+ * SUBGRAPH_WFS_SUBSCRIPTIONS:
+ *
+ * - `ws` (default): graphql-ws at the subgraph's URL; the identity goes in the upgrade
+ *   request's headers, one connection per caller's identity (the gateway keys its
+ *   connections by these values); a WebSocket transport sends none of `propagateHeaders`.
+ * - `sse`: GraphQL over SSE, POSTed (the HTTP executor would GET a subscription, with the
+ *   document in the URL); the identity goes in the request's headers (the gateway's
+ *   `propagateHeaders` does not reach a subscription's executor).
+ * - `callback`: Apollo's HTTP callback protocol: the subscription is POSTed with a
+ *   callback URL under GATEWAY_CALLBACK_URL (this gateway's public `/callback`, which
+ *   the subgraph's WFS_SUBSCRIPTION_CALLBACK_ALLOW must name), and the subgraph POSTs its
+ *   changes there. The identity goes in the subscription request's headers.
+ */
+function wfsSubscriptions(env: Env, routerSecret: string, tenantHeader: string) {
+  const identity: Array<[string, string]> = [
+    [tenantHeader, `{context.headers.${tenantHeader}}`],
+    ['authorization', '{context.headers.authorization}'],
+    ['router-authorization', routerSecret],
+  ];
+  const protocol = env.SUBGRAPH_WFS_SUBSCRIPTIONS ?? 'ws';
+  if (protocol === 'ws') return { kind: 'ws', headers: identity };
+  if (protocol === 'sse') return { kind: 'http', headers: identity, options: { method: 'POST' } };
+  if (protocol !== 'callback') throw new Error(`SUBGRAPH_WFS_SUBSCRIPTIONS must be ws, sse or callback, got "${protocol}"`);
+  const publicUrl = env.GATEWAY_CALLBACK_URL;
+  if (!publicUrl) throw new Error("GATEWAY_CALLBACK_URL must be set with SUBGRAPH_WFS_SUBSCRIPTIONS=callback: this gateway's public /callback URL, which the subgraph POSTs to");
+  // The subgraph checks at half this interval; the gateway ends a subscription silent for as long.
+  return { kind: 'http-callback', headers: identity, options: { public_url: publicUrl, path: new URL(publicUrl).pathname, heartbeat_interval: 10_000 } };
+}

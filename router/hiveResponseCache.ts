@@ -96,6 +96,9 @@ export function useSubgraphMaxAgeOnly(): GatewayPlugin {
       setFetchFn(async (url, options, context, info) => {
         const response = await fetchFn(url, options, context, info);
         if (keepable(response.headers.get('cache-control'))) return response;
+        // A subscription's stream (SSE, multipart) is passed on as it is: reading it whole
+        // would wait for its end, and the response cache keeps no subscription.
+        if (/^(text\/event-stream|multipart\/mixed)/.test(response.headers.get('content-type') ?? '')) return response;
         const headers = new fetchAPI.Headers(response.headers);
         headers.set('cache-control', 'no-store, max-age=0');
         return new fetchAPI.Response(await response.arrayBuffer(), { status: response.status, statusText: response.statusText, headers });

@@ -15,6 +15,8 @@ import { createApolloServer } from './graphql/server/apolloServer';
 import { createSubgraphSchema } from './graphql/server/schema';
 import type { GraphQLContext } from './graphql/data/context';
 import { createGraphQLHandler } from './http/graphqlHandler';
+import { createLiveCallbacks, type LiveCallbacks } from './http/liveCallback';
+import { createLiveHttp, type LiveHttp } from './http/liveHttp';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
 import { boundConnections, boundedServerOptions, boundRequests } from './http/requestBounds';
 import { createRoutes, DRAINING_REASON } from './http/routes';
@@ -134,7 +136,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const live = startLive({ config, options, app, observability, cache, limits, logger });
   registerHeldUnits(metrics, () => app.memoryBudget.held);
-  const liveSocket = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, events: observability.observer, onQueuedBytes: (held) => metrics.liveQueuedMessageBytes.set(held) });
+  const { liveSocket, liveHttp, callbacks } = serveLive({ httpServer, router, config, options, services: app.services, hub: live.hub, schema: executionSchema, limits, logger, metrics, events: observability.observer, onQueuedBytes: (held) => metrics.liveQueuedMessageBytes.set(held) });
 
   let draining = false;
   httpServer.on(
@@ -148,7 +150,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
           onBodyBytes: (held) => metrics.requestBodyBytes.set(held),
           onRefused: (reason) => observability.observer.refused(reason),
         },
-        createGraphQLHandler({ apollo, services: app.services, policy: cache.policy, sharing, ...(whole && { whole, answeredWhole: observability.answeredWhole }) }),
+        createGraphQLHandler({ apollo, services: app.services, policy: cache.policy, sharing, live: liveHttp, ...(whole && { whole, answeredWhole: observability.answeredWhole }) }),
       ),
       metrics,
       logger,
@@ -180,6 +182,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       drain();
       // WebSocket connections are no longer the HTTP server's once upgraded: closed first.
       await liveSocket.close();
+      await callbacks.close();
       await live.close();
       cache.close();
       await apollo.stop();
@@ -300,8 +303,10 @@ function fitBounds(limits: Limits, config: Config, options: ServerOptions): Fitt
 }
 
 /**
- * Live updates' WebSocket side: the transport (http/liveSocket.ts) on the HTTP server,
- * given the subscribe gate (graphql/admission/subscribeGate.ts) as its graphql-ws hooks.
+ * Live updates' transports, one subscribe gate (graphql/admission/subscribeGate.ts) for
+ * all: graphql-ws (http/liveSocket.ts, the gate as its hooks) on the HTTP server, and
+ * SSE, multipart and Apollo's callback protocol on `POST /graphql` (http/liveHttp.ts,
+ * http/liveCallback.ts).
  */
 function serveLive(parts: {
   httpServer: Server;
@@ -313,33 +318,32 @@ function serveLive(parts: {
   schema: () => GraphQLSchema;
   limits: Limits;
   logger: Logger;
+  metrics: Metrics;
   /** Where refusals and slow consumers are counted (the Observer port). */
   events: Pick<LiveEvents, 'refused' | 'liveSlowConsumerDropped'>;
   /** Told the bytes the connections' messages hold (the `wfs_live_queued_message_bytes` gauge). */
   onQueuedBytes: (held: number) => void;
-}): LiveSocket {
+}): { liveSocket: LiveSocket; liveHttp: LiveHttp; callbacks: LiveCallbacks } {
   const { httpServer, config, options, services, hub, logger, events } = parts;
   const refused = (reason: RefusalReason) => events.refused(reason);
-  return attachLiveSocket({
-    httpServer,
-    path: GRAPHQL_PATH,
-    protocol: createSubscribeGate({
-      schema: parts.schema,
-      services,
-      hub,
-      queryLimits: parts.limits.query,
-      budgetMs: parts.limits.request.budgetMs,
-      formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
-      refused,
-      limits: parts.limits.gate,
-      demo: demoOf(config, options),
-      tenantHeader: config.tenantHeader,
-    }),
-    router: parts.router,
+  const slowConsumerDropped = () => events.liveSlowConsumerDropped();
+  const gate = createSubscribeGate({
+    schema: parts.schema,
+    services,
+    hub,
+    queryLimits: parts.limits.query,
+    budgetMs: parts.limits.request.budgetMs,
+    formatError: createErrorFormatter((error) => logger.error({ err: error }, 'unexpected error in a subscription resolver')),
     refused,
-    slowConsumerDropped: () => events.liveSlowConsumerDropped(),
-    onQueuedBytes: parts.onQueuedBytes,
-    logger,
-    limits: parts.limits.socket,
+    limits: parts.limits.gate,
+    demo: demoOf(config, options),
+    tenantHeader: config.tenantHeader,
+    opened: (transport, delta) => parts.metrics.live.transportSubscriptions.inc({ transport }, delta),
   });
+  const liveSocket = attachLiveSocket({ httpServer, path: GRAPHQL_PATH, protocol: gate, router: parts.router, refused, slowConsumerDropped, onQueuedBytes: parts.onQueuedBytes, logger, limits: parts.limits.socket });
+  const callbacks = createLiveCallbacks({ gate, allow: config.subscriptionCallbackAllow, limits: parts.limits.live, refused, logger });
+  const { keepAliveMs, bufferedBytes, bufferedBytesPerReplica } = parts.limits.socket;
+  const socketsBuffered = () => liveSocket.buffered();
+  const liveHttp = createLiveHttp({ gate, heartbeatMs: keepAliveMs, bufferedBytes, bufferedBytesPerReplica, socketsBuffered, maxTokens: parts.limits.query.maxTokens, slowConsumerDropped, callbacks, logger });
+  return { liveSocket, liveHttp, callbacks };
 }

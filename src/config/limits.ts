@@ -246,6 +246,15 @@ const defaults = {
     // lists fill the budget: 500 watched ones leave a third of it to subscriptions
     // before intervals stretch (docs/caching.md, "Watched lists").
     watchedLists: 500,
+    /** Open callback subscriptions (Apollo's callback protocol, http/liveCallback.ts) of one router, by its callback origin, on a replica. */
+    // Half the replica's subscriptions: one router (or whoever names its origin) cannot hold them all.
+    callbacksPerRouter: 500,
+    /** Retries of one callback POST that got a 5xx, a 429 or no answer, before the subscription ends. */
+    // About 0.7 s of backoff in all (Apollo Server's plugin retries 5 times within 1 s each).
+    callbackRetries: 3,
+    /** How long one callback POST may take, in ms. */
+    // A router's callback endpoint answers at once (204); a heartbeat's interval is seconds.
+    callbackTimeoutMs: 5_000,
   },
   /** What live polling may cost the upstream (live/pollBudget.ts). */
   poll: {

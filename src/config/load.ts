@@ -84,6 +84,7 @@ export function loadConfig(env: Env = process.env): Config {
     drainSeconds: read('WFS_DRAIN_SECONDS'),
     freshnessSeconds,
     ...cacheInvalidation(read),
+    subscriptionCallbackAllow: read('WFS_SUBSCRIPTION_CALLBACK_ALLOW'),
     limits,
   };
   return Object.freeze(config);

@@ -108,6 +108,25 @@ export const urlList: Reader<string[]> = (value, name) => {
   return urls;
 };
 
+/** Comma-separated http(s) origins (`scheme://host:port`, no path), each kept as URL gives its origin. */
+export const originList: Reader<string[]> = (value, name) =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      let url: URL | undefined;
+      try {
+        url = new URL(entry);
+      } catch {
+        url = undefined;
+      }
+      if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.pathname !== '/' || url.search || url.hash || entry.endsWith('/')) {
+        throw new ConfigError(name, `"${entry.slice(0, 80)}" is not an http(s) origin (scheme://host:port, no path)`);
+      }
+      return url.origin;
+    });
+
 /** Comma-separated hosts, `*.suffix`es, `host:port`s or CIDR ranges, in lower case. */
 export const hostList: Reader<string[]> = (value, name) => {
   const entries = value.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);

@@ -60,6 +60,10 @@ export const TUNING_SETTINGS = {
     meaning: "the gateways' shared invalidation key (16+ characters), sent as `Authorization`; required with `WFS_CACHE_INVALIDATION_URLS`",
     whenUnset: 'none',
   }),
+  WFS_SUBSCRIPTION_CALLBACK_ALLOW: setting(read.originList, [], {
+    meaning: "comma-separated origins (`scheme://host:port`, no path) a router's subscription callback URL may name (Apollo's HTTP callback protocol, [Live updates](live.md#gateways)); a callback subscription naming any other origin is refused (`BAD_REQUEST`, `wfs_live_subscriptions_refused_total{reason=\"callback_origin\"}`) and nothing is sent to it",
+    whenUnset: 'unset: callback subscriptions refused',
+  }),
   WFS_POLL_INTERVAL_SECONDS: integer({
     max: 3_600,
     fallback: 15,

@@ -71,6 +71,8 @@ export interface Config {
   readonly cacheInvalidationUrls: readonly string[];
   /** WFS_CACHE_INVALIDATION_KEY: sent to them as `Authorization`; set whenever the URLs are. */
   readonly cacheInvalidationKey: string | null;
+  /** WFS_SUBSCRIPTION_CALLBACK_ALLOW: the origins a router's subscription callback URL may name (http/liveCallback.ts); empty: callback subscriptions refused. */
+  readonly subscriptionCallbackAllow: readonly string[];
   /** Every bound, the `WFS_*` settings over DEFAULT_LIMITS (`Limits`); `limits.query.maxCost` is WFS_MAX_COST's. */
   readonly limits: Limits;
 }

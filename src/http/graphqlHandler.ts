@@ -12,6 +12,7 @@ import { createContext, type ContextServices, type GraphQLContext } from '../gra
 import type { WholeAnswers } from '../cache/answers';
 import { bodyDigest, type CachePolicy } from '../cache/policy';
 import type { RequestRecord } from '../upstream/observer';
+import type { LiveHttp } from './liveHttp';
 import type { AdmittedHandler, AdmittedRequest } from './requestBounds';
 import { sendGraphQLError } from './respond';
 import type { SharedRequests } from './sharedRequests';
@@ -27,16 +28,20 @@ export interface GraphQLHandlerOptions {
   readonly whole?: WholeAnswers;
   /** Counts and logs a request answered whole, as Apollo's plugins do an executed one (observability's `answeredWhole`). */
   readonly answeredWhole?: (record: RequestRecord | undefined, operationName: string | null) => void;
+  /** Subscriptions over SSE, multipart or Apollo's callback protocol (liveHttp.ts), served before Apollo Server sees them. */
+  readonly live?: LiveHttp;
 }
 
 /** The GraphQL handler the request bounds wrap. */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): AdmittedHandler {
-  const { apollo, services, policy, sharing, whole, answeredWhole } = options;
+  const { apollo, services, policy, sharing, whole, answeredWhole, live } = options;
   return async function handle(req, res, admitted, record) {
     const { signal } = admitted;
     const read = readRequestBody(req, admitted);
     if (read === BAD_JSON) return sendGraphQLError(res, 400, 'BAD_REQUEST', 'the request body is not valid JSON');
     const { body, digest } = read;
+    // A subscription for a live transport (SSE, multipart, callback) is served by the live side, through the subscribe gate.
+    if (live && body !== undefined && (await live(req, res, body, admitted.streaming))) return;
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const context = createContext(services, req.headers, signal, record);

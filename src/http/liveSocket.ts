@@ -93,6 +93,8 @@ export interface LiveSocketOptions {
 export interface LiveSocket {
   /** Open WebSocket connections. */
   readonly connections: number;
+  /** Bytes all connections have waiting to be sent now (the HTTP streams share their per-replica bound: http/liveHttp.ts). */
+  buffered(): number;
   close(): Promise<void>;
 }
 
@@ -210,6 +212,11 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
   return {
     get connections() {
       return wss.clients.size;
+    },
+    buffered() {
+      let total = 0;
+      for (const client of wss.clients) total += client.bufferedAmount;
+      return total;
     },
     async close() {
       clearInterval(bufferCheck);

@@ -178,6 +178,13 @@ export interface AdmittedRequest {
   takeText(): string | null;
   /** Aborts when the client goes away before the answer is written, or when the request's budget is spent. */
   readonly signal: AbortSignal;
+  /**
+   * The answer is a stream that lasts (a live subscription over SSE or multipart,
+   * http/liveHttp.ts): its in-flight slot, its address's hold and its body bytes are
+   * given back now, not when it closes, and its budget no longer runs. The live bounds
+   * (subscriptions per company and replica, connections) bound such streams instead.
+   */
+  readonly streaming?: () => void;
 }
 
 /** The GraphQL handler inside the bounds (graphqlHandler.ts): it writes the answer; its write deadline is the bounds'. */
@@ -214,16 +221,22 @@ export function boundRequests(options: RequestBoundsOptions, handler: AdmittedHa
     // not a `once` (close comes once, and `once` wraps each listener in two objects
     // more), and one, not three: all of it lives through the upstream wait.
     const ends: RequestEnds = { bodyBytes: 0, hold: address === null ? null : addresses.enter(address), budget: undefined, controller: undefined };
-    res.on('close', () => {
+    let held = true;
+    const giveBack = () => {
+      if (!held) return;
+      held = false;
       inFlight -= 1;
       if (ends.bodyBytes > 0) buffered.give(ends.bodyBytes, ends.hold);
       if (ends.hold) addresses.leave(ends.hold);
       if (ends.budget) clearTimeout(ends.budget);
+    };
+    res.on('close', () => {
+      giveBack();
       if (ends.controller && !res.writableFinished) ends.controller.abort();
     });
     const admitted = await admitBody(req, res, buffered, ends, limits, options.onRefused, refuse);
     if (!admitted) return;
-    await handler(req, res, admitted, record);
+    await handler(req, res, { ...admitted, streaming: giveBack }, record);
     endWithin(res, writeTimeoutMs);
   };
 }

@@ -65,13 +65,31 @@ function quietResponseCacheInit<T>(build: () => T): T {
   }
 }
 
+/** A port the gateway will serve on, taken before it starts (its callback URL must be known to the subgraph first). */
+export interface GatewayPort {
+  readonly server: Server;
+  /** `http://127.0.0.1:port`. */
+  readonly origin: string;
+}
+
+/** Listens on loopback `port` (any free one when 0) for a gateway started later (startHiveGateway's `port`). */
+export async function gatewayPort(port = 0): Promise<GatewayPort> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
 /**
  * `env`: more of the config's variables (WFS_CACHE_INVALIDATION_KEY, WFS_TENANT_HEADER,
- * HIVE_RESPONSE_CACHE_MAX_KEYS); `port`: where to listen (a free port a subgraph was told
- * to send its invalidations to), any when 0.
+ * HIVE_RESPONSE_CACHE_MAX_KEYS; SUBGRAPH_WFS_SUBSCRIPTIONS, and with `callback`
+ * GATEWAY_CALLBACK_URL defaults to the port's `/callback`); `port`: where to listen (a
+ * free port a subgraph was told to send its invalidations or callbacks to, or one taken
+ * with gatewayPort), any when 0.
  */
-export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string, env: Record<string, string> = {}, port = 0): Promise<RunningGateway> {
+export async function startHiveGateway(urls: { wfs: string; people: string }, routerSecret: string, env: Record<string, string> = {}, port: number | GatewayPort = 0): Promise<RunningGateway> {
   const supergraph = path.join(repoRoot, 'supergraph.graphql');
+  const listening = typeof port === 'number' ? await gatewayPort(port) : port;
+  if (env['SUBGRAPH_WFS_SUBSCRIPTIONS'] === 'callback') env = { GATEWAY_CALLBACK_URL: `${listening.origin}/callback`, ...env };
   // The CLI's config type is the runtime's plus CLI-only options (none used here).
   const config = createGatewayConfig({ ...env, WFS_ROUTER_SECRET: routerSecret, SUPERGRAPH_PATH: supergraph, SUBGRAPH_WFS_URL: urls.wfs, SUBGRAPH_PEOPLE_URL: urls.people });
   // The config's cache, built as the `hive-gateway` CLI builds a config's cache factory
@@ -80,7 +98,8 @@ export async function startHiveGateway(urls: { wfs: string; people: string }, ro
   const log = { warn: (...args: unknown[]) => void cacheLog.push(args.map(String).join(' ')) };
   const cache = (config.cache as (ctx: { log: typeof log }) => ResponseStore)({ log });
   const gateway = quietResponseCacheInit(() => createGatewayRuntime({ ...config, cache, supergraph, logging: false } as Parameters<typeof createGatewayRuntime>[0]));
-  const server: Server = createServer(gateway);
+  const server: Server = listening.server;
+  server.on('request', gateway);
   server.keepAliveTimeout = 500;
   // Clients' WebSockets, as the `hive-gateway` CLI serves them (its startNodeHttpServer,
   // on unless --disable-websockets): graphql-ws at the GraphQL path, the upgrade request
@@ -97,8 +116,7 @@ export async function startHiveGateway(urls: { wfs: string; people: string }, ro
     }) as Parameters<typeof useServer>[0],
     wsServer,
   );
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${gateway.graphqlEndpoint}`;
+  const url = `${listening.origin}${gateway.graphqlEndpoint}`;
   return {
     url,
     cache,

@@ -53,3 +53,9 @@ export function collect<T = any>(client: Client, query: string, variables?: Reco
   );
   return received;
 }
+
+/** One hour later, in the same ISO 8601 form (a real edit a manager makes). */
+export function hourLater(iso: string): string {
+  const [, date, hour, rest] = /^(.*T)(\d\d)(.*)$/.exec(iso)!;
+  return `${date}${String((Number(hour) + 1) % 24).padStart(2, '0')}${rest}`;
+}

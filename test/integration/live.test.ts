@@ -3,7 +3,7 @@ import type { Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { demoTenants, makeTenant, type EmulatorShift } from '../../tools/emulator';
 import { exposedGc } from '../helpers/gcMetrics';
-import { collect, liveClient, wsUrl, type Received } from '../helpers/liveClient';
+import { collect, hourLater, liveClient, wsUrl, type Received } from '../helpers/liveClient';
 import { errorCodes, startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';
 import { counterTotal, waitFor } from '../helpers/waitFor';
 import type { Counter } from 'prom-client';
@@ -12,12 +12,6 @@ import type { Counter } from 'prom-client';
 const POLL_MS = 100;
 
 const SHIFT_CHANGES = 'subscription { shiftChanges { kind nodeId shift { id start end location { id name } } } }';
-
-/** One hour later, in the same ISO 8601 form (a real edit a manager makes). */
-function hourLater(iso: string): string {
-  const [, date, hour, rest] = /^(.*T)(\d\d)(.*)$/.exec(iso)!;
-  return `${date}${String((Number(hour) + 1) % 24).padStart(2, '0')}${rest}`;
-}
 
 /**
  * Live updates end to end: the real emulator, the real server on loopback, the

@@ -51,6 +51,11 @@ const EXPECTED: Record<RefusalReason, readonly [string, string | null, number | 
   company_subscriptions: [LIVE, 'SERVICE_UNAVAILABLE', 'result', null],
   replica_subscriptions: [LIVE, 'SERVICE_UNAVAILABLE', 'result', null],
   filters: [LIVE, 'SERVICE_UNAVAILABLE', 'result', null],
+  callback_disabled: [LIVE, 'BAD_REQUEST', 'result', null],
+  callback_extension: [LIVE, 'BAD_REQUEST', 'result', null],
+  callback_origin: [LIVE, 'BAD_REQUEST', 'result', null],
+  callback_router: [LIVE, 'SERVICE_UNAVAILABLE', 'result', null],
+  callback_check: [LIVE, 'BAD_REQUEST', 'result', null],
 };
 
 async function counted(registry: ReturnType<typeof createMetrics>['registry'], metric: string): Promise<Record<string, number>> {

@@ -8,6 +8,9 @@
  *   1. fanout:   N subscribers of one company's shifts on one replica; K changes made
  *                upstream; upstream polls per interval, delivery latency p50/p99
  *                (from the edit upstream to each subscriber's message).
+ *   1b. protocols: N subscribers of one company split over graphql-ws, SSE, multipart and
+ *                Apollo's callback protocol (only with `--only protocols`); polls per
+ *                interval, latency per protocol, each change delivered once.
  *   2. replicas: two replicas on a real redis-server, N/2 subscribers each; upstream
  *                polls per interval for the fleet.
  *   3. spread:   S subscriptions over C companies (plus companies with none): peak RSS
@@ -20,7 +23,7 @@
  *
  *   npm run probe:live -- [--subscribers 1000] [--changes 5] [--interval 2]
  *                         [--spread-subscriptions 10000] [--spread-companies 1000]
- *                         [--only fanout,replicas,spread,flood,filters] [--profile DIR]
+ *                         [--only fanout,replicas,spread,flood,filters,protocols] [--profile DIR]
  *                         [--filters 1000] [--filter-shifts 19900] [--filter-changes 2000] [--filter-polls 3]
  *                         [--flood-addresses 1] (the hostile clients' source addresses, 127.0.0.2 up)
  *                         [--flood-queries 1000] (queries timed quiet, then as many flooded)
@@ -28,6 +31,7 @@
  *                         [--replica-env NAME=VALUE ...] (settings for the replicas)
  */
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,6 +169,108 @@ async function fanout(subscribers: number, changes: number, interval: number): P
   } finally {
     for (const socket of sockets) socket.terminate();
     await server.stop();
+    await emulator.close();
+  }
+}
+
+/**
+ * One HTTP subscription (SSE or multipart) of `tenantId`'s shifts; calls `onNext` per
+ * change as it arrives. Resolves once its answer's headers came; the stream is read on.
+ */
+async function httpSubscriber(url: string, tenantId: string, protocol: 'sse' | 'multipart', signal: AbortSignal, onNext: (at: number) => void): Promise<void> {
+  const accept = protocol === 'sse' ? 'text/event-stream' : 'multipart/mixed;boundary="graphql";subscriptionSpec=1.0,application/json';
+  const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept, 'x-tenant-id': tenantId }, body: JSON.stringify({ query: QUERY }), signal });
+  // A change is one `event: next` (SSE) or one part with a `payload` (multipart); heartbeats carry neither.
+  const marker = protocol === 'sse' ? 'event: next' : '{"payload"';
+  void (async () => {
+    let tail = '';
+    for await (const chunk of response.body) {
+      const text = tail + String(chunk);
+      for (let at = text.indexOf(marker); at !== -1; at = text.indexOf(marker, at + marker.length)) onNext(performance.now());
+      tail = text.slice(-marker.length);
+    }
+  })().catch(() => undefined);
+}
+
+/**
+ * N subscribers of one company's shifts split over the four subgraph protocols
+ * (graphql-ws, SSE, multipart, Apollo's callback protocol to an endpoint in this
+ * process): upstream polls per interval (still one walk per company, list and interval),
+ * and each protocol's delivery latency.
+ */
+async function protocols(subscribers: number, changes: number, interval: number): Promise<Record<string, unknown>> {
+  const emulator = await startEmulator({ tenants: demoTenants(), host: '127.0.0.1' });
+  const arrivals = new Map<string, number[]>();
+  const callbackEndpoint = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += String(chunk)));
+    req.on('end', () => {
+      const message = JSON.parse(body) as { id: string; action: string };
+      if (message.action === 'next') arrivals.get(message.id)?.push(performance.now());
+      res.writeHead(204).end();
+    });
+  });
+  const callbackPort = await freePort();
+  await new Promise<void>((resolve) => callbackEndpoint.listen(callbackPort, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${callbackPort}`;
+  const server = await replica(emulator, interval, { WFS_SUBSCRIPTION_CALLBACK_ALLOW: origin });
+  const tenant = emulator.tenants[0]!;
+  const kinds = ['ws', 'sse', 'multipart', 'callback'] as const;
+  const of = new Map<string, (typeof kinds)[number]>();
+  const sockets: WebSocket[] = [];
+  const aborted = new AbortController();
+  try {
+    for (let i = 0; i < subscribers; i++) {
+      const id = `s${i}`;
+      const kind = kinds[i % kinds.length]!;
+      const mine: number[] = [];
+      arrivals.set(id, mine);
+      of.set(id, kind);
+      if (kind === 'ws') sockets.push(await subscriber(server.url, tenant.tenantId, 1, (at) => mine.push(at)));
+      else if (kind !== 'callback') await httpSubscriber(server.url, tenant.tenantId, kind, aborted.signal, (at) => mine.push(at));
+      else {
+        const answer = await request(server.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-tenant-id': tenant.tenantId },
+          body: JSON.stringify({ query: QUERY, extensions: { subscription: { callbackUrl: `${origin}/callback/${id}`, subscriptionId: id, verifier: 'probe', heartbeatIntervalMs: 10_000 } } }),
+        });
+        const text = await answer.body.text();
+        if (text !== '{"data":null}') throw new Error(`callback subscription ${id} refused: ${text}`);
+      }
+    }
+    await until(async () => (await metricValue(server.url, 'wfs_live_subscriptions')) === subscribers, 'subscribed');
+    await until(async () => (await metricValue(server.url, 'wfs_live_polls_total', 'outcome="ok"')) >= 1, 'baseline');
+    emulator.resetCounters();
+    const started = performance.now();
+    const latencies = new Map<string, number[]>(kinds.map((kind) => [kind, []]));
+    for (let k = 0; k < changes; k++) {
+      await sleep(Math.random() * interval * 1000);
+      const editedAt = edit(tenant, k * 11 + 3);
+      await until(() => [...arrivals.values()].every((a) => a.length > k), `change ${k} delivered to all`, (interval * 2 + 10) * 1000);
+      for (const [id, a] of arrivals) latencies.get(of.get(id)!)!.push(a[k]! - editedAt);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const pages = Math.ceil(tenant.shifts.length / 100);
+    const calls = emulator.counters.listRequests.shifts;
+    return {
+      subscribers,
+      byProtocol: Object.fromEntries(kinds.map((kind) => [kind, [...of.values()].filter((k) => k === kind).length])),
+      changes,
+      intervalSeconds: interval,
+      pagesPerWalk: pages,
+      elapsedSeconds: Math.round(seconds * 10) / 10,
+      upstreamShiftCalls: calls,
+      pollsPerInterval: Math.round((calls / pages / (seconds / interval)) * 100) / 100,
+      deliveredEachOnce: [...arrivals.values()].every((a) => a.length === changes),
+      latencyMs: Object.fromEntries([...latencies].map(([kind, values]) => [kind, { p50: Math.round(percentile(values, 50)), p99: Math.round(percentile(values, 99)) }])),
+      peakRssMiB: peakRssMiB(server.child.process.pid),
+    };
+  } finally {
+    aborted.abort();
+    for (const socket of sockets) socket.terminate();
+    await server.stop();
+    callbackEndpoint.closeAllConnections();
+    callbackEndpoint.close();
     await emulator.close();
   }
 }
@@ -445,6 +551,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${name}: ${JSON.stringify(report[name])}\n`);
   };
   await step('fanout', () => fanout(Number(values.subscribers), Number(values.changes), interval));
+  await step('protocols', () => protocols(Number(values.subscribers), Number(values.changes), interval));
   await step('replicas', () => replicas(Number(values.subscribers), interval, 3));
   await step('spread', () => spread(Number(values['spread-subscriptions']), Number(values['spread-companies']), 15));
   await step('flood', () => flood(interval, Number(values['flood-addresses']), Number(values['flood-queries'])));

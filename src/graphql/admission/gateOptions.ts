@@ -16,6 +16,9 @@ import type { RefusalReason } from './refusals';
 /** The gate's bounds: `limits.gate` of the configuration (config/limits.ts says each one's default and reason). */
 export type SubscribeGateLimits = GateLimits;
 
+/** The subgraph protocols a subscription reaches a replica by (http/liveSocket.ts, http/liveHttp.ts, http/liveCallback.ts): the `transport` label. */
+export type LiveTransport = 'ws' | 'sse' | 'multipart' | 'callback';
+
 /** What the transport tells the gate of a connection (graphql-ws's `extra`). */
 export interface GateExtra {
   /** The upgrade request's headers, given once (the transport lets go of them then). */
@@ -26,6 +29,8 @@ export interface GateExtra {
   readonly gateway: boolean;
   /** The query text and variables of subscribe `id`, as sent, given once. */
   takeSubscribe(id: string): { readonly query: unknown; readonly variables: unknown } | undefined;
+  /** The protocol the connection speaks (default `ws`). */
+  readonly transport?: LiveTransport;
 }
 
 export interface SubscribeGateOptions {
@@ -42,6 +47,8 @@ export interface SubscribeGateOptions {
   readonly refused: (reason: RefusalReason) => void;
   /** Its bounds (`limits.gate` of the configuration). */
   readonly limits: SubscribeGateLimits;
+  /** Told each subscription accepted (+1) or ended (-1), by its transport: `wfs_live_transport_subscriptions`. */
+  readonly opened?: (transport: LiveTransport, delta: number) => void;
   /** Demo mode: the tenant a connection that names none gets, said in `connection_ack` and each `next` (`demoTenant`). */
   readonly demo?: DemoDefault | undefined;
   /** The trusted tenant header (WFS_TENANT_HEADER): with `authorization` and `router-authorization`, the only headers identity reads. */

@@ -43,7 +43,7 @@ export const REFUSALS = {
   // A query's document, before execution (Apollo Server with document.ts, limits.ts and cost.ts).
   query_document: { metric: REQUESTS, code: 'GRAPHQL_VALIDATION_FAILED', answer: { status: 400 }, bound: 'a query document that does not parse, validate or meet the query limits (GRAPHQL_PARSE_FAILED when it does not parse)' },
   query_cost: { metric: REQUESTS, code: 'GRAPHQL_VALIDATION_FAILED', answer: { status: 400 }, bound: 'a query over WFS_MAX_COST' },
-  query_subscription: { metric: REQUESTS, code: 'BAD_REQUEST', answer: { status: 400 }, bound: 'a subscription sent as an HTTP request', message: 'subscriptions are served over WebSocket at this path (graphql-ws, subprotocol graphql-transport-ws); send queries over HTTP and subscribe over a WebSocket' },
+  query_subscription: { metric: REQUESTS, code: 'BAD_REQUEST', answer: { status: 400 }, bound: 'a subscription sent as an HTTP request', message: 'a subscription over HTTP is served at this path with Accept: text/event-stream (SSE) or multipart/mixed;subscriptionSpec=1.0, or with extensions.subscription (Apollo\'s callback protocol); or subscribe over a WebSocket (graphql-ws, subprotocol graphql-transport-ws)' },
   // A connection, before a request of it is served (http/requestBounds.ts).
   replica: { metric: CONNECTIONS, code: null, answer: 'dropped', bound: "the replica's open sockets (WFS_MAX_CONNECTIONS)" },
   address: { metric: CONNECTIONS, code: null, answer: 'dropped', bound: "one client address's open sockets (WFS_MAX_CONNECTIONS_PER_ADDRESS)" },
@@ -75,6 +75,12 @@ export const REFUSALS = {
   company_subscriptions: { metric: LIVE, code: 'SERVICE_UNAVAILABLE', answer: 'result', bound: "one company's open subscriptions on a replica (live/hub.ts)" },
   replica_subscriptions: { metric: LIVE, code: 'SERVICE_UNAVAILABLE', answer: 'result', bound: "the replica's open subscriptions (live/hub.ts)" },
   filters: { metric: LIVE, code: 'SERVICE_UNAVAILABLE', answer: 'result', bound: "one company's distinct filters (live/hub.ts)" },
+  // A subscription POSTed with Apollo's callback protocol (http/liveCallback.ts): answered in the request's response, nothing sent to the callback URL.
+  callback_disabled: { metric: LIVE, code: 'BAD_REQUEST', answer: 'result', bound: 'a callback subscription with WFS_SUBSCRIPTION_CALLBACK_ALLOW unset', message: 'this subgraph serves no callback subscriptions (WFS_SUBSCRIPTION_CALLBACK_ALLOW is unset); subscribe over graphql-ws, SSE or multipart' },
+  callback_extension: { metric: LIVE, code: 'BAD_REQUEST', answer: 'result', bound: 'a callback subscription whose extensions.subscription is malformed (callbackUrl, subscriptionId, verifier, heartbeatIntervalMs)', message: 'extensions.subscription must be an object with callbackUrl, subscriptionId, verifier and heartbeatIntervalMs' },
+  callback_origin: { metric: LIVE, code: 'BAD_REQUEST', answer: 'result', bound: 'a callback URL on an origin WFS_SUBSCRIPTION_CALLBACK_ALLOW does not name', message: "the callback URL's origin is not one this subgraph may call (WFS_SUBSCRIPTION_CALLBACK_ALLOW)" },
+  callback_router: { metric: LIVE, code: 'SERVICE_UNAVAILABLE', answer: 'result', bound: "one router's (callback origin's) open callback subscriptions on a replica" },
+  callback_check: { metric: LIVE, code: 'BAD_REQUEST', answer: 'result', bound: 'a callback subscription whose router did not accept its first check' },
 } as const satisfies Record<string, RefusalShape>;
 
 /** Every reason a request, connection or subscription is refused. */

@@ -24,12 +24,12 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { SubscriptionContext } from '../data/subscriptionContext';
 import { CostEstimates, costRefusal } from './cost';
 import { createDocumentCheck, declaredVariables } from './document';
-import { type GateExtra, type SubscribeGate, type SubscribeGateOptions } from './gateOptions';
+import { type GateExtra, type LiveTransport, type SubscribeGate, type SubscribeGateOptions } from './gateOptions';
 import { answeredByDefault, ConnectionIdentity, closeReason, identityError, identityHeaders, initParams, recheckIdentities, type VerifiedIdentity } from './identity';
 import { closeCodeOf, messageOf, refusal, type RefusalReason } from './refusals';
 import { VariableBytes } from './variableBytes';
 
-export { type GateExtra, type SubscribeGate, type SubscribeGateLimits, type SubscribeGateOptions } from './gateOptions';
+export { type GateExtra, type LiveTransport, type SubscribeGate, type SubscribeGateLimits, type SubscribeGateOptions } from './gateOptions';
 
 const REFUSED_DOCUMENT = parse('subscription Refused { __typename }');
 
@@ -44,6 +44,7 @@ interface Connection {
   refusals: number;
   /** Demo mode: the tenant the connection was given because it named none. */
   readonly demoTenant: string | undefined;
+  readonly transport: LiveTransport;
 }
 
 type Refusal = { readonly reason: RefusalReason; readonly errors: readonly GraphQLError[] };
@@ -70,6 +71,7 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     connection.slots -= 1;
     connection.variableBytes -= held.variableBytes;
     bytes.give(held.tenantId, held.variableBytes);
+    options.opened?.(connection.transport, -1);
   };
   const recheck = recheckIdentities(function* () {
     for (const connection of connections.values()) {
@@ -167,7 +169,7 @@ async function connect(
   // (a few, each bounded), to check them again at each subscribe; every other
   // connection keeps only what its verification kept.
   const identity = 'problem' in verified ? new ConnectionIdentity(() => services.identify(headers)) : ConnectionIdentity.of(verified);
-  return { identity, close: ctx.extra.close, contexts: new Map(), variableBytes: 0, slots: 0, refusals: 0, demoTenant };
+  return { identity, close: ctx.extra.close, contexts: new Map(), variableBytes: 0, slots: 0, refusals: 0, demoTenant, transport: ctx.extra.transport ?? 'ws' };
 }
 
 /** Makes the refusal of `reason` with `message` (its code refusals.ts's unless given). */
@@ -234,6 +236,7 @@ function createAdmission(options: SubscribeGateOptions, bytes: VariableBytes, re
     connection.contexts.set(id, { context, tenantId, variableBytes: variables.bytes });
     connection.variableBytes += variables.bytes;
     bytes.take(tenantId, variables.bytes);
+    options.opened?.(connection.transport, 1);
     return { schema: schema(), document, operationName: operationName ?? null, variableValues: variables.coerced, contextValue: context };
   };
 }

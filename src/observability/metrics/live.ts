@@ -28,12 +28,15 @@ export interface LiveMetrics {
   readonly refused: Counter<'reason'>;
   /** Messages and poll leases read from Redis and dropped (live/redisCoordinator.ts), by reason. */
   readonly redisDropped: Counter<'reason'>;
+  /** Open subscriptions by the subgraph protocol they came by (graphql/admission/gateOptions.ts's LiveTransport). */
+  readonly transportSubscriptions: Gauge<'transport'>;
 }
 
 /** The live metrics; pollers by reason and Redis drops from zero (the first drop is an increase WfsSubgraphLiveRedisDropped sees), the stretch at 1. */
 export function createLiveMetrics(registers: Registry[]): LiveMetrics {
   const live: LiveMetrics = {
     subscriptions: new Gauge({ name: 'wfs_live_subscriptions', help: 'Open live subscriptions on this replica, by list', labelNames: ['list'], registers }),
+    transportSubscriptions: new Gauge({ name: 'wfs_live_transport_subscriptions', help: "Open live subscriptions on this replica, by the protocol they came by (ws: graphql-ws; sse; multipart; callback: Apollo's HTTP callback protocol)", labelNames: ['transport'], registers }),
     pollers: new Gauge({
       name: 'wfs_live_pollers',
       help: 'Live pollers on this replica, one per company and list, by reason (subscribers: live subscribers here; watched: read often by queries, docs/caching.md; both)',
@@ -53,7 +56,7 @@ export function createLiveMetrics(registers: Registry[]): LiveMetrics {
     intervalsStretched: new Counter({ name: 'wfs_live_intervals_stretched_total', help: "Poll delays stretched because the company's polls wanted more than its fair share of WFS_POLL_CALLS_PER_SECOND", registers }),
     stretchFactor: new Gauge({ name: 'wfs_live_poll_stretch_factor', help: "By how much the most stretched company's poll intervals are stretched now (1: the poll budget holds)", registers }),
     slowConsumersDropped: new Counter({ name: 'wfs_live_slow_consumers_dropped_total', help: 'Subscriptions or connections dropped because their client did not read fast enough', registers }),
-    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions, WebSocket connections and upgrades refused, by reason, one bound each (graphql/admission/refusals.ts; docs/live.md lists them): upgrades (router_secret, replica_connections, address_connections, address_blocked), connections (identity, messages, refusals), subscribes (not_initialised, subscribe_identity, connection, company_rate, document, operation, variables, cost, connection_bytes, company_bytes, replica_bytes, company_subscriptions, replica_subscriptions, filters) and identities that lapsed (identity_lapsed)', labelNames: ['reason'], registers }),
+    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions, WebSocket connections and upgrades refused, by reason, one bound each (graphql/admission/refusals.ts; docs/live.md lists them): upgrades (router_secret, replica_connections, address_connections, address_blocked), connections (identity, messages, refusals), subscribes (not_initialised, subscribe_identity, connection, company_rate, document, operation, variables, cost, connection_bytes, company_bytes, replica_bytes, company_subscriptions, replica_subscriptions, filters), callback subscriptions (callback_disabled, callback_extension, callback_origin, callback_router, callback_check) and identities that lapsed (identity_lapsed)', labelNames: ['reason'], registers }),
     redisDropped: new Counter({
       name: 'wfs_live_redis_dropped_total',
       help: 'Live-update messages and poll leases read from Redis and dropped, by reason (oversized, unsealed, forged, malformed, replayed, lease: a lease value no replica wrote, taken over; unpublishable: a change of ours too large to publish)',
@@ -64,5 +67,6 @@ export function createLiveMetrics(registers: Registry[]): LiveMetrics {
   for (const reason of POLLER_REASONS) live.pollers.set({ reason }, 0);
   for (const reason of REDIS_DROP_REASONS) live.redisDropped.inc({ reason }, 0);
   live.stretchFactor.set(1);
+  for (const transport of ['ws', 'sse', 'multipart', 'callback']) live.transportSubscriptions.set({ transport }, 0);
   return live;
 }

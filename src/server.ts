@@ -18,7 +18,8 @@ import { createGraphQLHandler } from './http/graphqlHandler';
 import { createLiveCallbacks, type LiveCallbacks } from './http/liveCallback';
 import { createLiveHttp, type LiveHttp } from './http/liveHttp';
 import { attachLiveSocket, type LiveSocket } from './http/liveSocket';
-import { boundConnections, boundedServerOptions, boundRequests } from './http/requestBounds';
+import { boundConnections, boundedServerOptions } from './http/connectionBounds';
+import { boundRequests } from './http/requestBounds';
 import { createRoutes, DRAINING_REASON } from './http/routes';
 import { createLive, type Live, type LiveHub, type LiveOptions } from './live';
 import type { LiveEvents } from './live/metrics';
@@ -102,7 +103,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     ...(options.telemetryEnv && { telemetryEnv: options.telemetryEnv }),
   });
   const app = createApp(config, logger, metrics, observability.observer, options);
-  // Connections, their headers' time and the router secret are bounded before any request is served (http/requestBounds.ts).
+  // Connections, their headers' time and the router secret are bounded before any request is served (http/connectionBounds.ts).
   const httpServer = createServer(boundedServerOptions());
   const router = createRouterGate(config.routerSecret ?? null);
   boundConnections(httpServer, {
@@ -271,7 +272,7 @@ function explorerOf(options: ServerOptions): ReturnType<typeof createExplorer> {
   });
 }
 
-/** Listens on the configured address (the HTTP bounds are set in http/requestBounds.ts); the GraphQL URL and the port it got. */
+/** Listens on the configured address (the connections' bounds are set in http/connectionBounds.ts); the GraphQL URL and the port it got. */
 async function listen(httpServer: Server, config: Config): Promise<{ url: string; port: number }> {
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);

@@ -12,7 +12,7 @@
  * settings.ts. docs/limits.md says what each bound protects.
  */
 const defaults = {
-  /** Sockets before any request is read (http/requestBounds.ts, `boundConnections`). */
+  /** Sockets before any request is read (http/connectionBounds.ts, `boundConnections`). */
   connection: {
     /** Open sockets of the replica, HTTP and WebSocket together (Node's `server.maxConnections`; `WFS_MAX_CONNECTIONS`). */
     // What the shipped 256 MiB heap holds with every other bound filled at once (the

@@ -32,7 +32,7 @@ const MiB = 1024 * KiB;
 export const UNIT_BYTES = {
   /** A socket of node:http with its parser and timers, native memory included (15 000 sockets that never finished their headers: about 130 MB RSS). */
   socket: 8 * KiB,
-  /** Header text a socket may hold while its headers arrive: Node's `maxHeaderSize`, which the server sets (http/requestBounds.ts, MAX_HEADER_BYTES). */
+  /** Header text a socket may hold while its headers arrive: Node's `maxHeaderSize`, which the server sets (http/connectionBounds.ts, MAX_HEADER_BYTES). */
   headers: 16 * KiB,
   /** A WebSocket connection once acknowledged: ws, graphql-ws's context, the transport's and the gate's state, its identity (1 200 connections: 12 MiB). */
   liveConnection: 12 * KiB,

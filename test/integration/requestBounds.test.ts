@@ -4,7 +4,7 @@ import { Agent, request } from 'undici';
 import { endWithin } from '../../src/http/requestBounds';
 import { createRouterGate } from '../../src/graphql/admission/routerGate';
 import { clientAddress } from '../../src/graphql/admission/clientAddress';
-import { boundConnections, boundedServerOptions } from '../../src/http/requestBounds';
+import { boundConnections, boundedServerOptions } from '../../src/http/connectionBounds';
 import { as } from '../helpers/fixtures';
 import { scrapeTotal } from '../helpers/metrics';
 import { startTestSubgraph, type TestSubgraph } from '../helpers/subgraph';

@@ -44,7 +44,7 @@ export const REFUSALS = {
   query_document: { metric: REQUESTS, code: 'GRAPHQL_VALIDATION_FAILED', answer: { status: 400 }, bound: 'a query document that does not parse, validate or meet the query limits (GRAPHQL_PARSE_FAILED when it does not parse)' },
   query_cost: { metric: REQUESTS, code: 'GRAPHQL_VALIDATION_FAILED', answer: { status: 400 }, bound: 'a query over WFS_MAX_COST' },
   query_subscription: { metric: REQUESTS, code: 'BAD_REQUEST', answer: { status: 400 }, bound: 'a subscription sent as an HTTP request', message: 'a subscription over HTTP is served at this path with Accept: text/event-stream (SSE) or multipart/mixed;subscriptionSpec=1.0, or with extensions.subscription (Apollo\'s callback protocol); or subscribe over a WebSocket (graphql-ws, subprotocol graphql-transport-ws)' },
-  // A connection, before a request of it is served (http/requestBounds.ts).
+  // A connection, before a request of it is served (http/connectionBounds.ts).
   replica: { metric: CONNECTIONS, code: null, answer: 'dropped', bound: "the replica's open sockets (WFS_MAX_CONNECTIONS)" },
   address: { metric: CONNECTIONS, code: null, answer: 'dropped', bound: "one client address's open sockets (WFS_MAX_CONNECTIONS_PER_ADDRESS)" },
   headers_timeout: { metric: CONNECTIONS, code: null, answer: { status: 408 }, bound: 'headers not in within WFS_HEADERS_TIMEOUT_MS' },

@@ -1,7 +1,7 @@
 /**
  * The router-secret decision, made one way for every transport: a query's POST
  * (http/routes.ts), a WebSocket upgrade (http/liveSocket.ts) and the connection
- * bounds' router exemption (http/requestBounds.ts) all ask `verdict`. With
+ * bounds' router exemption (http/connectionBounds.ts, http/requestBounds.ts) all ask `verdict`. With
  * `WFS_ROUTER_SECRET` set, a request without it is refused before anything else
  * of it is read (401 `UNAUTHENTICATED`, for an upgrade before the handshake), and
  * one that carries it is the router's: exempt from the per-address shares, as the

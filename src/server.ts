@@ -112,17 +112,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     refused: (reason) => observability.observer.refused(reason),
   });
   const sharing = new SharedRequests(observability.observer);
-  // The cache as one room (cache/index.ts): its policy, its store of answers kept whole, its invalidation.
-  const cache = createCache({
-    config,
-    demo: demoOf(config, options),
-    identify: app.services.identify,
-    indexes: app.services.indexes,
-    budget: app.memoryBudget,
-    resources: app.services.resources,
-    observer: observability.observer,
-    onInvalidation: (outcome) => metrics.cacheInvalidations.inc({ outcome }),
-  });
+  const cache = cacheOf(config, options, app, observability, metrics);
   const whole = cache.whole;
   // The schema copy Apollo Server never instruments, built when first needed: by a
   // compiled query (graphql/server/execution.ts) or a subscription, not at start-up.
@@ -284,6 +274,20 @@ async function listen(httpServer: Server, config: Config): Promise<{ url: string
   const port = (httpServer.address() as AddressInfo).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return { url: `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${port}${GRAPHQL_PATH}`, port };
+}
+
+/** The cache as one room (cache/index.ts): its policy, its store of answers kept whole, its invalidation. */
+function cacheOf(config: Config, options: ServerOptions, app: App, observability: Observability, metrics: Metrics): Cache {
+  return createCache({
+    config,
+    demo: demoOf(config, options),
+    identify: app.services.identify,
+    indexes: app.services.indexes,
+    budget: app.memoryBudget,
+    resources: app.services.resources,
+    observer: observability.observer,
+    onInvalidation: (outcome) => metrics.cacheInvalidations.inc({ outcome }),
+  });
 }
 
 /**

@@ -149,63 +149,10 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
     );
   options.httpServer.on('upgrade', onUpgrade);
 
-  wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
-    const state = sockets.get(socket) ?? { address: null, acked: false, violated: false };
-    if (state.address !== null) perAddress.set(state.address, (perAddress.get(state.address) ?? 0) + 1);
-    const key = String(++connectionSeq);
-    // Closed for a violation (by graphql-ws or here): noted for its address's strikes,
-    // and cut if it does not answer the close soon (a hostile peer need not).
-    const close = (code: number, reason: string) => {
-      if (VIOLATION_CLOSE_CODES.has(code) && !state.violated) {
-        state.violated = true;
-        setTimeout(() => socket.terminate(), CLOSE_GRACE_MS).unref();
-      }
-      socket.close(code, reason);
-    };
-    const flows = new Map<string, Flow>();
-    let upgradeHeaders: IncomingHttpHeaders | undefined = req.headers;
-    const takeHeaders = () => {
-      const headers = upgradeHeaders ?? {};
-      upgradeHeaders = undefined;
-      return headers;
-    };
-    const extra: SocketExtra = { takeHeaders, close, gateway: router.required && state.address === null, takeSubscribe: (id) => takeSubscribe(flows, id) };
-    acked.set(extra, () => (state.acked = true));
-    // A socket's errors (a frame over the size bound, a bad frame) are the client's
-    // doing, which any client can cause at will: the debug log, not console.error.
-    socket.on('error', (error: Error) => {
-      state.violated = true;
-      logger.debug({ err: error.message }, 'live: a WebSocket connection failed');
-      if (socket.readyState === socket.OPEN) socket.close(1011, 'Internal error');
-      else socket.terminate();
-    });
-    const ping = keepAlive(socket, limits.keepAliveMs);
-    const inbox = inboxes.open(socket);
-    const closed = server.opened(
-      {
-        protocol: socket.protocol,
-        // A write to a peer that is gone settles quietly: its close follows and ends its subscriptions.
-        send: (data) => new Promise<void>((resolve) => (socket.readyState === socket.OPEN ? socket.send(data, () => resolve()) : resolve())),
-        close,
-        onMessage: (handle) => socket.on('message', readMessage(socket, key, { flows, inbox, close }, handle, reading)),
-      },
-      extra,
-    );
-    socket.once('close', (code, reason) => {
-      clearInterval(ping);
-      // Nothing it sent is read after its close: its messages and their bodies go now.
-      inbox.close();
-      for (const flow of flows.values()) flow.body = undefined;
-      if (state.address !== null) {
-        const left = (perAddress.get(state.address) ?? 1) - 1;
-        if (left === 0) perAddress.delete(state.address);
-        else perAddress.set(state.address, left);
-        if (state.violated || !state.acked) guard.strike(state.address, state.violated ? VIOLATION_STRIKES : 1);
-      }
-      void messageRate.delete(key);
-      closed(code, String(reason)).catch((error: unknown) => logger.error({ err: error }, 'live: closing a connection failed'));
-    });
-  });
+  const served: Served = { server, acked, inboxes, reading, perAddress, guard, messageRate, router, limits, logger };
+  wss.on('connection', (socket: WebSocket, req: IncomingMessage) =>
+    serveConnection(socket, req, sockets.get(socket) ?? { address: null, acked: false, violated: false }, String(++connectionSeq), served),
+  );
 
   const bufferCheck = dropSlowReaders(wss, limits, options.slowConsumerDropped, logger);
 
@@ -227,6 +174,82 @@ export function attachLiveSocket(options: LiveSocketOptions): LiveSocket {
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
+}
+
+/** What every connection of the transport is served with. */
+interface Served {
+  readonly server: ReturnType<typeof makeServer<Record<string, unknown> | undefined, SocketExtra>>;
+  readonly acked: WeakMap<SocketExtra, () => void>;
+  readonly inboxes: LiveInbox;
+  readonly reading: MessageReading;
+  readonly perAddress: Map<string, number>;
+  readonly guard: ReturnType<typeof createAddressGuard>;
+  readonly messageRate: RateLimiterMemory;
+  readonly router: RouterGate;
+  readonly limits: SocketLimits;
+  readonly logger: Logger;
+}
+
+/**
+ * One accepted connection, from its upgrade to its close: counted against its address,
+ * handed to graphql-ws through `opened`, its messages read through its inbox, and on
+ * its close everything it held let go of and its strikes noted.
+ */
+function serveConnection(socket: WebSocket, req: IncomingMessage, state: SocketState, key: string, served: Served): void {
+  const { server, acked, inboxes, reading, perAddress, guard, messageRate, router, limits, logger } = served;
+  if (state.address !== null) perAddress.set(state.address, (perAddress.get(state.address) ?? 0) + 1);
+  // Closed for a violation (by graphql-ws or here): noted for its address's strikes,
+  // and cut if it does not answer the close soon (a hostile peer need not).
+  const close = (code: number, reason: string) => {
+    if (VIOLATION_CLOSE_CODES.has(code) && !state.violated) {
+      state.violated = true;
+      setTimeout(() => socket.terminate(), CLOSE_GRACE_MS).unref();
+    }
+    socket.close(code, reason);
+  };
+  const flows = new Map<string, Flow>();
+  let upgradeHeaders: IncomingHttpHeaders | undefined = req.headers;
+  const takeHeaders = () => {
+    const headers = upgradeHeaders ?? {};
+    upgradeHeaders = undefined;
+    return headers;
+  };
+  const extra: SocketExtra = { takeHeaders, close, gateway: router.required && state.address === null, takeSubscribe: (id) => takeSubscribe(flows, id) };
+  acked.set(extra, () => (state.acked = true));
+  // A socket's errors (a frame over the size bound, a bad frame) are the client's
+  // doing, which any client can cause at will: the debug log, not console.error.
+  socket.on('error', (error: Error) => {
+    state.violated = true;
+    logger.debug({ err: error.message }, 'live: a WebSocket connection failed');
+    if (socket.readyState === socket.OPEN) socket.close(1011, 'Internal error');
+    else socket.terminate();
+  });
+  const ping = keepAlive(socket, limits.keepAliveMs);
+  const inbox = inboxes.open(socket);
+  const closed = server.opened(
+    {
+      protocol: socket.protocol,
+      // A write to a peer that is gone settles quietly: its close follows and ends its subscriptions.
+      send: (data) => new Promise<void>((resolve) => (socket.readyState === socket.OPEN ? socket.send(data, () => resolve()) : resolve())),
+      close,
+      onMessage: (handle) => socket.on('message', readMessage(socket, key, { flows, inbox, close }, handle, reading)),
+    },
+    extra,
+  );
+  socket.once('close', (code, reason) => {
+    clearInterval(ping);
+    // Nothing it sent is read after its close: its messages and their bodies go now.
+    inbox.close();
+    for (const flow of flows.values()) flow.body = undefined;
+    if (state.address !== null) {
+      const left = (perAddress.get(state.address) ?? 1) - 1;
+      if (left === 0) perAddress.delete(state.address);
+      else perAddress.set(state.address, left);
+      if (state.violated || !state.acked) guard.strike(state.address, state.violated ? VIOLATION_STRIKES : 1);
+    }
+    void messageRate.delete(key);
+    closed(code, String(reason)).catch((error: unknown) => logger.error({ err: error }, 'live: closing a connection failed'));
+  });
 }
 
 /** What a connection's messages are read with: the message rate, where refusals and failures go, the bounds and the `connection_init` payload's reading. */

@@ -208,7 +208,7 @@ describe('OpenTelemetry tracing in node dist/index.js', () => {
    */
   const LIST_MODULES = `
     require('./dist/compileCache.js');
-    const { loadConfig } = require('./dist/config.js');
+    const { loadConfig } = require('./dist/config');
     const { startServer } = require('./dist/server.js');
     const { createLogger } = require('./dist/observability/logger.js');
     (async () => {

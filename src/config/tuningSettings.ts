@@ -95,7 +95,7 @@ export const TUNING_SETTINGS = {
   }),
   WFS_MAX_CONNECTIONS: bound('connection', 'maxConnections', {
     max: 1_000_000,
-    meaning: "open sockets of one replica, HTTP and WebSocket together ({range}; Node's `server.maxConnections`); past it a new connection is closed before anything of it is read. Above the 20 000 WebSocket connections and the 2 000 requests in flight together; raise it only with the memory to match, about 9 KB a socket (see [Limits](limits.md#connections))",
+    meaning: "open sockets of one replica, HTTP and WebSocket together ({range}; Node's `server.maxConnections`); past it a new connection is closed before anything of it is read. What the shipped heap holds beside every other bound: a socket whose headers are arriving holds about 24 KiB, and a value that does not fit the heap stops start-up (see [the memory account](limits.md#the-memory-account))",
   }),
   WFS_MAX_CONNECTIONS_PER_ADDRESS: bound('connection', 'connectionsPerAddress', {
     max: 1_000_000,
@@ -103,7 +103,7 @@ export const TUNING_SETTINGS = {
   }),
   WFS_LIVE_CONNECTIONS_PER_ADDRESS: bound('socket', 'connectionsPerAddress', {
     max: 20_000,
-    meaning: "open WebSocket connections from one client address (an IPv6 address by its /64), the router's exempt ({range}); past it an upgrade is answered `429`. A fortieth of the replica's 20 000: it takes 40 addresses to fill a replica (see [Live updates](live.md#limits))",
+    meaning: "open WebSocket connections from one client address (an IPv6 address by its /64), the router's exempt ({range}); past it an upgrade is answered `429`. Two fifths of the replica's 250: it takes three addresses to fill a replica (see [Live updates](live.md#limits))",
   }),
   // At most a company's subscriptions on a replica: each distinct filter is an open subscription's.
   WFS_LIVE_FILTERS_PER_COMPANY: bound('live', 'filtersPerCompany', {

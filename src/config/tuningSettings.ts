@@ -105,6 +105,18 @@ export const TUNING_SETTINGS = {
     max: 20_000,
     meaning: "open WebSocket connections from one client address (an IPv6 address by its /64), the router's exempt ({range}); past it an upgrade is answered `429`. Two fifths of the replica's 250: it takes three addresses to fill a replica (see [Live updates](live.md#limits))",
   }),
+  WFS_LIVE_MAX_CONNECTIONS: bound('socket', 'connections', {
+    max: 1_000_000,
+    meaning: "open WebSocket connections on one replica ({range}); past it an upgrade is answered `503`. Each holds about 20 KiB and a message half received (up to 64 KiB): raise it with the heap, and a value that does not fit stops start-up (see [the memory account](limits.md#the-memory-account))",
+  }),
+  WFS_LIVE_MAX_SUBSCRIPTIONS: bound('live', 'perReplica', {
+    max: 10_000_000,
+    meaning: "open subscriptions on one replica, over every protocol ({range}); past it a subscribe is answered `SERVICE_UNAVAILABLE`. Each holds about 4 KiB and its queue of changes: raise it with the heap (see [the memory account](limits.md#the-memory-account))",
+  }),
+  WFS_LIVE_SUBSCRIPTIONS_PER_COMPANY: bound('live', 'perCompany', {
+    max: 10_000_000,
+    meaning: "open subscriptions of one company on one replica ({range}); past it a subscribe is answered `SERVICE_UNAVAILABLE` (see [Live updates](live.md#limits))",
+  }),
   // At most a company's subscriptions on a replica: each distinct filter is an open subscription's.
   WFS_LIVE_FILTERS_PER_COMPANY: bound('live', 'filtersPerCompany', {
     max: DEFAULT_LIMITS.live.perCompany,

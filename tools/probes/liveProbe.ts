@@ -111,10 +111,24 @@ function replica(emulator: Emulator, interval: number, env: Record<string, strin
     tenantsFile: tenantsFile(emulator.tenants),
     profileDir: PROFILE_DIR,
     subgraphEntry: SUBGRAPH_ENTRY,
-    nodeOptions: DEPLOYED_NODE_OPTIONS,
+    // A connection a subscriber: 1 000 connections and subscriptions are past what the
+    // shipped 256 MiB heap holds beside every other bound (docs/limits.md, "The memory
+    // account"), so the replicas get twice the heap and the bounds to match, as an
+    // operator would.
+    nodeOptions: DEPLOYED_NODE_OPTIONS.replace('--max-old-space-size=256', '--max-old-space-size=512'),
     // The probe's subscribers all come from 127.0.0.1, standing for many clients: the
     // per-address connection shares are lifted (--replica-env sets them back).
-    env: { WFS_POLL_INTERVAL_SECONDS: String(interval), WFS_LIVE_CONNECTIONS_PER_ADDRESS: '20000', WFS_MAX_CONNECTIONS_PER_ADDRESS: '1000000', ...REPLICA_ENV, ...env },
+    env: {
+      WFS_POLL_INTERVAL_SECONDS: String(interval),
+      WFS_LIVE_CONNECTIONS_PER_ADDRESS: '20000',
+      WFS_MAX_CONNECTIONS_PER_ADDRESS: '1000000',
+      WFS_MAX_CONNECTIONS: '3000',
+      WFS_LIVE_MAX_CONNECTIONS: '2000',
+      WFS_LIVE_MAX_SUBSCRIPTIONS: '2000',
+      WFS_LIVE_SUBSCRIPTIONS_PER_COMPANY: '2000',
+      ...REPLICA_ENV,
+      ...env,
+    },
   });
 }
 

@@ -28,7 +28,7 @@ import { demoTenantPlugin } from './graphql/server/demoTenant';
 import type { DemoDefault } from './graphql/admission/identity';
 import { createCache, type Cache } from './cache';
 import { UNIT_BYTES } from './memory/budget';
-import { createSubscribeGate } from './graphql/admission/subscribeGate';
+import { createSubscribeGate, type LiveTransport } from './graphql/admission/subscribeGate';
 import { createObservability, type Observability } from './observability';
 import { accountSummary, fitToHeap, type Fitting } from './memory/account';
 import { createLogger, type Logger } from './observability/logger';
@@ -330,7 +330,7 @@ function serveLive(parts: {
   onQueuedBytes: (held: number) => void;
 }): { liveSocket: LiveSocket; liveHttp: LiveHttp; callbacks: LiveCallbacks } {
   const { httpServer, config, options, services, hub, logger, events } = parts;
-  const refused = (reason: RefusalReason) => events.refused(reason);
+  const refused = (reason: RefusalReason, transport?: LiveTransport) => events.refused(reason, transport);
   const slowConsumerDropped = () => events.liveSlowConsumerDropped();
   const gate = createSubscribeGate({
     schema: parts.schema,

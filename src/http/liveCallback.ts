@@ -23,7 +23,7 @@ import { Agent, request } from 'undici';
 import type { LiveLimits } from '../config';
 import { createCallbackGate, type Callback, type CallbackRefusal } from '../graphql/admission/callbackGate';
 import type { RefusalReason } from '../graphql/admission/refusals';
-import type { SubscribeGate } from '../graphql/admission/subscribeGate';
+import type { LiveTransport, SubscribeGate } from '../graphql/admission/subscribeGate';
 import type { Logger } from '../observability/logger';
 import { sendJson } from './respond';
 import { openSubscription, type SubscriptionResults } from './liveSession';
@@ -36,7 +36,7 @@ export interface LiveCallbackOptions {
   readonly allow: readonly string[];
   readonly limits: CallbackLimits;
   /** Counts a refusal (the Observer port's `refused`). */
-  readonly refused: (reason: RefusalReason) => void;
+  readonly refused: (reason: RefusalReason, transport?: LiveTransport) => void;
   readonly logger: Logger;
 }
 
@@ -59,7 +59,7 @@ export function createLiveCallbacks(options: LiveCallbackOptions): LiveCallbacks
   const agent = new Agent({ connections: 64, headersTimeout: limits.callbackTimeoutMs, bodyTimeout: limits.callbackTimeoutMs });
   let closing = false;
   const refuse = (res: ServerResponse, { reason, errors, origin }: CallbackRefusal) => {
-    options.refused(reason);
+    options.refused(reason, 'callback');
     logger.warn({ reason, ...(origin && { origin }) }, 'live: a callback subscription was refused');
     sendJson(res, 200, { data: null, errors });
   };

@@ -157,21 +157,21 @@ export class LiveHub {
    * `{ error: ended.reason }` (changes still queued are let go) and the subscription's
    * slots are free at once. Throws LiveLimitError when a limit is reached.
    */
-  subscribe(tenantId: string, resource: AnyResource, filter?: ListFilter, ended?: AbortSignal): AsyncIterableIterator<LiveEvent> {
+  subscribe(tenantId: string, resource: AnyResource, filter?: ListFilter, ended?: AbortSignal, transport?: string): AsyncIterableIterator<LiveEvent> {
     const company = this.perCompany.get(tenantId) ?? 0;
     if (this.open >= this.limits.perReplica) {
-      this.events.refused('replica_subscriptions');
+      this.events.refused('replica_subscriptions', transport);
       throw new LiveLimitError('SERVICE_UNAVAILABLE', 'replica_subscriptions', `this replica serves ${this.limits.perReplica} subscriptions already; retry in a moment (another replica may take it)`);
     }
     if (company >= this.limits.perCompany) {
-      this.events.refused('company_subscriptions');
+      this.events.refused('company_subscriptions', transport);
       throw new LiveLimitError('SERVICE_UNAVAILABLE', 'company_subscriptions', `your company has ${this.limits.perCompany} open subscriptions on this replica already; share one subscription between screens, or close some`);
     }
     const key = `${tenantId}\n${resource.name}`;
     const scope = filter && resource.matches && filterKey(filter) !== '' ? filterKey(filter) : '';
     const existing = this.entries.get(key);
     if (scope !== '' && !existing?.views.has(scope) && this.filters(tenantId) >= this.limits.filtersPerCompany) {
-      this.events.refused('filters');
+      this.events.refused('filters', transport);
       throw new LiveLimitError(
         'SERVICE_UNAVAILABLE',
         'filters',

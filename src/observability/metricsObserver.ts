@@ -28,7 +28,7 @@ export function metricsObserver(metrics: Metrics, originLabel: (origin: string) 
       live.stretchFactor.set(factor);
     },
     liveSlowConsumerDropped: () => live.slowConsumersDropped.inc(),
-    refused: (reason) => countRefusal(metrics, reason),
+    refused: (reason, transport) => countRefusal(metrics, reason, transport),
     liveRedisDropped: (reason) => live.redisDropped.inc({ reason }),
     upstreamRetry: (list, reason) => resilience.retries.inc({ list, reason }),
     upstreamFailFast: (reason) => resilience.failFast.inc({ reason }),

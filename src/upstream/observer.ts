@@ -79,7 +79,7 @@ export interface Observer {
    * of graphql/admission/refusals.ts's RefusalReason (a string here: the port sits below
    * graphql/; the metrics adapter counts each on its metric by that table).
    */
-  refused(reason: string): void;
+  refused(reason: string, transport?: string): void;
   /** A live-update message or poll lease read from Redis was dropped (live/redisCoordinator.ts): oversized, unsealed, forged, malformed, replayed, lease, unpublishable. */
   liveRedisDropped(reason: string): void;
 }

@@ -153,6 +153,8 @@ describe('live updates over SSE and multipart', () => {
     expect(statusCode).toBe(200);
     expect(await body.json()).toEqual({ data: null, errors: [expect.objectContaining({ extensions: { code: 'BAD_REQUEST' } })] });
     expect(await refusedTotal('callback_disabled')).toBe(disabled + 1);
+    // Counted under the protocol it came by, as every live refusal is.
+    expect(await counterTotal(metric<Counter<string>>('wfs_live_subscriptions_refused_total'), { reason: 'callback_disabled', transport: 'callback' })).toBe(disabled + 1);
     expect(subgraph.server.live.subscriptions).toBe(0);
   });
 
@@ -169,7 +171,10 @@ describe('live updates over SSE and multipart', () => {
       opened.push(refused);
       await refused.ended;
       expect(refused.results).toEqual([{ errors: [expect.objectContaining({ extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }), path: ['shiftChanges'] })] }]);
-      expect(await counterTotal(bounded.server.metrics.registry.getSingleMetric('wfs_live_subscriptions_refused_total') as Counter<string>, { reason: 'company_subscriptions' })).toBe(1);
+      const refusals = bounded.server.metrics.registry.getSingleMetric('wfs_live_subscriptions_refused_total') as Counter<string>;
+      expect(await counterTotal(refusals, { reason: 'company_subscriptions' })).toBe(1);
+      // Under the protocol that was refused: multipart, not graphql-ws or SSE.
+      expect(await counterTotal(refusals, { reason: 'company_subscriptions', transport: 'multipart' })).toBe(1);
     } finally {
       for (const stream of opened) stream.unsubscribe();
       await ws.dispose();

@@ -58,9 +58,16 @@ const EXPECTED: Record<RefusalReason, readonly [string, string | null, number | 
   callback_check: [LIVE, 'BAD_REQUEST', 'result', null],
 };
 
-async function counted(registry: ReturnType<typeof createMetrics>['registry'], metric: string): Promise<Record<string, number>> {
+/** Each reason's count on `metric`, its transports added up (`where`: only the samples with these labels). */
+async function counted(registry: ReturnType<typeof createMetrics>['registry'], metric: string, where: Record<string, string> = {}): Promise<Record<string, number>> {
   const values = (await (registry.getSingleMetric(metric) as Counter<string>).get()).values;
-  return Object.fromEntries(values.map((value) => [String(value.labels['reason']), value.value]));
+  const counts: Record<string, number> = {};
+  for (const value of values) {
+    if (!Object.entries(where).every(([name, wanted]) => value.labels[name] === wanted)) continue;
+    const reason = String(value.labels['reason']);
+    counts[reason] = (counts[reason] ?? 0) + value.value;
+  }
+  return counts;
 }
 
 describe('refusals: one table of every refusal on every transport', () => {
@@ -92,9 +99,15 @@ describe('refusals: one table of every refusal on every transport', () => {
       const after = await counted(metrics.registry, metric);
       for (const [reason, value] of Object.entries(after)) expect({ reason, value }).toEqual({ reason, value: 1 });
     }
-    // A reason outside the table is not counted under a label no dashboard knows.
+    // A live refusal is counted under the protocol it came by; graphql-ws unless said.
+    expect(Object.values(await counted(metrics.registry, LIVE, { transport: 'ws' }))).toEqual(Object.values(await counted(metrics.registry, LIVE)));
+    observer.refused!('company_subscriptions', 'sse');
+    expect((await counted(metrics.registry, LIVE, { transport: 'sse' }))['company_subscriptions']).toBe(1);
+    // A reason or transport outside the tables is not counted under a label no dashboard knows.
     observer.refused!('rate');
+    observer.refused!('filters', 'carrier-pigeon');
     expect((await counted(metrics.registry, LIVE))['rate']).toBeUndefined();
+    expect((await counted(metrics.registry, LIVE))['filters']).toBe(1);
     metrics.close();
   });
 

@@ -44,7 +44,7 @@ export interface SubscribeGateOptions {
   /** Apollo's error formatter (graphql/errors.ts): upstream errors to their codes and client sentences. */
   readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   /** Counts a refusal, by reason (refusals.ts): the Observer port's `refused`. */
-  readonly refused: (reason: RefusalReason) => void;
+  readonly refused: (reason: RefusalReason, transport?: LiveTransport) => void;
   /** Its bounds (`limits.gate` of the configuration). */
   readonly limits: SubscribeGateLimits;
   /** Told each subscription accepted (+1) or ended (-1), by its transport: `wfs_live_transport_subscriptions`. */

@@ -136,5 +136,5 @@ export function refusalError(reason: RefusalReason, worded?: string): GraphQLErr
 
 /** Where refusals are counted: the Observer port's `refused` (upstream/observer.ts). */
 export interface RefusalEvents {
-  refused(reason: RefusalReason): void;
+  refused(reason: RefusalReason, transport?: string): void;
 }

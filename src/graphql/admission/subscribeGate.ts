@@ -76,7 +76,7 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
   const recheck = recheckIdentities(function* () {
     for (const connection of connections.values()) {
       yield { identity: connection.identity, open: connection.contexts.size, lapsed: (error: GraphQLError) => {
-        refused('identity_lapsed');
+        refused('identity_lapsed', connection.transport);
         for (const { context } of connection.contexts.values()) context.end(error);
       } };
     }
@@ -94,17 +94,17 @@ export function createSubscribeGate(options: SubscribeGateOptions): SubscribeGat
     onSubscribe: async (ctx, id, payload) => {
       const body = ctx.extra.takeSubscribe(id);
       const connection = connections.get(ctx);
-      if (!connection) return answer(refuse('not_initialised', messageOf('not_initialised')));
-      if (connection.slots >= limits.subscriptionsPerConnection) return answer(refuse('connection', perConnection));
+      if (!connection) return answer(refuse('not_initialised', messageOf('not_initialised')), ctx.extra.transport ?? 'ws');
+      if (connection.slots >= limits.subscriptionsPerConnection) return answer(refuse('connection', perConnection), connection.transport);
       connection.slots += 1;
       const seen: { rootKey?: string } = {};
       const accepted = await admit(connection, id, body, payload.operationName, seen);
       if (!('reason' in accepted)) return accepted;
       // A refusal gives its slot back at once; an accepted one when it completes (onComplete).
       connection.slots -= 1;
-      const args = answer(accepted, seen.rootKey);
+      const args = answer(accepted, connection.transport, seen.rootKey);
       if (++connection.refusals > limits.refusalsPerConnection) {
-        refused('refusals');
+        refused('refusals', connection.transport);
         connection.close(closeCodeOf('refusals') ?? 1008, messageOf('refusals'));
       }
       return args;
@@ -160,7 +160,7 @@ async function connect(
   // identity is refused: each subscribe is answered with the refusal, which gateways
   // pass on, where a close at `connection_init` reaches their client as silence.
   if (problem && !ctx.extra.gateway) {
-    refused('identity');
+    refused('identity', ctx.extra.transport ?? 'ws');
     ctx.extra.close(closeCodeOf('identity') ?? 4403, closeReason(`${problem.code}: ${problem.message}`));
     return undefined;
   }
@@ -186,8 +186,8 @@ function createRefusalAnswers(schema: SubscribeGateOptions['schema'], refused: S
   };
   // Execution arguments of refused subscribes and their errors, for the gate's `subscribe`.
   const refusedArgs = new WeakMap<ExecutionArgs, readonly GraphQLError[]>();
-  const answer = ({ reason, errors }: Refusal, rootKey?: string): ExecutionArgs => {
-    refused(reason);
+  const answer = ({ reason, errors }: Refusal, transport: LiveTransport, rootKey?: string): ExecutionArgs => {
+    refused(reason, transport);
     // With the path of the subscription's field, as a resolver's error has: gateways map a subgraph's error onto their client's field by it.
     const located = rootKey ? errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes ?? null, path: [rootKey], extensions: error.extensions })) : errors;
     const args: ExecutionArgs = { schema: schema(), document: REFUSED_DOCUMENT };
@@ -230,7 +230,7 @@ function createAdmission(options: SubscribeGateOptions, bytes: VariableBytes, re
     // Checked and taken with no wait in between, so that a burst of subscribes cannot all pass.
     const over = bytes.over(connection.variableBytes, tenantId, variables.bytes);
     if (over) return refuse(over, bytes.messages[over]);
-    const context = new SubscriptionContext(services, tenantId, options.budgetMs, { hub: options.hub });
+    const context = new SubscriptionContext(services, tenantId, options.budgetMs, { hub: options.hub, transport: connection.transport });
     // Not expected (a reused id waits for the end of the one it replaces), but its slot and bytes are given back.
     if (connection.contexts.has(id)) release(connection, id);
     connection.contexts.set(id, { context, tenantId, variableBytes: variables.bytes });

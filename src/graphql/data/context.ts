@@ -44,6 +44,8 @@ export interface LiveContext {
   renew(): void;
   /** Aborts, its reason the error, when the subscription is ended from outside (an identity that lapsed): the hub then ends its events with that error. */
   readonly ended: AbortSignal;
+  /** The subgraph protocol the subscription came by (a refusal's `transport` label); graphql-ws unless said. */
+  readonly transport?: string;
 }
 
 /** Process-wide services the per-request context is built from. */

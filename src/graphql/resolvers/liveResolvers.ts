@@ -33,7 +33,7 @@ export function liveResolvers(resources: Iterable<AnyResource>): Resolvers {
         await tenant.reader.authorize(resource);
         const filter = args.filter && resource.filterFrom ? (filterOf(resource, args.filter) as ListFilter) : undefined;
         try {
-          return live.hub.subscribe(tenant.tenantId, resource, filter, live.ended);
+          return live.hub.subscribe(tenant.tenantId, resource, filter, live.ended, live.transport);
         } catch (error) {
           if (error instanceof LiveLimitError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
           throw error;

@@ -25,7 +25,7 @@ export interface LiveMetrics {
   readonly intervalsStretched: Counter;
   readonly stretchFactor: Gauge;
   readonly slowConsumersDropped: Counter;
-  readonly refused: Counter<'reason'>;
+  readonly refused: Counter<'reason' | 'transport'>;
   /** Messages and poll leases read from Redis and dropped (live/redisCoordinator.ts), by reason. */
   readonly redisDropped: Counter<'reason'>;
   /** Open subscriptions by the subgraph protocol they came by (graphql/admission/gateOptions.ts's LiveTransport). */
@@ -56,7 +56,7 @@ export function createLiveMetrics(registers: Registry[]): LiveMetrics {
     intervalsStretched: new Counter({ name: 'wfs_live_intervals_stretched_total', help: "Poll delays stretched because the company's polls wanted more than its fair share of WFS_POLL_CALLS_PER_SECOND", registers }),
     stretchFactor: new Gauge({ name: 'wfs_live_poll_stretch_factor', help: "By how much the most stretched company's poll intervals are stretched now (1: the poll budget holds)", registers }),
     slowConsumersDropped: new Counter({ name: 'wfs_live_slow_consumers_dropped_total', help: 'Subscriptions or connections dropped because their client did not read fast enough', registers }),
-    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions, WebSocket connections and upgrades refused, by reason, one bound each (graphql/admission/refusals.ts; docs/live.md lists them): upgrades (router_secret, replica_connections, address_connections, address_blocked), connections (identity, messages, refusals), subscribes (not_initialised, subscribe_identity, connection, company_rate, document, operation, variables, cost, connection_bytes, company_bytes, replica_bytes, company_subscriptions, replica_subscriptions, filters), callback subscriptions (callback_disabled, callback_extension, callback_origin, callback_router, callback_check) and identities that lapsed (identity_lapsed)', labelNames: ['reason'], registers }),
+    refused: new Counter({ name: 'wfs_live_subscriptions_refused_total', help: 'Subscriptions, WebSocket connections and upgrades refused, by reason, one bound each (graphql/admission/refusals.ts; docs/live.md lists them): upgrades (router_secret, replica_connections, address_connections, address_blocked), connections (identity, messages, message_values, refusals), subscribes (not_initialised, subscribe_identity, connection, company_rate, document, operation, variables, cost, connection_bytes, company_bytes, replica_bytes, company_subscriptions, replica_subscriptions, filters), callback subscriptions (callback_disabled, callback_extension, callback_origin, callback_router, callback_check) and identities that lapsed (identity_lapsed); by the protocol it came by (transport: ws, sse, multipart, callback)', labelNames: ['reason', 'transport'], registers }),
     redisDropped: new Counter({
       name: 'wfs_live_redis_dropped_total',
       help: 'Live-update messages and poll leases read from Redis and dropped, by reason (oversized, unsealed, forged, malformed, replayed, lease: a lease value no replica wrote, taken over; unpublishable: a change of ours too large to publish)',

@@ -99,9 +99,23 @@ export function createIdentityResolver(options: IdentityOptions): IdentityResolv
     }
     return tenantId;
   };
-  const verify = options.jwt ? jwtVerifier(options.jwt, options, checkConfigured) : headerVerifier(options, checkConfigured);
-  const resolve = async (headers: IncomingHttpHeaders) => (await verify(headers)).tenantId;
-  return Object.assign(resolve, { verify, reads: options.jwt ? ['authorization'] : [options.tenantHeader.toLowerCase()] });
+  if (options.jwt) {
+    const verify = jwtVerifier(options.jwt, options, checkConfigured);
+    // A token's verification outweighs what it keeps for a recheck: queries share it.
+    const resolve = async (headers: IncomingHttpHeaders) => (await verify(headers)).tenantId;
+    return Object.assign(resolve, { verify, reads: ['authorization'] });
+  }
+  // A query needs the tenant only: no recheck is made for it (the path every query takes).
+  const tenantOf = headerTenant(options, checkConfigured);
+  const demo = demoDefaultOf(options);
+  const verify = async (headers: IncomingHttpHeaders): Promise<VerifiedIdentity> => {
+    const tenantId = tenantOf(headers);
+    // The demo default is the demo's own; a tenant named may be configured away.
+    if (answeredByDefault(demo, (name) => headers[name])) return { tenantId, recheck: async () => tenantId };
+    return { tenantId, recheck: async () => checkConfigured(tenantId) };
+  };
+  const resolve = async (headers: IncomingHttpHeaders) => tenantOf(headers);
+  return Object.assign(resolve, { verify, reads: [options.tenantHeader.toLowerCase()] });
 }
 
 /** Verified-identity mode: the bearer JWT verified against the JWKS, the tenant from its claim. */
@@ -161,25 +175,26 @@ function jwtVerifier(jwt: JwtIdentityConfig, options: IdentityOptions, checkConf
   };
 }
 
+/** Demo mode's default, as `answeredByDefault` reads it; undefined outside demo mode. */
+function demoDefaultOf(options: IdentityOptions): DemoDefault | undefined {
+  return options.defaultTenant ? { tenantHeader: options.tenantHeader, defaultTenant: options.defaultTenant } : undefined;
+}
+
 /**
  * Trusted-header mode reads the tenant from a header the router sets (so it must only
  * be reachable through the router, on a private network); in demo mode a request that
  * names none gets the demo default.
  */
-function headerVerifier(options: IdentityOptions, checkConfigured: (tenantId: string) => string): (headers: IncomingHttpHeaders) => Promise<VerifiedIdentity> {
-  const demo = options.defaultTenant ? { tenantHeader: options.tenantHeader, defaultTenant: options.defaultTenant } : undefined;
-  return async (headers) => {
+function headerTenant(options: IdentityOptions, checkConfigured: (tenantId: string) => string): (headers: IncomingHttpHeaders) => string {
+  const demo = demoDefaultOf(options);
+  return (headers) => {
     if (answeredByDefault(demo, (name) => headers[name])) {
       options.onDefaultTenant?.();
-      const tenantId = demo.defaultTenant;
-      return { tenantId, recheck: async () => tenantId };
+      return demo.defaultTenant;
     }
     const value = headers[options.tenantHeader];
     const named = (Array.isArray(value) ? value[0] : value)?.trim();
-    if (named) {
-      const tenantId = checkConfigured(named);
-      return { tenantId, recheck: async () => checkConfigured(tenantId) };
-    }
+    if (named) return checkConfigured(named);
     throw graphQLError('UNAUTHENTICATED', `send the "${options.tenantHeader}" header naming your tenant`);
   };
 }

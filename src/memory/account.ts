@@ -19,8 +19,7 @@
  * counts scaled down together, said in the start-up log; one that does not fit with a
  * bound set is refused, naming the bounds and what to do.
  */
-import type { Limits } from '../config';
-import { DEFAULT_LIMITS } from '../config';
+import { DEFAULT_LIMITS, withLimits, type LimitOverrides, type Limits } from '../config';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -159,13 +158,12 @@ export function fitToHeap(limits: Limits, heapLimitBytes: number, reserve: Reser
   const set = boundsSet(limits);
   if (set.length > 0 || account.budgetBytes === 0) return { kind: 'refused', account, boundsSet: set };
   const factor = account.budgetBytes / account.worstCaseBytes;
-  const scaled: Record<string, Record<string, unknown>> = {};
-  for (const group of Object.keys(limits) as Array<keyof Limits>) scaled[group] = { ...limits[group] };
+  const overrides: Partial<Record<keyof Limits, Record<string, number>>> = {};
   for (const [group, field] of SCALED) {
-    const value = scaled[group]![field] as number;
-    scaled[group]![field] = Math.max(1, Math.floor(value * factor));
+    const value = (limits[group] as unknown as Record<string, number>)[field]!;
+    (overrides[group] ??= {})[field] = Math.max(1, Math.floor(value * factor));
   }
-  const fitted = deepFreeze(scaled) as unknown as Limits;
+  const fitted = withLimits(limits, overrides as LimitOverrides);
   return { kind: 'scaled', limits: fitted, account: memoryAccount(fitted, heapLimitBytes, reserve), factor, before: account };
 }
 
@@ -175,10 +173,3 @@ export function accountSummary(account: MemoryAccount): { heapLimitMiB: number; 
   return { heapLimitMiB: mib(account.heapLimitBytes), reservedMiB: mib(account.reservedBytes), budgetMiB: mib(account.budgetBytes), worstCaseMiB: mib(account.worstCaseBytes) };
 }
 
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
-}

@@ -24,6 +24,7 @@ import type { SubscribeGate } from '../graphql/admission/subscribeGate';
 import type { Logger } from '../observability/logger';
 import type { LiveCallbacks } from './liveCallback';
 import { openSubscription, type LiveTransport, type SubscriptionResults } from './liveSession';
+import { dropLargestUntilWithin } from './unreadAnswers';
 
 export interface LiveHttpOptions {
   readonly gate: SubscribeGate;
@@ -129,14 +130,11 @@ const BUFFER_CHECK_MS = 1_000;
 export function dropOverReplica(streams: ReadonlySet<ServerResponse>, options: LiveHttpOptions): void {
   let total = options.socketsBuffered();
   for (const res of streams) total += res.writableLength;
-  if (total <= options.bufferedBytesPerReplica) return;
-  for (const res of [...streams].sort((a, b) => b.writableLength - a.writableLength)) {
-    if (total <= options.bufferedBytesPerReplica || res.writableLength === 0) break;
-    total -= res.writableLength;
+  dropLargestUntilWithin(streams, total, options.bufferedBytesPerReplica, (res) => res.writableLength, (res) => {
     options.slowConsumerDropped();
     options.logger.debug({ bufferedBytes: res.writableLength }, 'live: an HTTP subscription whose client did not read was dropped');
     res.destroy();
-  }
+  });
 }
 
 /** The live transport `body` asks for, by its extensions and the request's `Accept`. */

@@ -30,6 +30,7 @@ import type { RouterGate } from '../graphql/admission/routerGate';
 import { createUpgradeGate, refuseMessages } from '../graphql/admission/upgradeGate';
 import { heldJsonBytes, jsonUnitsOf } from '../memory/jsonSize';
 import { LiveInbox, type ConnectionInbox } from './liveInbox';
+import { dropLargestUntilWithin } from './unreadAnswers';
 import { receive, takeSubscribe, type Flow, type SubscribeBody } from './liveMessages';
 
 /** How often connections are checked for a send buffer over the bound, in ms. */
@@ -353,13 +354,7 @@ function dropSlowReaders(wss: WebSocketServer, limits: Pick<SocketLimits, 'buffe
       total += buffered;
       holding.push(client);
     }
-    if (total <= limits.bufferedBytesPerReplica) return;
-    holding.sort((a, b) => b.bufferedAmount - a.bufferedAmount);
-    for (const client of holding) {
-      if (total <= limits.bufferedBytesPerReplica) break;
-      total -= client.bufferedAmount;
-      drop(client);
-    }
+    dropLargestUntilWithin(holding, total, limits.bufferedBytesPerReplica, (client) => client.bufferedAmount, drop);
   }, BUFFER_CHECK_MS);
   timer.unref();
   return timer;
